@@ -1,0 +1,135 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# dmaplane top-level Makefile.
+#
+#   make                 module (against KDIR), library, tools, examples
+#   make install         install module, headers, library, pkg-config, udev rule
+#   make check           the whole test suite (test VM, stock kernel, host)
+#   make demo            build, boot the test VM, load the module, run the demo
+#
+# The kernel objects are described in Kbuild; this file drives kbuild for
+# them and builds the user-space parts itself into $(BUILD).
+
+VERSION    := 0.1.0
+SOVERSION  := 1
+
+KDIR       ?= /lib/modules/$(shell uname -r)/build
+BUILD      ?= build
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR     ?= $(PREFIX)/bin
+UDEVDIR    ?= /lib/udev/rules.d
+DESTDIR    ?=
+
+CC         ?= cc
+CFLAGS     ?= -O2 -g
+WARN       := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CPPFLAGS_U := -Iuapi -Ilibuser/include -D_GNU_SOURCE
+
+LIB_SRCS   := $(wildcard libuser/*.c)
+LIB_OBJS   := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+LIB_SO     := $(BUILD)/libdmaplane.so.$(VERSION)
+LIB_SONAME := libdmaplane.so.$(SOVERSION)
+LIB_LINKS  := $(BUILD)/$(LIB_SONAME) $(BUILD)/libdmaplane.so
+PC         := $(BUILD)/dmaplane.pc
+
+TOOLS      := $(BUILD)/dpctl
+EXAMPLES   := $(BUILD)/dp-demo
+
+# kselftest harness header, from the test kernel's source tree.
+KSFT_DIR   ?=
+TEST_SRCS  := $(wildcard tests/*_test.c)
+TESTS      := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+HOST_TEST_SRCS := $(wildcard tests/host/*_test.c)
+HOST_TESTS := $(HOST_TEST_SRCS:tests/host/%.c=$(BUILD)/tests/host/%)
+
+USER_LDFLAGS = -L$(BUILD) -Wl,-rpath-link,$(BUILD)
+
+.PHONY: all modules lib tools examples tests clean install install-user check demo
+
+all: modules lib tools examples
+
+modules:
+	@test -d $(KDIR) || { echo "no kernel build tree at $(KDIR):" \
+		"install linux-headers-$$(uname -r) or pass KDIR=" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+lib: $(LIB_SO) $(LIB_LINKS) $(PC)
+tools: $(TOOLS)
+examples: $(EXAMPLES)
+
+$(BUILD)/libuser/%.o: libuser/%.c libuser/include/dmaplane.h uapi/linux/dmaplane.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -fPIC -fvisibility=default -c -o $@ $<
+
+$(LIB_SO): $(LIB_OBJS) libuser/libdmaplane.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,$(LIB_SONAME) \
+		-Wl,--version-script=libuser/libdmaplane.map -o $@ $(LIB_OBJS)
+
+$(BUILD)/$(LIB_SONAME): $(LIB_SO)
+	ln -sf $(notdir $<) $@
+$(BUILD)/libdmaplane.so: $(BUILD)/$(LIB_SONAME)
+	ln -sf $(notdir $<) $@
+
+$(PC): libuser/dmaplane.pc.in Makefile
+	@mkdir -p $(dir $@)
+	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
+	    -e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@version@|$(VERSION)|' $< > $@
+
+$(BUILD)/dpctl: tools/dpctl.c $(LIB_LINKS)
+	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
+
+$(BUILD)/dp-demo: examples/demo.c $(LIB_LINKS)
+	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
+
+# In-VM tests: kselftest harness programs linked against libdmaplane.
+tests: $(TESTS) $(HOST_TESTS)
+
+$(BUILD)/tests/%: tests/%.c tests/dp_test.h $(LIB_LINKS)
+	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_U) -I$(KSFT_DIR) $(CFLAGS) -Wall -Werror -o $@ $< \
+		$(USER_LDFLAGS) -ldmaplane
+
+$(BUILD)/tests/host/%: tests/host/%.c $(LIB_LINKS)
+	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_U) -I$(KSFT_DIR) $(CFLAGS) -Wall -Werror -o $@ $< \
+		$(USER_LDFLAGS) -Wl,-rpath,$(CURDIR)/$(BUILD) -ldmaplane
+
+install: all
+	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) \
+		INSTALL_MOD_DIR=extra modules_install
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
+		$(DESTDIR)$(BINDIR) $(DESTDIR)$(UDEVDIR)
+	install -m 0644 uapi/linux/dmaplane.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 0644 libuser/include/dmaplane.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdmaplane.so
+	install -m 0644 $(PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -m 0644 udev/60-dmaplane.rules $(DESTDIR)$(UDEVDIR)/
+
+# User-space only install (no kernel tree needed): used by the host tests.
+install-user: lib tools
+	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
+		$(DESTDIR)$(BINDIR)
+	install -m 0644 uapi/linux/dmaplane.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -m 0644 libuser/include/dmaplane.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
+	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdmaplane.so
+	install -m 0644 $(PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+
+check:
+	tests/run-check.sh
+
+demo:
+	tests/run-demo.sh
+
+clean:
+	-test -d $(KDIR) && $(MAKE) -C $(KDIR) M=$(CURDIR) clean
+	rm -rf $(BUILD)

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmaplane: module init/exit, the /dev/dmaplane misc device and its file
+ * operations.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/compat.h>
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/seq_file.h>
+#include <linux/uaccess.h>
+
+#include "dmaplane.h"
+
+struct dmaplane_stats dmaplane_stats;
+DMAPLANE_EXPORT_FOR_KUNIT(dmaplane_stats);
+
+static struct dentry *dmaplane_debugfs;
+
+static int dmaplane_open(struct inode *inode, struct file *file)
+{
+	struct dmaplane_ep *ep;
+
+	ep = dmaplane_ep_create();
+	if (IS_ERR(ep))
+		return PTR_ERR(ep);
+
+	file->private_data = ep;
+	return 0;
+}
+
+static int dmaplane_release(struct inode *inode, struct file *file)
+{
+	dmaplane_ep_destroy(file->private_data);
+	return 0;
+}
+
+static long dmaplane_ioctl_get_info(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_info info;
+	int ret;
+
+	if (copy_from_user(&info, uarg, sizeof(info)))
+		return -EFAULT;
+
+	ret = dmaplane_info_fill(ep, &info);
+	if (ret)
+		return ret;
+
+	if (copy_to_user(uarg, &info, sizeof(info)))
+		return -EFAULT;
+	return 0;
+}
+
+static long dmaplane_ioctl(struct file *file, unsigned int cmd,
+			   unsigned long arg)
+{
+	struct dmaplane_ep *ep = file->private_data;
+	void __user *uarg = (void __user *)arg;
+
+	switch (cmd) {
+	case DMAPLANE_IOCTL_GET_INFO:
+		return dmaplane_ioctl_get_info(ep, uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations dmaplane_fops = {
+	.owner = THIS_MODULE,
+	.open = dmaplane_open,
+	.release = dmaplane_release,
+	.unlocked_ioctl = dmaplane_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+	.llseek = noop_llseek,
+};
+
+static struct miscdevice dmaplane_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = DMAPLANE_DEVICE_NAME,
+	.fops = &dmaplane_fops,
+	.mode = 0666,
+};
+
+static int dmaplane_stats_show(struct seq_file *m, void *unused)
+{
+	seq_printf(m, "endpoints %ld\n",
+		   atomic_long_read(&dmaplane_stats.endpoints));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(dmaplane_stats);
+
+static int __init dmaplane_init(void)
+{
+	int ret;
+
+	ret = misc_register(&dmaplane_misc);
+	if (ret) {
+		pr_err("cannot register /dev/%s: %d\n", DMAPLANE_DEVICE_NAME, ret);
+		return ret;
+	}
+
+	/* debugfs is optional: failures are not fatal by design. */
+	dmaplane_debugfs = debugfs_create_dir(DMAPLANE_DRV_NAME, NULL);
+	debugfs_create_file("stats", 0444, dmaplane_debugfs, NULL,
+			    &dmaplane_stats_fops);
+
+	pr_info("loaded, ABI version %d\n", DMAPLANE_ABI_VERSION);
+	return 0;
+}
+
+static void __exit dmaplane_exit(void)
+{
+	debugfs_remove(dmaplane_debugfs);
+	misc_deregister(&dmaplane_misc);
+	dmaplane_ep_exit();
+}
+
+module_init(dmaplane_init);
+module_exit(dmaplane_exit);
+
+MODULE_DESCRIPTION("dmaplane: tag-matched messaging, memory registration and dma-buf arenas");
+MODULE_AUTHOR("The dmaplane developers");
+MODULE_LICENSE("GPL");

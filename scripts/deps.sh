@@ -1,0 +1,37 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Install the Debian packages dmaplane's build, VM harness and tests need.
+# Idempotent: does nothing when every package is already installed.
+# Usage: scripts/deps.sh [build|vm|all]   (default: all)
+
+set -e
+
+build_pkgs="gcc make pkg-config libnl-3-dev libnl-genl-3-dev
+	linux-headers-amd64 kmod"
+vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
+	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64"
+
+case "${1:-all}" in
+build)	pkgs=$build_pkgs ;;
+vm|all)	pkgs="$build_pkgs $vm_pkgs" ;;
+*)	echo "usage: $0 [build|vm|all]" >&2; exit 2 ;;
+esac
+
+missing=
+for p in $pkgs; do
+	st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[ "$st" = installed ] || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+cmd="apt-get install -y --no-install-recommends$missing"
+if [ "$(id -u)" != 0 ]; then
+	echo "dmaplane: missing packages:$missing" >&2
+	echo "dmaplane: run as root: apt-get update && $cmd" >&2
+	exit 1
+fi
+echo "dmaplane: installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing >/dev/null

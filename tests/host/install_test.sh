@@ -1,0 +1,70 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Install the user-space parts into a staging directory the way a
+# distribution would, and check that a program builds against them with
+# pkg-config alone and that the library exports exactly its version script.
+# Prints TAP.
+# Usage: install_test.sh BUILD_DIR
+
+build=$1
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+n=0
+fails=0
+
+result() {	# rc description
+	n=$((n + 1))
+	if [ "$1" = 0 ]; then
+		echo "ok $n $2"
+	else
+		echo "not ok $n $2"
+		fails=$((fails + 1))
+	fi
+}
+
+echo "TAP version 13"
+echo "1..6"
+
+make -s BUILD="$build" DESTDIR="$stage" PREFIX=/usr install-user >"$stage/install.log" 2>&1
+result $? install-user
+cat "$stage/install.log"
+
+for f in usr/include/dmaplane.h usr/include/linux/dmaplane.h \
+	 usr/lib/libdmaplane.so.1 usr/lib/libdmaplane.so usr/lib/pkgconfig/dmaplane.pc \
+	 usr/bin/dpctl; do
+	[ -e "$stage/$f" ] || { echo "# missing $f"; missing=1; }
+done
+result "${missing:-0}" installed-files
+
+soname=$(objdump -p "$stage/usr/lib/libdmaplane.so.1" | awk '/SONAME/ {print $2}')
+[ "$soname" = libdmaplane.so.1 ]
+result $? "soname-is-libdmaplane.so.1 (got $soname)"
+
+# Every global symbol of the map and nothing else is exported.
+want=$(sed -n 's/^[[:space:]]*\(dp_[a-z_0-9]*\);/\1/p' libuser/libdmaplane.map | sort)
+got=$(nm -D --defined-only "$stage/usr/lib/libdmaplane.so.1" |
+	awk '$2 == "T" {print $3}' | sed 's/@.*//' | sort)
+[ "$want" = "$got" ]
+result $? exports-match-version-script
+[ "$want" = "$got" ] || { echo "# want: $want"; echo "# got: $got"; }
+
+cat >"$stage/prog.c" <<'PROG'
+#include <errno.h>
+#include <dmaplane.h>
+int main(void)
+{
+	struct dp_ep *ep;
+
+	return dp_open("/nonexistent", 0, &ep) == -ENOENT ? 0 : 1;
+}
+PROG
+export PKG_CONFIG_SYSROOT_DIR="$stage" PKG_CONFIG_LIBDIR="$stage/usr/lib/pkgconfig"
+# shellcheck disable=SC2046
+cc -o "$stage/prog" "$stage/prog.c" $(pkg-config --cflags --libs dmaplane) \
+	-Wl,-rpath,"$stage/usr/lib"
+result $? builds-with-pkg-config
+
+"$stage/prog"
+result $? links-and-runs-against-installed-library
+
+[ $fails = 0 ]

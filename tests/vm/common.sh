@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared by tests/run-check.sh and tests/run-demo.sh (sourced, from the
+# top of the work tree).
+
+BUILD=${BUILD:-build}
+
+# stock_version: the Debian kernel linux-image-amd64 points at.
+stock_version() {
+	dpkg-query -W -f='${Depends}' linux-image-amd64 |
+		sed -n 's/.*linux-image-\([0-9][^ ,]*\).*/\1/p'
+}
+
+# build_ko NAME KDIR: build the modules against KDIR in $BUILD/ko-NAME, a
+# copy of the kernel sources (kbuild writes its objects next to them).
+build_ko() {
+	dir=$BUILD/ko-$1
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp -a Kbuild kmod kunit-tests uapi "$dir"/
+	make -C "$2" M="$(pwd)/$dir" W=1 KCFLAGS=-Werror modules >"$dir/build.log" 2>&1
+	rc=$?
+	[ $rc = 0 ] || cat "$dir/build.log" >&2
+	return $rc
+}
+
+# make_initramfs OUT KODIR: an initramfs with the modules of KODIR, the
+# library, the tools, the examples and the in-VM tests.
+make_initramfs() {
+	kodir=$2
+	set -- "$1" "$kodir"/dmaplane.ko \
+		"$BUILD"/libdmaplane.so.1:/dmaplane/lib/libdmaplane.so.1 \
+		"$BUILD"/dp-demo "$BUILD"/dpctl \
+		"$(command -v rdma)":/usr/sbin/rdma
+	[ -e "$kodir/dmaplane_kunit.ko" ] && set -- "$@" "$kodir/dmaplane_kunit.ko"
+	for t in "$BUILD"/tests/*_test; do
+		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/tests/$(basename "$t")"
+	done
+	tests/vm/mkinitramfs.sh "$@"
+}

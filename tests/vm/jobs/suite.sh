@@ -1,0 +1,25 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The in-VM suite: load dmaplane, run its KUnit suites and every kselftest
+# program, unload it, and scan for leaks.
+. /dmaplane/jobs/lib.sh
+
+kmemleak_reset
+check insmod insmod $D/dmaplane.ko
+[ -c /dev/dmaplane ]
+case_result device-node $?
+
+run_kunit $D/dmaplane_kunit.ko
+
+for t in $D/tests/*_test; do
+	[ -x "$t" ] && run_kselftest "$t"
+done
+
+check demo $D/dp-demo
+grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats
+case_result endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
+check rmmod rmmod dmaplane
+[ ! -e /dev/dmaplane ]
+case_result device-node-removed $?
+kmemleak_report
+exit $fails

@@ -1,0 +1,95 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Boot one or two dmaplane test VMs under QEMU (TCG) and run a guest job.
+#
+# Usage: run-vm.sh -k BZIMAGE -i INITRD -j JOB -o OUTDIR
+#                  [-n NODES] [-t TIMEOUT_S] [-m MEM_MB] [-a EXTRA_CMDLINE]
+#
+# Node N writes the kernel console to OUTDIR/console-N.log and the job's
+# output (second serial port) to OUTDIR/results-N.log.  With -n 2 the two
+# VMs share an Ethernet segment: a QEMU socket netdev on 127.0.0.1 (the
+# host side never leaves loopback).  Exit status: 0 when every node ran
+# the job to its end (the job's own verdict is in results-N.log, judged by
+# tests/vm/results.py), 1 when a node crashed, hung past the timeout or
+# never started the job.
+
+set -e
+
+nodes=1
+timeout=600
+mem=2048
+extra=
+while getopts k:i:j:o:n:t:m:a: opt; do
+	case $opt in
+	k) kernel=$OPTARG ;;
+	i) initrd=$OPTARG ;;
+	j) job=$OPTARG ;;
+	o) out=$OPTARG ;;
+	n) nodes=$OPTARG ;;
+	t) timeout=$OPTARG ;;
+	m) mem=$OPTARG ;;
+	a) extra=$OPTARG ;;
+	*) echo "usage: see $0" >&2; exit 2 ;;
+	esac
+done
+[ -n "$kernel" ] && [ -n "$initrd" ] && [ -n "$job" ] && [ -n "$out" ] ||
+	{ echo "run-vm: -k, -i, -j and -o are required" >&2; exit 2; }
+
+mkdir -p "$out"
+# A loopback port for the socket netdev, different for concurrent runs.
+port=$((20000 + $$ % 20000))
+
+start_node() {
+	n=$1
+	net=
+	if [ "$nodes" -gt 1 ]; then
+		if [ "$n" = 0 ]; then
+			sock="listen=127.0.0.1:$port"
+		else
+			sock="connect=127.0.0.1:$port"
+		fi
+		net="-netdev socket,id=net0,$sock -device virtio-net-pci,netdev=net0,mac=52:54:00:d9:00:0$n"
+	fi
+	rm -f "$out/console-$n.log" "$out/results-$n.log"
+	# shellcheck disable=SC2086
+	timeout -k 10 "$timeout" qemu-system-x86_64 \
+		-M pc -cpu max -smp 2 -m "$mem" \
+		-nodefaults -display none -no-reboot \
+		-kernel "$kernel" -initrd "$initrd" \
+		-append "console=ttyS0 panic=-1 mitigations=off dmaplane.job=$job dmaplane.node=$n $extra" \
+		-serial "file:$out/console-$n.log" \
+		-serial "file:$out/results-$n.log" \
+		$net >"$out/qemu-$n.log" 2>&1 &
+	eval "pid$n=\$!"
+}
+
+start=$(date +%s)
+start_node 0
+if [ "$nodes" -gt 1 ]; then
+	sleep 1
+	start_node 1
+fi
+
+status=0
+n=0
+while [ "$n" -lt "$nodes" ]; do
+	eval "pid=\$pid$n"
+	rc=0
+	wait "$pid" || rc=$?
+	tr -d '\r' <"$out/results-$n.log" >"$out/results-$n.tmp" 2>/dev/null || :
+	mv "$out/results-$n.tmp" "$out/results-$n.log" 2>/dev/null || :
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		echo "run-vm: node $n: timed out after ${timeout}s (job $job)" >&2
+		status=1
+	elif [ "$rc" != 0 ]; then
+		echo "run-vm: node $n: qemu exited $rc:" >&2
+		cat "$out/qemu-$n.log" >&2
+		status=1
+	elif ! grep -q '^DMAPLANE-GUEST-DONE' "$out/results-$n.log" 2>/dev/null; then
+		echo "run-vm: node $n: guest stopped before its job ended" >&2
+		status=1
+	fi
+	n=$((n + 1))
+done
+echo "run-vm: job $job on $nodes node(s): $(($(date +%s) - start)) s" >&2
+exit $status
