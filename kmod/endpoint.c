@@ -8,6 +8,7 @@
 #include <linux/err.h>
 #include <linux/export.h>
 #include <linux/mm.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/xarray.h>
@@ -37,6 +38,12 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 		return ERR_PTR(-ENOMEM);
 
 	ep->uid = current_euid();
+	xa_init_flags(&ep->regions, XA_FLAGS_ALLOC1);
+	/* KUnit calls this from a kernel thread, which has no mm. */
+	ep->mm = current->mm;
+	if (ep->mm)
+		mmgrab(ep->mm);
+
 	ret = xa_alloc_cyclic(&dmaplane_ep_ids, &ep->id, ep, xa_limit_31b,
 			      &dmaplane_ep_next_id, GFP_KERNEL);
 	if (ret < 0)
@@ -46,10 +53,12 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 	return ep;
 
 err_free_ep:
+	if (ep->mm)
+		mmdrop(ep->mm);
 	kfree(ep);
 	return ERR_PTR(ret);
 }
-DMAPLANE_EXPORT_FOR_KUNIT(dmaplane_ep_create);
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_create);
 
 /**
  * dmaplane_ep_destroy() - release an endpoint and everything it owns
@@ -58,10 +67,14 @@ DMAPLANE_EXPORT_FOR_KUNIT(dmaplane_ep_create);
 void dmaplane_ep_destroy(struct dmaplane_ep *ep)
 {
 	xa_erase(&dmaplane_ep_ids, ep->id);
+	dmaplane_ep_release_regions(ep);
+	xa_destroy(&ep->regions);
+	if (ep->mm)
+		mmdrop(ep->mm);
 	kfree(ep);
 	atomic_long_dec(&dmaplane_stats.endpoints);
 }
-DMAPLANE_EXPORT_FOR_KUNIT(dmaplane_ep_destroy);
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_destroy);
 
 /**
  * dmaplane_info_fill() - validate and answer a GET_INFO request
@@ -83,7 +96,7 @@ int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info)
 	info->page_size = PAGE_SIZE;
 	return 0;
 }
-DMAPLANE_EXPORT_FOR_KUNIT(dmaplane_info_fill);
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_info_fill);
 
 /**
  * dmaplane_ep_exit() - module unload: every endpoint must be gone by now

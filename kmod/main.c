@@ -16,7 +16,7 @@
 #include "dmaplane.h"
 
 struct dmaplane_stats dmaplane_stats;
-DMAPLANE_EXPORT_FOR_KUNIT(dmaplane_stats);
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_stats);
 
 static struct dentry *dmaplane_debugfs;
 
@@ -87,8 +87,26 @@ static struct miscdevice dmaplane_misc = {
 
 static int dmaplane_stats_show(struct seq_file *m, void *unused)
 {
-	seq_printf(m, "endpoints %ld\n",
-		   atomic_long_read(&dmaplane_stats.endpoints));
+	static const struct {
+		const char *name;
+		atomic_long_t *val;
+	} counters[] = {
+		{ "endpoints", &dmaplane_stats.endpoints },
+		{ "regions", &dmaplane_stats.regions },
+		{ "arenas", &dmaplane_stats.arenas },
+		{ "arena_pages", &dmaplane_stats.arena_pages },
+		{ "user_mrs", &dmaplane_stats.user_mrs },
+		{ "pinned_pages", &dmaplane_stats.pinned_pages },
+		{ "charged_pages", &dmaplane_stats.charged_pages },
+		{ "dmabufs", &dmaplane_stats.dmabufs },
+		{ "imports", &dmaplane_stats.imports },
+		{ "invalidations", &dmaplane_stats.invalidations },
+	};
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(counters); i++)
+		seq_printf(m, "%s %ld\n", counters[i].name,
+			   atomic_long_read(counters[i].val));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(dmaplane_stats);

@@ -9,11 +9,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "dmaplane.h"
-
-struct dp_ep {
-	int fd;
-};
+#include "internal.h"
 
 int dp_open(const char *path, unsigned int flags, struct dp_ep **epp)
 {
@@ -68,7 +64,5 @@ int dp_fd(const struct dp_ep *ep)
 int dp_info(struct dp_ep *ep, struct dmaplane_info *info)
 {
 	memset(info, 0, sizeof(*info));
-	if (ioctl(ep->fd, DMAPLANE_IOCTL_GET_INFO, info) < 0)
-		return -errno;
-	return 0;
+	return dp_ioctl(ep, DMAPLANE_IOCTL_GET_INFO, info);
 }

@@ -10,6 +10,8 @@
 #ifndef LIBDMAPLANE_H
 #define LIBDMAPLANE_H
 
+#include <stdint.h>
+
 #include <linux/dmaplane.h>
 
 #ifdef __cplusplus
@@ -59,6 +61,100 @@ int dp_fd(const struct dp_ep *ep);
  * Returns 0, or the negative errno of DMAPLANE_IOCTL_GET_INFO.
  */
 int dp_info(struct dp_ep *ep, struct dmaplane_info *info);
+
+/* ---- Memory: arenas, registered regions, dma-buf ---------------------- */
+
+/** An arena: pinned kernel memory mapped into this process. Opaque. */
+struct dp_arena;
+/** A registered region: user memory or an imported dma-buf. Opaque. */
+struct dp_mr;
+
+/*
+ * dp_arena_create - allocate, pin, register and map an arena
+ * @ep: endpoint
+ * @len: bytes, a multiple of the page size
+ * @flags: DMAPLANE_ARENA_* (DMAPLANE_ARENA_HUGE_ONLY)
+ * @numa_node: NUMA node, or DMAPLANE_NUMA_ANY
+ * @access: DMAPLANE_ACCESS_* bits for peers and local operations
+ * @arenap: on success, the arena, mapped read-write at dp_arena_ptr()
+ *
+ * 2 MiB pages are used first; dp_arena_bytes() tells what backs it.
+ * Returns 0, or -EINVAL, -ENOMEM (also RLIMIT_MEMLOCK), the errno of
+ * mmap(2).
+ */
+int dp_arena_create(struct dp_ep *ep, uint64_t len, unsigned int flags,
+		    int numa_node, unsigned int access, struct dp_arena **arenap);
+
+/*
+ * dp_arena_destroy - unmap the arena and drop the endpoint's handle
+ *
+ * The memory itself is freed when the last dma-buf exported from it is
+ * released.  Returns 0 or -errno.
+ */
+int dp_arena_destroy(struct dp_arena *arena);
+
+/* dp_arena_ptr, dp_arena_len - the owner's mapping of the arena */
+void *dp_arena_ptr(const struct dp_arena *arena);
+uint64_t dp_arena_len(const struct dp_arena *arena);
+
+/* dp_arena_key - the arena's remote key, for peers' put/get */
+uint64_t dp_arena_key(const struct dp_arena *arena);
+
+/*
+ * dp_arena_bytes - bytes of the arena backed by 2 MiB pages (@huge),
+ * intermediate orders (@mid) and base pages (@base); any may be NULL.
+ */
+void dp_arena_bytes(const struct dp_arena *arena, uint64_t *huge,
+		    uint64_t *mid, uint64_t *base);
+
+/*
+ * dp_dmabuf_export - export a page-aligned slice of an arena as a dma-buf
+ * @flags: DMAPLANE_DMABUF_* (DMAPLANE_DMABUF_NO_CLOEXEC)
+ *
+ * Returns the new file descriptor (O_RDWR, O_CLOEXEC unless asked
+ * otherwise), or -EINVAL, -ERANGE (slice beyond the arena), -EMFILE ...
+ */
+int dp_dmabuf_export(struct dp_arena *arena, uint64_t offset, uint64_t len,
+		     unsigned int flags);
+
+/*
+ * dp_mr_reg - pin and register user memory
+ * @ep: endpoint
+ * @addr: start, any alignment
+ * @len: bytes, non-zero
+ * @access: DMAPLANE_ACCESS_* bits
+ * @mrp: on success, the region
+ *
+ * A range already registered in this address space is served from the
+ * kernel's registration cache.  munmap() and friends invalidate the
+ * registration in the kernel (dp_mr_query() reports it): no malloc hooks.
+ * Returns 0, or -EINVAL, -ENOMEM (RLIMIT_MEMLOCK), -EFAULT ...
+ */
+int dp_mr_reg(struct dp_ep *ep, void *addr, uint64_t len,
+	      unsigned int access, struct dp_mr **mrp);
+
+/*
+ * dp_mr_import_dmabuf - register a slice of a foreign dma-buf
+ * @fd: dma-buf file descriptor (dma-heap, udmabuf, GPU driver ...)
+ * @offset, @len: page-aligned slice
+ */
+int dp_mr_import_dmabuf(struct dp_ep *ep, int fd, uint64_t offset,
+			uint64_t len, unsigned int access, struct dp_mr **mrp);
+
+/*
+ * dp_mr_dereg - release a region (user memory or imported dma-buf)
+ * Returns 0 or -errno; @mr is freed either way.
+ */
+int dp_mr_dereg(struct dp_mr *mr);
+
+/* dp_mr_key - the region's remote key, for peers' put/get */
+uint64_t dp_mr_key(const struct dp_mr *mr);
+
+/*
+ * dp_mr_query - the region's state (valid or invalidated) and the
+ * endpoint's invalidation and cache counters
+ */
+int dp_mr_query(struct dp_mr *mr, struct dmaplane_mr_query *query);
 
 #ifdef __cplusplus
 }

@@ -92,10 +92,10 @@ def parse_ktap(lines, prefix, rc, ksrc, results):
         emit(results, False, prefix + "/insmod", f"insmod exited {rc}")
 
 
-def judge_node(outdir, node, label, ksrc, results):
+def judge_node(outdir, node, nodes, label, ksrc, results):
     res = os.path.join(outdir, f"results-{node}.log")
     con = os.path.join(outdir, f"console-{node}.log")
-    prefix = label if node is None else f"{label}/node{node}"
+    prefix = label if nodes == 1 else f"{label}/node{node}"
     try:
         lines = open(res, errors="replace").read().replace("\r", "").split("\n")
     except OSError:
@@ -169,8 +169,7 @@ def main():
         parse_kselftest(lines, args.label, args.rc, results)
     else:
         for node in range(args.nodes):
-            judge_node(args.outdir, node if args.nodes > 1 else None, args.label,
-                       args.ksrc, results)
+            judge_node(args.outdir, node, args.nodes, args.label, args.ksrc, results)
     failed = 0
     for ok, name, why in results:
         if ok is None:

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmaplane regions: the common part of arenas, registered user memory and
+ * imported dma-bufs -- handles, random remote keys, references, bounds
+ * checked copies -- and the accounting of pinned memory against
+ * RLIMIT_MEMLOCK and the module-wide cap.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/hashtable.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/overflow.h>
+#include <linux/random.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+
+#include "dmaplane.h"
+
+static unsigned long max_pinned_mb;
+module_param(max_pinned_mb, ulong, 0644);
+MODULE_PARM_DESC(max_pinned_mb,
+		 "Module-wide cap on pinned and arena memory in MiB (0: half of RAM)");
+
+/* Pages charged module-wide; compared with max_pinned_mb. */
+static atomic_long_t dmaplane_charged;
+
+/*
+ * Published regions by remote key.  Writers hold dmaplane_rkey_lock;
+ * readers walk a bucket under rcu_read_lock() and take a reference with
+ * kref_get_unless_zero().
+ */
+#define DMAPLANE_RKEY_BITS 10
+static DEFINE_HASHTABLE(dmaplane_rkeys, DMAPLANE_RKEY_BITS);
+static DEFINE_SPINLOCK(dmaplane_rkey_lock);
+
+/**
+ * dmaplane_region_init() - initialise the common part of a region
+ * @r: region, embedded in the kind's own structure
+ * @ops: the kind's operations
+ * @kind: the kind
+ * @access: %DMAPLANE_ACCESS_* bits, already validated
+ * @len: length in bytes
+ *
+ * The region holds one reference, which dmaplane_region_publish() hands
+ * to the endpoint's handle table.
+ */
+void dmaplane_region_init(struct dmaplane_region *r,
+			  const struct dmaplane_region_ops *ops,
+			  enum dmaplane_region_kind kind, u32 access, u64 len)
+{
+	kref_init(&r->ref);
+	r->ops = ops;
+	r->kind = kind;
+	r->access = access;
+	r->len = len;
+	r->uid = current_euid();
+	INIT_HLIST_NODE(&r->rkey_node);
+	atomic_long_inc(&dmaplane_stats.regions);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_init);
+
+static struct dmaplane_region *rkey_find_locked(u64 rkey)
+{
+	struct dmaplane_region *r;
+
+	lockdep_assert_held(&dmaplane_rkey_lock);
+	hash_for_each_possible(dmaplane_rkeys, r, rkey_node, rkey)
+		if (r->rkey == rkey)
+			return r;
+	return NULL;
+}
+
+/**
+ * dmaplane_region_publish() - give a region a handle and a remote key
+ * @ep: owning endpoint
+ * @r: initialised region; its initial reference moves to @ep
+ *
+ * Return: 0 with r->handle and r->rkey set, or -ENOMEM/-EBUSY.  On error
+ * the caller still owns its reference.
+ */
+int dmaplane_region_publish(struct dmaplane_ep *ep, struct dmaplane_region *r)
+{
+	int ret;
+
+	r->owner_id = ep->id;
+	ret = xa_alloc_cyclic(&ep->regions, &r->handle, r, xa_limit_31b,
+			      &ep->next_handle, GFP_KERNEL);
+	if (ret < 0)
+		return ret;
+
+	spin_lock(&dmaplane_rkey_lock);
+	/* Zero is never a valid key; 64 random bits rarely collide. */
+	do {
+		r->rkey = get_random_u64();
+	} while (!r->rkey || rkey_find_locked(r->rkey));
+	hash_add_rcu(dmaplane_rkeys, &r->rkey_node, r->rkey);
+	spin_unlock(&dmaplane_rkey_lock);
+	return 0;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_publish);
+
+static void region_unhash(struct dmaplane_region *r)
+{
+	spin_lock(&dmaplane_rkey_lock);
+	if (!hlist_unhashed(&r->rkey_node))
+		hash_del_rcu(&r->rkey_node);
+	spin_unlock(&dmaplane_rkey_lock);
+}
+
+/**
+ * dmaplane_region_get() - look a region up by handle on its endpoint
+ * @ep: endpoint
+ * @handle: handle
+ * @kind: the kind the caller expects
+ *
+ * Return: a referenced region, ERR_PTR(-ENOENT) when @ep has no such
+ * handle, ERR_PTR(-EINVAL) when it names a region of another kind.
+ */
+struct dmaplane_region *dmaplane_region_get(struct dmaplane_ep *ep, u32 handle,
+					    enum dmaplane_region_kind kind)
+{
+	struct dmaplane_region *r;
+
+	xa_lock(&ep->regions);
+	r = xa_load(&ep->regions, handle);
+	if (r && r->kind == kind)
+		kref_get(&r->ref);
+	xa_unlock(&ep->regions);
+	if (!r)
+		return ERR_PTR(-ENOENT);
+	if (r->kind != kind)
+		return ERR_PTR(-EINVAL);
+	return r;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_get);
+
+/**
+ * dmaplane_region_unpublish() - take a region out of its endpoint's table
+ * @ep: endpoint
+ * @handle: handle
+ * @kind: the kind the caller expects
+ *
+ * The remote key stops resolving at once.  Return: the region with the
+ * table's reference, which the caller drops with dmaplane_region_put();
+ * ERR_PTR(-ENOENT) or ERR_PTR(-EINVAL) as dmaplane_region_get().
+ */
+struct dmaplane_region *dmaplane_region_unpublish(struct dmaplane_ep *ep, u32 handle,
+						  enum dmaplane_region_kind kind)
+{
+	struct dmaplane_region *r;
+
+	xa_lock(&ep->regions);
+	r = xa_load(&ep->regions, handle);
+	if (r && r->kind == kind)
+		__xa_erase(&ep->regions, handle);
+	xa_unlock(&ep->regions);
+	if (!r)
+		return ERR_PTR(-ENOENT);
+	if (r->kind != kind)
+		return ERR_PTR(-EINVAL);
+	region_unhash(r);
+	return r;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_unpublish);
+
+/**
+ * dmaplane_region_lookup_rkey() - find a published region by remote key
+ * @rkey: remote key
+ *
+ * Return: a referenced region or NULL.  Callers check access, bounds and
+ * the security domain themselves.
+ */
+struct dmaplane_region *dmaplane_region_lookup_rkey(u64 rkey)
+{
+	struct dmaplane_region *r;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(dmaplane_rkeys, r, rkey_node, rkey) {
+		if (r->rkey == rkey && kref_get_unless_zero(&r->ref)) {
+			rcu_read_unlock();
+			return r;
+		}
+	}
+	rcu_read_unlock();
+	return NULL;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_lookup_rkey);
+
+static void region_free_rcu(struct rcu_head *rcu)
+{
+	kfree(container_of(rcu, struct dmaplane_region, rcu));
+}
+
+static void region_release(struct kref *ref)
+{
+	struct dmaplane_region *r = container_of(ref, struct dmaplane_region, ref);
+
+	region_unhash(r);
+	r->ops->release(r);
+	atomic_long_dec(&dmaplane_stats.regions);
+	/*
+	 * The region must be the first member of the kind's structure
+	 * (checked at build time by each kind) so that this frees it all.
+	 */
+	call_rcu(&r->rcu, region_free_rcu);
+}
+
+/**
+ * dmaplane_region_put() - drop a reference
+ * @r: region, or NULL
+ *
+ * Must be called from process context: the last put releases the backing
+ * memory, which may sleep.
+ */
+void dmaplane_region_put(struct dmaplane_region *r)
+{
+	if (r) {
+		might_sleep();
+		kref_put(&r->ref, region_release);
+	}
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_put);
+
+/**
+ * dmaplane_region_invalidate() - the backing memory went away
+ * @r: region
+ *
+ * Later copies fail with -EFAULT.  Idempotent; safe in any context.
+ */
+void dmaplane_region_invalidate(struct dmaplane_region *r)
+{
+	if (!xchg(&r->invalid, true))
+		atomic_long_inc(&dmaplane_stats.invalidations);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_invalidate);
+
+/**
+ * dmaplane_region_copy() - bounds-checked copy to or from a region
+ * @r: referenced region
+ * @off: offset in the region
+ * @len: bytes; iov_iter_count(@iter) must be at least this
+ * @iter: the other side of the copy
+ * @to_region: direction
+ *
+ * Return: 0, -ERANGE when [@off, @off + @len) is not inside the region
+ * (overflow-safe), -EFAULT when the region was invalidated.
+ */
+int dmaplane_region_copy(struct dmaplane_region *r, u64 off, u64 len,
+			 struct iov_iter *iter, bool to_region)
+{
+	u64 end;
+
+	if (check_add_overflow(off, len, &end) || end > r->len)
+		return -ERANGE;
+	if (READ_ONCE(r->invalid))
+		return -EFAULT;
+	if (!len)
+		return 0;
+	if (iov_iter_count(iter) < len)
+		return -EINVAL;
+	iov_iter_truncate(iter, len);
+	return r->ops->copy(r, off, iter, to_region);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_copy);
+
+/**
+ * dmaplane_ep_release_regions() - endpoint closing: drop every handle
+ * @ep: endpoint
+ */
+void dmaplane_ep_release_regions(struct dmaplane_ep *ep)
+{
+	struct dmaplane_region *r;
+	unsigned long handle;
+
+	xa_for_each(&ep->regions, handle, r) {
+		xa_erase(&ep->regions, handle);
+		region_unhash(r);
+		dmaplane_region_put(r);
+	}
+}
+
+static unsigned long dmaplane_max_charged(void)
+{
+	if (max_pinned_mb)
+		return max_pinned_mb << (20 - PAGE_SHIFT);
+	return totalram_pages() / 2;
+}
+
+/**
+ * dmaplane_charge_pages() - account pages about to be pinned or allocated
+ * @mm: address space to charge (its pinned_vm, as ib_umem does)
+ * @npages: number of base pages
+ *
+ * Charges RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK, and always
+ * the module-wide cap.  Return: 0, or -ENOMEM when either limit would be
+ * exceeded (nothing is charged then).
+ */
+int dmaplane_charge_pages(struct mm_struct *mm, unsigned long npages)
+{
+	unsigned long lock_limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	unsigned long new;
+
+	new = atomic_long_add_return(npages, &dmaplane_charged);
+	if (new > dmaplane_max_charged())
+		goto err_uncharge_module;
+
+	new = atomic64_add_return(npages, &mm->pinned_vm);
+	if (new > lock_limit && !capable(CAP_IPC_LOCK))
+		goto err_uncharge_mm;
+
+	atomic_long_add(npages, &dmaplane_stats.charged_pages);
+	return 0;
+
+err_uncharge_mm:
+	atomic64_sub(npages, &mm->pinned_vm);
+err_uncharge_module:
+	atomic_long_sub(npages, &dmaplane_charged);
+	return -ENOMEM;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_charge_pages);
+
+/**
+ * dmaplane_uncharge_pages() - undo dmaplane_charge_pages()
+ * @mm: the address space charged (kept alive by the caller's mmgrab())
+ * @npages: number of base pages
+ */
+void dmaplane_uncharge_pages(struct mm_struct *mm, unsigned long npages)
+{
+	atomic64_sub(npages, &mm->pinned_vm);
+	atomic_long_sub(npages, &dmaplane_charged);
+	atomic_long_sub(npages, &dmaplane_stats.charged_pages);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_uncharge_pages);
