@@ -72,10 +72,18 @@ $(BUILD)/$(LIB_SONAME): $(LIB_SO)
 $(BUILD)/libdmaplane.so: $(BUILD)/$(LIB_SONAME)
 	ln -sf $(notdir $<) $@
 
+# The pkg-config file names the install paths, so it is made at install
+# time from the PREFIX/LIBDIR/INCLUDEDIR given then.
+PC_SED = sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
+	     -e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@version@|$(VERSION)|'
+define install_pc
+	$(PC_SED) libuser/dmaplane.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/dmaplane.pc
+	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/dmaplane.pc
+endef
+
 $(PC): libuser/dmaplane.pc.in Makefile
 	@mkdir -p $(dir $@)
-	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
-	    -e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@version@|$(VERSION)|' $< > $@
+	$(PC_SED) $< > $@
 
 $(BUILD)/dpctl: tools/dpctl.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
@@ -108,7 +116,7 @@ install: all
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdmaplane.so
-	install -m 0644 $(PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(call install_pc)
 	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 	install -m 0644 udev/60-dmaplane.rules $(DESTDIR)$(UDEVDIR)/
 
@@ -121,7 +129,7 @@ install-user: lib tools
 	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdmaplane.so
-	install -m 0644 $(PC) $(DESTDIR)$(LIBDIR)/pkgconfig/
+	$(call install_pc)
 	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
 
 check:

@@ -37,6 +37,7 @@ record() {	# PASS|FAIL name [why]
 step() {	# name command...: one test that is the command's success
 	name=$1
 	shift
+	mkdir -p "$(dirname "$out/$name.log")"
 	if "$@" >"$out/$name.log" 2>&1; then
 		record PASS "$name"
 	else
@@ -105,6 +106,10 @@ judge --label host/install --tap "$out/host-install.log" --rc $?
 
 run_vm() {	# label kernel kodir job nodes timeout
 	label=$1
+	if [ ! -e "$3/dmaplane.ko" ]; then
+		record FAIL "$label" "no module built in $3"
+		return
+	fi
 	if ! make_initramfs "$out/$label.cpio.gz" "$3" >"$out/$label-initramfs.log" 2>&1; then
 		record FAIL "$label/initramfs" "$(tail -20 "$out/$label-initramfs.log")"
 		return
@@ -115,17 +120,14 @@ run_vm() {	# label kernel kodir job nodes timeout
 }
 
 echo "== test kernel VM: KUnit and kselftest suite"
-[ -e "$BUILD/ko-test/dmaplane.ko" ] &&
-	run_vm testkernel "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" suite 1 900
+run_vm testkernel "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" suite 1 900
 if [ "${DMAPLANE_CHECK:-}" = quick ]; then
 	echo "== DMAPLANE_CHECK=quick: stock kernel and two-VM runs skipped"
 	finish
 fi
 echo "== stock kernel $stock VM: kselftest suite"
-[ -e "$BUILD/ko-stock/dmaplane.ko" ] &&
-	run_vm stock "$STOCK_BZ" "$BUILD/ko-stock" suite 1 600
+run_vm stock "$STOCK_BZ" "$BUILD/ko-stock" suite 1 600
 echo "== two VMs: network, soft-RoCE, module on both nodes"
-[ -e "$BUILD/ko-test/dmaplane.ko" ] &&
-	run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 600
+run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 600
 
 finish
