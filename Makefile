@@ -6,6 +6,7 @@
 #   make install         install module, headers, library, pkg-config, udev rule
 #   make check           the whole test suite (test VM, stock kernel, host)
 #   make demo            build, boot the test VM, load the module, run the demo
+#   make bench           dp-bench in a stock-kernel VM, against the peers
 #
 # The kernel objects are described in Kbuild; this file drives kbuild for
 # them and builds the user-space parts itself into $(BUILD).
@@ -46,7 +47,7 @@ HOST_TESTS := $(HOST_TEST_SRCS:tests/host/%.c=$(BUILD)/tests/host/%)
 
 USER_LDFLAGS = -L$(BUILD) -Wl,-rpath-link,$(BUILD)
 
-.PHONY: all modules lib tools examples tests clean install install-user check demo
+.PHONY: all modules lib tools examples tests clean install install-user check demo bench
 
 all: modules lib tools examples
 
@@ -87,6 +88,16 @@ $(PC): libuser/dmaplane.pc.in Makefile
 
 $(BUILD)/dpctl: tools/dpctl.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
+
+# dp-bench compares against ibv_reg_mr() when libibverbs is available.
+IBVERBS_LIBS := $(shell pkg-config --libs libibverbs 2>/dev/null)
+ifneq ($(IBVERBS_LIBS),)
+BENCH_FLAGS := -DHAVE_IBVERBS
+endif
+
+$(BUILD)/dp-bench: tools/dp-bench.c $(LIB_LINKS)
+	$(CC) $(CPPFLAGS_U) $(BENCH_FLAGS) $(CFLAGS) $(WARN) -o $@ $< \
+		$(USER_LDFLAGS) -ldmaplane $(IBVERBS_LIBS)
 
 $(BUILD)/dp-demo: examples/demo.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
@@ -137,6 +148,9 @@ check:
 
 demo:
 	tests/run-demo.sh
+
+bench:
+	tests/run-bench.sh
 
 clean:
 	-test -d $(KDIR) && $(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -12,6 +12,7 @@
 #include <linux/list.h>
 #include <linux/mm_types.h>
 #include <linux/rcupdate.h>
+#include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/uio.h>
 #include <linux/xarray.h>
@@ -149,6 +150,79 @@ struct dmaplane_region {
 
 /* main.c */
 extern struct dmaplane_stats dmaplane_stats;
+
+/*
+ * Tag matching (match.c).  Sources are endpoint addresses; tags are
+ * 64-bit; a receive ignores the tag bits set in its ignore mask.
+ */
+#define DMAPLANE_ANY_SRC		(~0ULL)
+#define DMAPLANE_MATCH_HASH_BITS	8
+
+/**
+ * struct dmaplane_match_recv - a posted receive, as the matcher sees it
+ * @node: in a hash bucket (specific receives) or on the wildcard list
+ * @src: source, or %DMAPLANE_ANY_SRC
+ * @tag: tag
+ * @ignore: tag bits that do not take part in matching
+ * @seq: posting order, set by the matcher
+ */
+struct dmaplane_match_recv {
+	struct list_head node;
+	u64 src;
+	u64 tag;
+	u64 ignore;
+	u64 seq;
+};
+
+/**
+ * struct dmaplane_match_msg - an arrived message, as the matcher sees it
+ * @all_node: on the unexpected list, in arrival order
+ * @bucket_node: in its (source, tag) hash bucket, in arrival order
+ * @src: source
+ * @tag: tag
+ */
+struct dmaplane_match_msg {
+	struct list_head all_node;
+	struct list_head bucket_node;
+	u64 src;
+	u64 tag;
+};
+
+/**
+ * struct dmaplane_matcher - posted receives and unexpected messages
+ * @recv_buckets: specific receives by hash of (source, tag), posting order
+ * @unexp_buckets: unexpected messages by hash of (source, tag), arrival order
+ * @recv_wild: receives with a wildcard source or ignore bits, posting order
+ * @unexp_all: every unexpected message, arrival order
+ * @next_seq: sequence number of the next posted receive
+ * @nr_recvs: receives posted and not matched or cancelled
+ * @nr_unexp: unexpected messages queued
+ * @lock: the owner's lock serialising every call, asserted with lockdep
+ */
+struct dmaplane_matcher {
+	struct list_head recv_buckets[1 << DMAPLANE_MATCH_HASH_BITS];
+	struct list_head unexp_buckets[1 << DMAPLANE_MATCH_HASH_BITS];
+	struct list_head recv_wild;
+	struct list_head unexp_all;
+	u64 next_seq;
+	unsigned int nr_recvs;
+	unsigned int nr_unexp;
+	spinlock_t *lock;	/* not owned: the owner's lock, for lockdep */
+};
+
+/* match.c */
+void dmaplane_matcher_init(struct dmaplane_matcher *m, spinlock_t *lock);
+struct dmaplane_match_msg *dmaplane_match_post_recv(struct dmaplane_matcher *m,
+						    struct dmaplane_match_recv *r);
+struct dmaplane_match_recv *dmaplane_match_arrive(struct dmaplane_matcher *m,
+						  struct dmaplane_match_msg *msg);
+struct dmaplane_match_msg *dmaplane_match_probe(struct dmaplane_matcher *m,
+						u64 src, u64 tag, u64 ignore,
+						bool remove);
+void dmaplane_match_cancel_recv(struct dmaplane_matcher *m,
+				struct dmaplane_match_recv *r);
+void dmaplane_match_remove_msg(struct dmaplane_matcher *m,
+			       struct dmaplane_match_msg *msg);
 
 /* region.c */
 void dmaplane_region_init(struct dmaplane_region *r,

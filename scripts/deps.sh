@@ -9,7 +9,8 @@ set -e
 build_pkgs="gcc make pkg-config libnl-3-dev libnl-genl-3-dev
 	linux-headers-amd64 kmod"
 vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
-	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64"
+	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64
+	iproute2 binutils libibverbs-dev ibverbs-providers"
 
 case "${1:-all}" in
 build)	pkgs=$build_pkgs ;;

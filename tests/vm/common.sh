@@ -13,6 +13,7 @@ stock_version() {
 # build_ko NAME KDIR: build the modules against KDIR in $BUILD/ko-NAME, a
 # copy of the kernel sources (kbuild writes its objects next to them).
 build_ko() {
+	local dir rc
 	dir=$BUILD/ko-$1
 	rm -rf "$dir"
 	mkdir -p "$dir"
@@ -23,11 +24,15 @@ build_ko() {
 	return $rc
 }
 
-# make_initramfs OUT KODIR: an initramfs with the modules of KODIR, the
-# library, the tools, the examples and the in-VM tests.
+# make_initramfs OUT KODIR [SRC[:DEST]...]: an initramfs with the modules
+# of KODIR, the library, the tools, the examples, the in-VM tests and any
+# further files given.
 make_initramfs() {
+	local img kodir t
+	img=$1
 	kodir=$2
-	set -- "$1" "$kodir"/dmaplane.ko \
+	shift 2
+	set -- "$img" "$@" "$kodir"/dmaplane.ko \
 		"$BUILD"/libdmaplane.so.1:/dmaplane/lib/libdmaplane.so.1 \
 		"$BUILD"/dp-demo "$BUILD"/dpctl \
 		"$(command -v rdma)":/usr/sbin/rdma

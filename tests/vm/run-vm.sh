@@ -53,7 +53,7 @@ start_node() {
 	rm -f "$out/console-$n.log" "$out/results-$n.log"
 	# shellcheck disable=SC2086
 	timeout -k 10 "$timeout" qemu-system-x86_64 \
-		-M pc -cpu max -smp 2 -m "$mem" \
+		-M pc -cpu max,la57=off -smp 2 -m "$mem" \
 		-nodefaults -display none -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 mitigations=off dmaplane.job=$job dmaplane.node=$n $extra" \
