@@ -10,11 +10,13 @@
 #include <linux/fs.h>
 #include <linux/kref.h>
 #include <linux/list.h>
+#include <linux/mutex.h>
 #include <linux/mm_types.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
 #include <linux/uio.h>
+#include <linux/wait.h>
 #include <linux/xarray.h>
 
 #include <uapi/linux/dmaplane.h>
@@ -44,6 +46,8 @@
  * @dmabufs: dma-bufs exported and not yet released
  * @imports: imported dma-bufs attached
  * @invalidations: registrations invalidated by MMU notifiers or move_notify
+ * @posted_recvs: receives posted and waiting for a message
+ * @unexp_msgs: messages queued as unexpected at their receiver
  *
  * Every object the module creates is counted here and uncounted when it is
  * freed, so tests can prove that nothing outlives its owner.  Shown in
@@ -60,6 +64,67 @@ struct dmaplane_stats {
 	atomic_long_t dmabufs;
 	atomic_long_t imports;
 	atomic_long_t invalidations;
+	atomic_long_t posted_recvs;
+	atomic_long_t unexp_msgs;
+};
+
+/*
+ * Tag matching (match.c).  Sources are endpoint addresses; tags are
+ * 64-bit; a receive ignores the tag bits set in its ignore mask.
+ */
+#define DMAPLANE_ANY_SRC		(~0ULL)
+#define DMAPLANE_MATCH_HASH_BITS	8
+
+/**
+ * struct dmaplane_match_recv - a posted receive, as the matcher sees it
+ * @node: in a hash bucket (specific receives) or on the wildcard list
+ * @src: source, or %DMAPLANE_ANY_SRC
+ * @tag: tag
+ * @ignore: tag bits that do not take part in matching
+ * @seq: posting order, set by the matcher
+ */
+struct dmaplane_match_recv {
+	struct list_head node;
+	u64 src;
+	u64 tag;
+	u64 ignore;
+	u64 seq;
+};
+
+/**
+ * struct dmaplane_match_msg - an arrived message, as the matcher sees it
+ * @all_node: on the unexpected list, in arrival order
+ * @bucket_node: in its (source, tag) hash bucket, in arrival order
+ * @src: source
+ * @tag: tag
+ */
+struct dmaplane_match_msg {
+	struct list_head all_node;
+	struct list_head bucket_node;
+	u64 src;
+	u64 tag;
+};
+
+/**
+ * struct dmaplane_matcher - posted receives and unexpected messages
+ * @recv_buckets: specific receives by hash of (source, tag), posting order
+ * @unexp_buckets: unexpected messages by hash of (source, tag), arrival order
+ * @recv_wild: receives with a wildcard source or ignore bits, posting order
+ * @unexp_all: every unexpected message, arrival order
+ * @next_seq: sequence number of the next posted receive
+ * @nr_recvs: receives posted and not matched or cancelled
+ * @nr_unexp: unexpected messages queued
+ * @lock: the owner's lock serialising every call, asserted with lockdep
+ */
+struct dmaplane_matcher {
+	struct list_head recv_buckets[1 << DMAPLANE_MATCH_HASH_BITS];
+	struct list_head unexp_buckets[1 << DMAPLANE_MATCH_HASH_BITS];
+	struct list_head recv_wild;
+	struct list_head unexp_all;
+	u64 next_seq;
+	unsigned int nr_recvs;
+	unsigned int nr_unexp;
+	struct mutex *lock;	/* not owned: the owner's lock, for lockdep */
 };
 
 /**
@@ -74,6 +139,21 @@ struct dmaplane_stats {
  * @next_handle: cursor for cyclic handle allocation, under the xa lock
  * @mr_cache: the registration cache of @mm, shared by the endpoints of
  *	one address space (mr.c); NULL until the first MR_REG
+ * @ref: the file, and messages that name this endpoint as their sender
+ * @ep_uid: never-reused identity: a generation in the high 32 bits, @id
+ *	in the low ones
+ * @setup_lock: serialises EP_SETUP against itself and readers of @cq
+ * @cq: completion ring, set once by EP_SETUP (then never changes)
+ * @auth_key: security domain key from EP_SETUP (0: the uid is the domain)
+ * @av: address handle -> ep_uid of the peer, stored with xa_mk_value()
+ *	(ep_uid < 2^63); the xa lock protects it
+ * @next_av: cursor for cyclic address handles, under the xa lock
+ * @match_lock: protects @matcher, @unexp_bytes, @unexp_msgs and @dead
+ * @matcher: posted receives and unexpected messages
+ * @unexp_bytes: eager payload bytes queued as unexpected
+ * @unexp_msgs: messages queued as unexpected
+ * @dead: the file was released: no message is accepted any more
+ * @wq: poll() waiters for completions
  */
 struct dmaplane_ep {
 	u32 id;
@@ -82,6 +162,41 @@ struct dmaplane_ep {
 	struct xarray regions;
 	u32 next_handle;
 	struct dmaplane_mr_cache *mr_cache;
+	struct kref ref;
+	u64 ep_uid;
+	struct mutex setup_lock;	/* see @setup_lock above */
+	struct dmaplane_cq *cq;
+	u64 auth_key;
+	struct xarray av;
+	u32 next_av;
+	struct mutex match_lock;	/* see @match_lock above */
+	struct dmaplane_matcher matcher;
+	u64 unexp_bytes;
+	u32 unexp_msgs;
+	bool dead;
+	wait_queue_head_t wq;
+};
+
+/**
+ * struct dmaplane_cq - a completion ring (cq.c)
+ * @lock: protects @tail, @reserved and writes to the entries
+ * @ring: header + entries, mapped read-only by the owner
+ * @entries: the entries, inside @ring
+ * @head: consumer page, mapped read-write; head->head is untrusted
+ * @nr: number of entries (power of two)
+ * @tail: producer index
+ * @reserved: credits taken by accepted operations not completed yet
+ * @ring_size: bytes of @ring
+ */
+struct dmaplane_cq {
+	spinlock_t lock;	/* see @lock above */
+	struct dmaplane_cq_ring *ring;
+	struct dmaplane_cqe *entries;
+	struct dmaplane_cq_head *head;
+	u32 nr;
+	u32 tail;
+	u32 reserved;
+	size_t ring_size;
 };
 
 /**
@@ -151,67 +266,8 @@ struct dmaplane_region {
 /* main.c */
 extern struct dmaplane_stats dmaplane_stats;
 
-/*
- * Tag matching (match.c).  Sources are endpoint addresses; tags are
- * 64-bit; a receive ignores the tag bits set in its ignore mask.
- */
-#define DMAPLANE_ANY_SRC		(~0ULL)
-#define DMAPLANE_MATCH_HASH_BITS	8
-
-/**
- * struct dmaplane_match_recv - a posted receive, as the matcher sees it
- * @node: in a hash bucket (specific receives) or on the wildcard list
- * @src: source, or %DMAPLANE_ANY_SRC
- * @tag: tag
- * @ignore: tag bits that do not take part in matching
- * @seq: posting order, set by the matcher
- */
-struct dmaplane_match_recv {
-	struct list_head node;
-	u64 src;
-	u64 tag;
-	u64 ignore;
-	u64 seq;
-};
-
-/**
- * struct dmaplane_match_msg - an arrived message, as the matcher sees it
- * @all_node: on the unexpected list, in arrival order
- * @bucket_node: in its (source, tag) hash bucket, in arrival order
- * @src: source
- * @tag: tag
- */
-struct dmaplane_match_msg {
-	struct list_head all_node;
-	struct list_head bucket_node;
-	u64 src;
-	u64 tag;
-};
-
-/**
- * struct dmaplane_matcher - posted receives and unexpected messages
- * @recv_buckets: specific receives by hash of (source, tag), posting order
- * @unexp_buckets: unexpected messages by hash of (source, tag), arrival order
- * @recv_wild: receives with a wildcard source or ignore bits, posting order
- * @unexp_all: every unexpected message, arrival order
- * @next_seq: sequence number of the next posted receive
- * @nr_recvs: receives posted and not matched or cancelled
- * @nr_unexp: unexpected messages queued
- * @lock: the owner's lock serialising every call, asserted with lockdep
- */
-struct dmaplane_matcher {
-	struct list_head recv_buckets[1 << DMAPLANE_MATCH_HASH_BITS];
-	struct list_head unexp_buckets[1 << DMAPLANE_MATCH_HASH_BITS];
-	struct list_head recv_wild;
-	struct list_head unexp_all;
-	u64 next_seq;
-	unsigned int nr_recvs;
-	unsigned int nr_unexp;
-	spinlock_t *lock;	/* not owned: the owner's lock, for lockdep */
-};
-
 /* match.c */
-void dmaplane_matcher_init(struct dmaplane_matcher *m, spinlock_t *lock);
+void dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock);
 struct dmaplane_match_msg *dmaplane_match_post_recv(struct dmaplane_matcher *m,
 						    struct dmaplane_match_recv *r);
 struct dmaplane_match_recv *dmaplane_match_arrive(struct dmaplane_matcher *m,
@@ -223,6 +279,7 @@ void dmaplane_match_cancel_recv(struct dmaplane_matcher *m,
 				struct dmaplane_match_recv *r);
 void dmaplane_match_remove_msg(struct dmaplane_matcher *m,
 			       struct dmaplane_match_msg *msg);
+struct dmaplane_match_recv *dmaplane_match_first_recv(struct dmaplane_matcher *m);
 
 /* region.c */
 void dmaplane_region_init(struct dmaplane_region *r,
@@ -257,9 +314,33 @@ void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc);
 int dmaplane_ioctl_dmabuf_export(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_import_dmabuf(struct dmaplane_ep *ep, void __user *uarg);
 
+/* cq.c */
+struct dmaplane_cq *dmaplane_cq_create(u32 entries);
+void dmaplane_cq_destroy(struct dmaplane_cq *cq);
+int dmaplane_cq_reserve(struct dmaplane_cq *cq);
+void dmaplane_cq_unreserve(struct dmaplane_cq *cq);
+void dmaplane_cq_post(struct dmaplane_cq *cq, const struct dmaplane_cqe *cqe);
+bool dmaplane_cq_pending(struct dmaplane_cq *cq);
+int dmaplane_cq_mmap(struct dmaplane_cq *cq, struct vm_area_struct *vma);
+
+/* msg.c */
+int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg);
+void dmaplane_ep_drain_messages(struct dmaplane_ep *ep);
+
 /* endpoint.c */
 struct dmaplane_ep *dmaplane_ep_create(void);
 void dmaplane_ep_destroy(struct dmaplane_ep *ep);
+struct dmaplane_ep *dmaplane_ep_get_by_uid(u64 ep_uid);
+void dmaplane_ep_put(struct dmaplane_ep *ep);
+struct dmaplane_cq *dmaplane_ep_cq(struct dmaplane_ep *ep);
+int dmaplane_av_lookup(struct dmaplane_ep *ep, u32 handle, u64 *ep_uid);
+bool dmaplane_ep_same_domain(const struct dmaplane_ep *a, const struct dmaplane_ep *b);
+int dmaplane_ioctl_ep_setup(struct dmaplane_ep *ep, void __user *uarg);
+int dmaplane_ioctl_getname(struct dmaplane_ep *ep, void __user *uarg);
+int dmaplane_ioctl_av_insert(struct dmaplane_ep *ep, void __user *uarg);
+int dmaplane_ioctl_av_remove(struct dmaplane_ep *ep, void __user *uarg);
+unsigned int dmaplane_eager_threshold(void);
+extern u64 dmaplane_node_id;
 int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info);
 void dmaplane_ep_exit(void);
 

@@ -8,7 +8,9 @@
 #include <linux/err.h>
 #include <linux/export.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/sched/mm.h>
+#include <linux/uaccess.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/xarray.h>
@@ -18,9 +20,20 @@
 /*
  * Identifiers of the open endpoints.  The xarray's own spinlock protects
  * it; ids are handed out cyclically so a reopened endpoint gets a new one.
+ * An entry does not hold a reference: it is erased before the file's
+ * reference is dropped, so an endpoint found under the xa lock is alive.
  */
 static DEFINE_XARRAY_ALLOC1(dmaplane_ep_ids);
 static u32 dmaplane_ep_next_id;	/* cursor of xa_alloc_cyclic(), under the xa lock */
+static atomic_t dmaplane_ep_gen;	/* high half of ep_uid */
+
+/* Random identity of this node, chosen at module load. */
+u64 dmaplane_node_id;
+
+static unsigned int eager_threshold = 16384;
+module_param(eager_threshold, uint, 0644);
+MODULE_PARM_DESC(eager_threshold,
+		 "Messages up to this many bytes are copied into the kernel when unexpected");
 
 /**
  * dmaplane_ep_create() - allocate an endpoint for the current task
@@ -37,17 +50,27 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 	if (!ep)
 		return ERR_PTR(-ENOMEM);
 
+	kref_init(&ep->ref);
 	ep->uid = current_euid();
 	xa_init_flags(&ep->regions, XA_FLAGS_ALLOC1);
+	xa_init_flags(&ep->av, XA_FLAGS_ALLOC);
+	mutex_init(&ep->setup_lock);
+	mutex_init(&ep->match_lock);
+	dmaplane_matcher_init(&ep->matcher, &ep->match_lock);
+	init_waitqueue_head(&ep->wq);
 	/* KUnit calls this from a kernel thread, which has no mm. */
 	ep->mm = current->mm;
 	if (ep->mm)
 		mmgrab(ep->mm);
 
-	ret = xa_alloc_cyclic(&dmaplane_ep_ids, &ep->id, ep, xa_limit_31b,
+	ret = xa_alloc_cyclic(&dmaplane_ep_ids, &ep->id, NULL, xa_limit_31b,
 			      &dmaplane_ep_next_id, GFP_KERNEL);
 	if (ret < 0)
 		goto err_free_ep;
+	/* ep_uid < 2^63, so that it fits xa_mk_value() in address vectors. */
+	ep->ep_uid = ((u64)((u32)atomic_inc_return(&dmaplane_ep_gen) & 0x7fffffff) << 32) |
+		     ep->id;
+	xa_store(&dmaplane_ep_ids, ep->id, ep, GFP_KERNEL);
 
 	atomic_long_inc(&dmaplane_stats.endpoints);
 	return ep;
@@ -60,21 +83,211 @@ err_free_ep:
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_create);
 
+static void ep_free(struct kref *ref)
+{
+	struct dmaplane_ep *ep = container_of(ref, struct dmaplane_ep, ref);
+
+	dmaplane_cq_destroy(ep->cq);
+	xa_destroy(&ep->av);
+	xa_destroy(&ep->regions);
+	if (ep->mm)
+		mmdrop(ep->mm);
+	mutex_destroy(&ep->match_lock);
+	mutex_destroy(&ep->setup_lock);
+	kfree(ep);
+	atomic_long_dec(&dmaplane_stats.endpoints);
+}
+
+/** dmaplane_ep_put() - drop a reference to an endpoint */
+void dmaplane_ep_put(struct dmaplane_ep *ep)
+{
+	kref_put(&ep->ref, ep_free);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_put);
+
 /**
- * dmaplane_ep_destroy() - release an endpoint and everything it owns
+ * dmaplane_ep_destroy() - the file is released: tear the endpoint down
  * @ep: endpoint from dmaplane_ep_create()
+ *
+ * Stops new lookups, fails what peers queued here, releases regions, and
+ * drops the file's reference; messages this endpoint sent that are still
+ * queued at peers keep the structure until they are consumed.
  */
 void dmaplane_ep_destroy(struct dmaplane_ep *ep)
 {
 	xa_erase(&dmaplane_ep_ids, ep->id);
+	dmaplane_ep_drain_messages(ep);
 	dmaplane_ep_release_regions(ep);
-	xa_destroy(&ep->regions);
-	if (ep->mm)
-		mmdrop(ep->mm);
-	kfree(ep);
-	atomic_long_dec(&dmaplane_stats.endpoints);
+	dmaplane_ep_put(ep);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_destroy);
+
+/**
+ * dmaplane_ep_get_by_uid() - find an open endpoint of this node
+ * @ep_uid: &dmaplane_name.ep_uid
+ *
+ * Return: a referenced endpoint, or NULL (closed, or never existed).
+ */
+struct dmaplane_ep *dmaplane_ep_get_by_uid(u64 ep_uid)
+{
+	struct dmaplane_ep *ep;
+
+	if (ep_uid >> 63)
+		return NULL;
+	xa_lock(&dmaplane_ep_ids);
+	ep = xa_load(&dmaplane_ep_ids, (u32)ep_uid);
+	if (ep && ep->ep_uid == ep_uid)
+		kref_get(&ep->ref);
+	else
+		ep = NULL;
+	xa_unlock(&dmaplane_ep_ids);
+	return ep;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_get_by_uid);
+
+/**
+ * dmaplane_ep_cq() - the endpoint's ring, or NULL before EP_SETUP
+ * @ep: endpoint
+ */
+struct dmaplane_cq *dmaplane_ep_cq(struct dmaplane_ep *ep)
+{
+	/* Pairs with smp_store_release() in dmaplane_ioctl_ep_setup(). */
+	return smp_load_acquire(&ep->cq);
+}
+
+/**
+ * dmaplane_ep_same_domain() - may two endpoints exchange messages?
+ * @a: one endpoint
+ * @b: the other
+ *
+ * Endpoints with an auth key talk to endpoints with the same key; those
+ * without one talk to those of the same uid without one.
+ */
+bool dmaplane_ep_same_domain(const struct dmaplane_ep *a, const struct dmaplane_ep *b)
+{
+	if (a->auth_key || b->auth_key)
+		return a->auth_key == b->auth_key;
+	return uid_eq(a->uid, b->uid);
+}
+
+int dmaplane_ioctl_ep_setup(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_ep_setup arg;
+	struct dmaplane_cq *cq;
+	int ret = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+
+	mutex_lock(&ep->setup_lock);
+	if (ep->cq) {
+		ret = -EBUSY;
+		goto out_unlock;
+	}
+	cq = dmaplane_cq_create(arg.cq_entries);
+	if (IS_ERR(cq)) {
+		ret = PTR_ERR(cq);
+		goto out_unlock;
+	}
+	arg.cq_entries = cq->nr;
+	arg.ring_size = cq->ring_size;
+	arg.head_size = PAGE_SIZE;
+	if (copy_to_user(uarg, &arg, sizeof(arg))) {
+		dmaplane_cq_destroy(cq);
+		ret = -EFAULT;
+		goto out_unlock;
+	}
+	ep->auth_key = arg.auth_key;
+	/* Publish the domain before the ring: lookups test the ring first. */
+	smp_store_release(&ep->cq, cq);
+out_unlock:
+	mutex_unlock(&ep->setup_lock);
+	return ret;
+}
+
+int dmaplane_ioctl_getname(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_name name = {
+		.node_id = dmaplane_node_id,
+		.ep_uid = ep->ep_uid,
+	};
+
+	return copy_to_user(uarg, &name, sizeof(name)) ? -EFAULT : 0;
+}
+
+int dmaplane_ioctl_av_insert(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_av_insert arg;
+	struct dmaplane_ep *peer;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.handle)
+		return -EINVAL;
+	if (!dmaplane_ep_cq(ep))
+		return -EINVAL;
+	if (arg.name.node_id != dmaplane_node_id)
+		return -ENETUNREACH;
+
+	peer = dmaplane_ep_get_by_uid(arg.name.ep_uid);
+	if (!peer)
+		return -ECONNREFUSED;
+	if (!dmaplane_ep_cq(peer))
+		ret = -ECONNREFUSED;
+	else if (!dmaplane_ep_same_domain(ep, peer))
+		ret = -EACCES;
+	else
+		ret = xa_alloc_cyclic(&ep->av, &arg.handle,
+				      xa_mk_value(arg.name.ep_uid),
+				      XA_LIMIT(0, DMAPLANE_AV_ANY - 1), &ep->next_av,
+				      GFP_KERNEL);
+	dmaplane_ep_put(peer);
+	if (ret < 0)
+		return ret;
+
+	if (copy_to_user(uarg, &arg, sizeof(arg))) {
+		xa_erase(&ep->av, arg.handle);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+int dmaplane_ioctl_av_remove(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_handle_arg arg;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.reserved)
+		return -EINVAL;
+	return xa_erase(&ep->av, arg.handle) ? 0 : -ENOENT;
+}
+
+/**
+ * dmaplane_av_lookup() - the peer an address handle names
+ * @ep: endpoint
+ * @handle: address handle
+ * @ep_uid: set to the peer's ep_uid
+ *
+ * Return: 0 or -ENOENT.
+ */
+int dmaplane_av_lookup(struct dmaplane_ep *ep, u32 handle, u64 *ep_uid)
+{
+	void *entry = xa_load(&ep->av, handle);
+
+	if (!entry)
+		return -ENOENT;
+	*ep_uid = xa_to_value(entry);
+	return 0;
+}
+
+unsigned int dmaplane_eager_threshold(void)
+{
+	return READ_ONCE(eager_threshold);
+}
 
 /**
  * dmaplane_info_fill() - validate and answer a GET_INFO request
@@ -91,7 +304,7 @@ int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info)
 		return -EINVAL;
 
 	info->abi_version = DMAPLANE_ABI_VERSION;
-	info->caps = DMAPLANE_CAP_INFO;
+	info->caps = DMAPLANE_CAP_INFO | DMAPLANE_CAP_MSG;
 	info->endpoint_id = ep->id;
 	info->page_size = PAGE_SIZE;
 	return 0;

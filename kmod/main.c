@@ -10,6 +10,8 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/random.h>
 #include <linux/seq_file.h>
 #include <linux/uaccess.h>
 
@@ -64,9 +66,41 @@ static long dmaplane_ioctl(struct file *file, unsigned int cmd,
 	switch (cmd) {
 	case DMAPLANE_IOCTL_GET_INFO:
 		return dmaplane_ioctl_get_info(ep, uarg);
+	case DMAPLANE_IOCTL_EP_SETUP:
+		return dmaplane_ioctl_ep_setup(ep, uarg);
+	case DMAPLANE_IOCTL_GETNAME:
+		return dmaplane_ioctl_getname(ep, uarg);
+	case DMAPLANE_IOCTL_AV_INSERT:
+		return dmaplane_ioctl_av_insert(ep, uarg);
+	case DMAPLANE_IOCTL_AV_REMOVE:
+		return dmaplane_ioctl_av_remove(ep, uarg);
+	case DMAPLANE_IOCTL_SUBMIT:
+		return dmaplane_ioctl_submit(ep, uarg);
 	default:
 		return -ENOTTY;
 	}
+}
+
+static int dmaplane_mmap_file(struct file *file, struct vm_area_struct *vma)
+{
+	struct dmaplane_ep *ep = file->private_data;
+	u64 off = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	struct dmaplane_cq *cq;
+
+	if (off == DMAPLANE_CQ_RING_OFFSET || off == DMAPLANE_CQ_HEAD_OFFSET) {
+		cq = dmaplane_ep_cq(ep);
+		return cq ? dmaplane_cq_mmap(cq, vma) : -EINVAL;
+	}
+	return -EINVAL;
+}
+
+static __poll_t dmaplane_poll(struct file *file, poll_table *wait)
+{
+	struct dmaplane_ep *ep = file->private_data;
+	struct dmaplane_cq *cq = dmaplane_ep_cq(ep);
+
+	poll_wait(file, &ep->wq, wait);
+	return cq && dmaplane_cq_pending(cq) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
 static const struct file_operations dmaplane_fops = {
@@ -74,6 +108,8 @@ static const struct file_operations dmaplane_fops = {
 	.open = dmaplane_open,
 	.release = dmaplane_release,
 	.unlocked_ioctl = dmaplane_ioctl,
+	.mmap = dmaplane_mmap_file,
+	.poll = dmaplane_poll,
 	.compat_ioctl = compat_ptr_ioctl,
 	.llseek = noop_llseek,
 };
@@ -101,6 +137,8 @@ static int dmaplane_stats_show(struct seq_file *m, void *unused)
 		{ "dmabufs", &dmaplane_stats.dmabufs },
 		{ "imports", &dmaplane_stats.imports },
 		{ "invalidations", &dmaplane_stats.invalidations },
+		{ "posted_recvs", &dmaplane_stats.posted_recvs },
+		{ "unexp_msgs", &dmaplane_stats.unexp_msgs },
 	};
 	unsigned int i;
 
@@ -120,6 +158,8 @@ static int __init dmaplane_init(void)
 		pr_err("cannot register /dev/%s: %d\n", DMAPLANE_DEVICE_NAME, ret);
 		return ret;
 	}
+
+	dmaplane_node_id = get_random_u64();
 
 	/* debugfs is optional: failures are not fatal by design. */
 	dmaplane_debugfs = debugfs_create_dir(DMAPLANE_DRV_NAME, NULL);

@@ -56,7 +56,7 @@ static bool recv_accepts(const struct dmaplane_match_recv *r, u64 src, u64 tag)
  * @lock: the lock its owner holds around every call (for lockdep), or
  *	NULL when the owner serialises calls otherwise (KUnit)
  */
-void dmaplane_matcher_init(struct dmaplane_matcher *m, spinlock_t *lock)
+void dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock)
 {
 	unsigned int i;
 
@@ -233,3 +233,26 @@ void dmaplane_match_remove_msg(struct dmaplane_matcher *m,
 	unexp_unlink(m, msg);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_remove_msg);
+
+/**
+ * dmaplane_match_first_recv() - any posted receive, for draining
+ * @m: matcher
+ *
+ * Return: a posted receive (still queued), or NULL when there is none.
+ */
+struct dmaplane_match_recv *dmaplane_match_first_recv(struct dmaplane_matcher *m)
+{
+	unsigned int i;
+
+	matcher_assert_held(m);
+	if (!m->nr_recvs)
+		return NULL;
+	if (!list_empty(&m->recv_wild))
+		return list_first_entry(&m->recv_wild, struct dmaplane_match_recv, node);
+	for (i = 0; i < ARRAY_SIZE(m->recv_buckets); i++)
+		if (!list_empty(&m->recv_buckets[i]))
+			return list_first_entry(&m->recv_buckets[i],
+						struct dmaplane_match_recv, node);
+	return NULL;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_first_recv);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -20,7 +21,7 @@ int dp_open(const char *path, unsigned int flags, struct dp_ep **epp)
 	if (flags || !epp)
 		return -EINVAL;
 
-	ep = malloc(sizeof(*ep));
+	ep = calloc(1, sizeof(*ep));
 	if (!ep)
 		return -ENOMEM;
 
@@ -52,6 +53,10 @@ void dp_close(struct dp_ep *ep)
 {
 	if (!ep)
 		return;
+	if (ep->ring)
+		munmap(ep->ring, ep->ring_size);
+	if (ep->head)
+		munmap(ep->head, ep->head_size);
 	close(ep->fd);
 	free(ep);
 }

@@ -13,6 +13,12 @@
 
 struct dp_ep {
 	int fd;
+	/* Completion ring, mapped by dp_ep_setup(); NULL before. */
+	struct dmaplane_cq_ring *ring;
+	struct dmaplane_cqe *cqes;
+	struct dmaplane_cq_head *head;
+	size_t ring_size;
+	size_t head_size;
 };
 
 /* A registered region: user memory or an imported dma-buf. */

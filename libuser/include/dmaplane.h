@@ -156,6 +156,95 @@ uint64_t dp_mr_key(const struct dp_mr *mr);
  */
 int dp_mr_query(struct dp_mr *mr, struct dmaplane_mr_query *query);
 
+/* ---- Messaging -------------------------------------------------------- */
+
+/*
+ * dp_ep_setup - choose the endpoint's security domain and map its ring
+ * @auth_key: 0: talk to endpoints of the same uid (without a key);
+ *	otherwise: talk to endpoints set up with the same key, any uid
+ * @cq_entries: completion ring size (power of two), 0 for the default
+ *
+ * Once per endpoint, before dp_av_insert() or any operation.
+ * Returns 0, or -EBUSY (already set up), -EINVAL, -ENOMEM.
+ */
+int dp_ep_setup(struct dp_ep *ep, uint64_t auth_key, unsigned int cq_entries);
+
+/* dp_getname - the endpoint's name, to hand to peers out of band */
+int dp_getname(struct dp_ep *ep, struct dmaplane_name *name);
+
+/*
+ * dp_av_insert - turn a peer's name into an address handle (@addr)
+ * Returns 0, or -ECONNREFUSED (closed or unknown endpoint), -EACCES
+ * (another security domain), -ENETUNREACH (another node, no transport).
+ */
+int dp_av_insert(struct dp_ep *ep, const struct dmaplane_name *name,
+		 uint32_t *addr);
+
+/* dp_av_remove - forget an address handle */
+int dp_av_remove(struct dp_ep *ep, uint32_t addr);
+
+/** Source of dp_recv() that matches any sender. */
+#define DP_ANY_SRC DMAPLANE_AV_ANY
+
+/*
+ * dp_send - send @len bytes at @buf to @dest with @tag (non-blocking)
+ *
+ * Completes once on the ring with @ctx: at once when the message was
+ * delivered into a posted receive or copied into the receiver's kernel
+ * buffer (small messages), later when a large message is received.  The
+ * buffer must stay valid and unchanged until then.
+ * Returns 0, or -EAGAIN (ring full, or the receiver's unexpected budget
+ * exhausted: consume completions / retry), -ECONNRESET, -ENOENT, -EINVAL.
+ */
+int dp_send(struct dp_ep *ep, uint32_t dest, uint64_t tag, const void *buf,
+	    uint64_t len, uint64_t ctx);
+
+/*
+ * dp_recv - post a receive (non-blocking)
+ * @src: address handle, or DP_ANY_SRC
+ * @tag, @ignore: matches messages whose tag equals @tag in every bit
+ *	@ignore leaves clear
+ *
+ * Receives match in posted order; messages from one sender in send
+ * order.  The completion carries the sender (cqe.src, its name's ep_uid),
+ * the tag and the length; a longer message completes with -EMSGSIZE and
+ * the bytes that fit.
+ */
+int dp_recv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
+	    void *buf, uint64_t len, uint64_t ctx);
+
+/*
+ * dp_submit - submit @nr prepared operations in one system call
+ * Returns how many were accepted (>= 1), or the -errno of the first.
+ */
+int dp_submit(struct dp_ep *ep, const struct dmaplane_op *ops, unsigned int nr);
+
+/*
+ * dp_poll - take up to @max completions from the ring; no system call
+ * Returns the number taken (0 when none), or -EINVAL before dp_ep_setup().
+ */
+int dp_poll(struct dp_ep *ep, struct dmaplane_cqe *cqes, unsigned int max);
+
+/*
+ * dp_wait - like dp_poll(), but wait up to @timeout_ms (-1: forever) for
+ * at least one completion.  Returns the number taken, 0 on timeout,
+ * -EINTR, -EINVAL.
+ */
+int dp_wait(struct dp_ep *ep, struct dmaplane_cqe *cqes, unsigned int max,
+	    int timeout_ms);
+
+/*
+ * dp_send_sync, dp_recv_sync - blocking forms for simple programs that
+ * have no other operation in flight on @ep.  @cqe (may be NULL) receives
+ * the completion.  Return the completion's status (0 or -errno), or
+ * -EBUSY when another operation's completion showed up first (it is left
+ * on the ring).
+ */
+int dp_send_sync(struct dp_ep *ep, uint32_t dest, uint64_t tag,
+		 const void *buf, uint64_t len, struct dmaplane_cqe *cqe);
+int dp_recv_sync(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
+		 void *buf, uint64_t len, struct dmaplane_cqe *cqe);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,6 +48,11 @@
 #define DMAPLANE_CAP_DMABUF_EXPORT _BITULL(3)
 /** DMAPLANE_CAP_DMABUF_IMPORT - MR_IMPORT_DMABUF */
 #define DMAPLANE_CAP_DMABUF_IMPORT _BITULL(4)
+/**
+ * DMAPLANE_CAP_MSG - endpoints on one node: EP_SETUP, GETNAME, AV_INSERT,
+ * AV_REMOVE, SUBMIT of SEND and RECV, the completion ring
+ */
+#define DMAPLANE_CAP_MSG	_BITULL(5)
 
 /**
  * struct dmaplane_info - argument of %DMAPLANE_IOCTL_GET_INFO
@@ -334,5 +339,224 @@ struct dmaplane_mr_import_dmabuf {
  */
 #define DMAPLANE_IOCTL_MR_IMPORT_DMABUF \
 	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 7, struct dmaplane_mr_import_dmabuf)
+
+/*
+ * Messaging.
+ *
+ * An endpoint is set up once with %DMAPLANE_IOCTL_EP_SETUP: its security
+ * domain (an auth key, or its uid when the key is zero) and its completion
+ * ring, which the owner maps read-only (at %DMAPLANE_CQ_RING_OFFSET) plus
+ * one read-write page holding the consumer index (at
+ * %DMAPLANE_CQ_HEAD_OFFSET).  Endpoints exchange names out of band and
+ * turn them into address handles with %DMAPLANE_IOCTL_AV_INSERT.
+ * Operations are submitted in batches with %DMAPLANE_IOCTL_SUBMIT; each
+ * completes exactly once, as a &struct dmaplane_cqe on the ring.
+ */
+
+/**
+ * struct dmaplane_name - an endpoint's name; opaque to applications
+ * @node_id: identity of the node (random, chosen when the module loads)
+ * @ep_uid: identity of the endpoint on that node; never reused while the
+ *	module stays loaded, so the name of a closed endpoint stays invalid
+ */
+struct dmaplane_name {
+	__u64 node_id;
+	__u64 ep_uid;
+};
+
+/** DMAPLANE_CQ_DEFAULT_ENTRIES - ring size when &dmaplane_ep_setup asks 0 */
+#define DMAPLANE_CQ_DEFAULT_ENTRIES	1024
+/** DMAPLANE_CQ_MAX_ENTRIES - largest ring */
+#define DMAPLANE_CQ_MAX_ENTRIES		65536
+/** DMAPLANE_CQ_RING_OFFSET - mmap offset of the ring (read-only) */
+#define DMAPLANE_CQ_RING_OFFSET		0ULL
+/** DMAPLANE_CQ_HEAD_OFFSET - mmap offset of the consumer page (read-write) */
+#define DMAPLANE_CQ_HEAD_OFFSET		_BITULL(32)
+
+/**
+ * struct dmaplane_ep_setup - argument of %DMAPLANE_IOCTL_EP_SETUP
+ * @auth_key: in: security domain; endpoints talk only within one domain.
+ *	0: the domain is the opener's uid.  Non-zero: every endpoint opened
+ *	with this key, whatever its uid (a job's shared secret).
+ * @cq_entries: in: ring entries, a power of two up to
+ *	%DMAPLANE_CQ_MAX_ENTRIES, or 0 for %DMAPLANE_CQ_DEFAULT_ENTRIES;
+ *	out: the ring's entries.
+ * @flags: in: must be zero.
+ * @ring_size: out: bytes to map at %DMAPLANE_CQ_RING_OFFSET.
+ * @head_size: out: bytes to map at %DMAPLANE_CQ_HEAD_OFFSET.
+ * @reserved: in: must be zero.
+ */
+struct dmaplane_ep_setup {
+	__u64 auth_key;
+	__u32 cq_entries;
+	__u32 flags;
+	__u64 ring_size;
+	__u64 head_size;
+	__u64 reserved[2];
+};
+
+/**
+ * struct dmaplane_cq_ring - start of the read-only ring mapping
+ * @tail: producer index, written by the kernel (entries [head, tail)
+ *	are valid; read it with acquire semantics)
+ * @mask: entries - 1
+ * @entries: number of entries
+ * @entry_size: sizeof(struct dmaplane_cqe)
+ * @entries_offset: byte offset of entry 0 from the start of the mapping
+ * @pad: zero
+ */
+struct dmaplane_cq_ring {
+	__u32 tail;
+	__u32 mask;
+	__u32 entries;
+	__u32 entry_size;
+	__u32 entries_offset;
+	__u32 pad[11];
+};
+
+/**
+ * struct dmaplane_cq_head - the read-write consumer page
+ * @head: consumer index: the owner stores the index of the next entry it
+ *	will read (with release semantics) after reading entries
+ */
+struct dmaplane_cq_head {
+	__u32 head;
+};
+
+/* Operation codes of &dmaplane_op.opcode and &dmaplane_cqe.opcode. */
+#define DMAPLANE_OP_SEND	1
+#define DMAPLANE_OP_RECV	2
+
+/** DMAPLANE_AV_ANY - &dmaplane_op.peer of a receive: any source */
+#define DMAPLANE_AV_ANY		0xffffffffU
+
+/**
+ * struct dmaplane_op - one operation of %DMAPLANE_IOCTL_SUBMIT
+ * @opcode: %DMAPLANE_OP_*.
+ * @pad0: must be zero.
+ * @flags: must be zero.
+ * @peer: SEND: address handle of the destination.  RECV: address handle
+ *	of the source, or %DMAPLANE_AV_ANY.
+ * @pad1: must be zero.
+ * @tag: the message's tag (SEND); the tag to match (RECV).
+ * @ignore: RECV: tag bits that do not take part in matching; SEND: zero.
+ * @addr: the user buffer.
+ * @len: its length in bytes (may be 0).
+ * @ctx: returned as &dmaplane_cqe.ctx.
+ * @reserved: must be zero.
+ */
+struct dmaplane_op {
+	__u8 opcode;
+	__u8 pad0[3];
+	__u32 flags;
+	__u32 peer;
+	__u32 pad1;
+	__u64 tag;
+	__u64 ignore;
+	__u64 addr;
+	__u64 len;
+	__u64 ctx;
+	__u64 reserved[2];
+};
+
+/**
+ * struct dmaplane_submit - argument of %DMAPLANE_IOCTL_SUBMIT
+ * @ops: in: user pointer to an array of &struct dmaplane_op.
+ * @nr: in: number of operations, 1 to 256.
+ * @flags: in: must be zero.
+ * @done: out: how many operations, from the first, were accepted; each
+ *	accepted operation completes on the ring.  Processing stops at the
+ *	first operation that is rejected, whose errno the ioctl returns when
+ *	it is the first one (otherwise the ioctl returns 0 and the caller
+ *	submits the rest again to see the error).
+ * @pad: in: must be zero.
+ */
+struct dmaplane_submit {
+	__u64 ops;
+	__u32 nr;
+	__u32 flags;
+	__u32 done;
+	__u32 pad;
+};
+
+/**
+ * struct dmaplane_cqe - a completion
+ * @ctx: the operation's &dmaplane_op.ctx.
+ * @len: bytes transferred: SEND, the message length; RECV, the bytes
+ *	placed in the buffer (at most the buffer's length).
+ * @msg_len: RECV: the length of the message as sent (larger than @len
+ *	when it was truncated); SEND: as @len.
+ * @tag: RECV: the message's tag; SEND: the tag sent.
+ * @src: RECV: &dmaplane_name.ep_uid of the sender; SEND: zero.
+ * @status: 0, or a negative errno: -EMSGSIZE (truncated: the buffer got
+ *	@len bytes, the rest was dropped, as MPI_ERR_TRUNCATE), -ECONNRESET
+ *	(the peer went away), -EFAULT (a buffer was not accessible), ...
+ * @opcode: %DMAPLANE_OP_* of the operation.
+ * @pad: zero.
+ */
+struct dmaplane_cqe {
+	__u64 ctx;
+	__u64 len;
+	__u64 msg_len;
+	__u64 tag;
+	__u64 src;
+	__s32 status;
+	__u8 opcode;
+	__u8 pad[3];
+};
+
+/**
+ * DMAPLANE_IOCTL_EP_SETUP - set the security domain and create the ring.
+ *
+ * Once per endpoint.  Errors: -EBUSY (already set up), -EINVAL (bad ring
+ * size, flags, padding), -ENOMEM, -EFAULT.
+ */
+#define DMAPLANE_IOCTL_EP_SETUP \
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 8, struct dmaplane_ep_setup)
+/**
+ * DMAPLANE_IOCTL_GETNAME - this endpoint's name.  Errors: -EFAULT.
+ */
+#define DMAPLANE_IOCTL_GETNAME \
+	_IOR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 9, struct dmaplane_name)
+
+/**
+ * struct dmaplane_av_insert - argument of %DMAPLANE_IOCTL_AV_INSERT
+ * @name: in: a peer's name.
+ * @flags: in: must be zero.
+ * @handle: out: address handle, valid on this endpoint.
+ */
+struct dmaplane_av_insert {
+	struct dmaplane_name name;
+	__u32 flags;
+	__u32 handle;
+};
+
+/**
+ * DMAPLANE_IOCTL_AV_INSERT - turn a peer's name into an address handle.
+ *
+ * Errors: -ECONNREFUSED (no such endpoint: closed, or never existed),
+ * -EACCES (the peer is in another security domain), -ENETUNREACH (the
+ * name is of another node and no transport reaches it), -EINVAL
+ * (flags; the endpoint is not set up), -ENOMEM, -EFAULT.
+ */
+#define DMAPLANE_IOCTL_AV_INSERT \
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 10, struct dmaplane_av_insert)
+/**
+ * DMAPLANE_IOCTL_AV_REMOVE - forget an address handle.
+ * Errors: -ENOENT, -EINVAL, -EFAULT.
+ */
+#define DMAPLANE_IOCTL_AV_REMOVE \
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 11, struct dmaplane_handle_arg)
+/**
+ * DMAPLANE_IOCTL_SUBMIT - submit operations (see &struct dmaplane_submit).
+ *
+ * Errors of an operation: -EINVAL (opcode, flags, padding, a tag ignore
+ * mask on a send, the endpoint is not set up), -ENOENT (unknown address
+ * handle), -ECONNRESET (the peer is gone), -EAGAIN (no room left on the
+ * ring for its completion, or the receiver's unexpected-message budget is
+ * exhausted: retry after consuming completions), -EFAULT.
+ */
+#define DMAPLANE_IOCTL_SUBMIT \
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 12, struct dmaplane_submit)
 
 #endif /* _UAPI_LINUX_DMAPLANE_H */

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmaplane two-sided messaging on one node.
+ *
+ * SEND finds the destination endpoint and offers the message to its
+ * matcher under the destination's match_lock:
+ *
+ * - a posted receive matches: the sender's ioctl copies its buffer
+ *   straight into the receiver's buffer (pages of the receiver's address
+ *   space pinned for the duration of the copy, as process_vm_writev()
+ *   does): one copy, and the receiver makes no system call until it looks
+ *   at its ring (asynchronous progress);
+ * - no receive matches and the message is small (eager_threshold): it is
+ *   copied into kernel memory, charged to the receiver's bounded
+ *   unexpected budget, and the send completes at once;
+ * - no receive matches and the message is large (rendezvous): only its
+ *   description is queued; the receive that later matches it copies the
+ *   sender's pages straight into its own buffer, and then the send
+ *   completes.  Nothing is pinned while a rendezvous waits.
+ *
+ * RECV offers the receive to its own matcher and, when an unexpected
+ * message matches, takes the data as above.  Truncation is reported
+ * (-EMSGSIZE with the bytes that fit), never silent.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+
+#include "dmaplane.h"
+
+static unsigned long unexp_budget = 4UL << 20;
+module_param(unexp_budget, ulong, 0644);
+MODULE_PARM_DESC(unexp_budget,
+		 "Bytes of eager unexpected messages an endpoint may hold");
+static unsigned int unexp_max = 4096;
+module_param(unexp_max, uint, 0644);
+MODULE_PARM_DESC(unexp_max, "Unexpected messages an endpoint may hold");
+
+#define MAX_SUBMIT	256
+#define COPY_CHUNK	16	/* pages pinned at a time by remote copies */
+
+/**
+ * struct dmaplane_msg - a message queued as unexpected at its receiver
+ * @m: matcher view (src = sender's ep_uid, tag)
+ * @sender: sending endpoint (referenced)
+ * @len: message length
+ * @ctx: sender's context, for its completion (rendezvous)
+ * @data: eager payload, or NULL for a rendezvous
+ * @uaddr: rendezvous: the sender's buffer
+ * @mm: rendezvous: the sender's address space (mmgrab()ed)
+ */
+struct dmaplane_msg {
+	struct dmaplane_match_msg m;
+	struct dmaplane_ep *sender;
+	u64 len;
+	u64 ctx;
+	void *data;
+	u64 uaddr;
+	struct mm_struct *mm;
+};
+
+/**
+ * struct dmaplane_recv - a posted receive
+ * @m: matcher view
+ * @owner: receiving endpoint (not referenced: the receive lives in its
+ *	matcher and is freed when it matches or the endpoint drains)
+ * @uaddr: the receiver's buffer
+ * @len: its length
+ * @ctx: receiver's context
+ */
+struct dmaplane_recv {
+	struct dmaplane_match_recv m;
+	struct dmaplane_ep *owner;
+	u64 uaddr;
+	u64 len;
+	u64 ctx;
+};
+
+static void msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
+			 int status, u64 len, u64 msg_len, u64 tag, u64 src)
+{
+	struct dmaplane_cqe cqe = {
+		.ctx = ctx, .len = len, .msg_len = msg_len, .tag = tag,
+		.src = src, .status = status, .opcode = opcode,
+	};
+
+	dmaplane_cq_post(ep->cq, &cqe);
+	wake_up_interruptible(&ep->wq);
+}
+
+/*
+ * Copy between @len bytes at @uaddr in @mm (not the current address
+ * space) and @iter, pinning at most COPY_CHUNK pages at a time.
+ */
+static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
+		       struct iov_iter *iter, bool to_remote)
+{
+	struct page *pages[COPY_CHUNK];
+	int ret = 0;
+
+	if (!mmget_not_zero(mm))
+		return -ECONNRESET;
+	while (len) {
+		unsigned long off = offset_in_page(uaddr);
+		unsigned long nr = min_t(u64, COPY_CHUNK,
+					 DIV_ROUND_UP(off + len, PAGE_SIZE));
+		long pinned, i;
+
+		mmap_read_lock(mm);
+		pinned = pin_user_pages_remote(mm, uaddr & PAGE_MASK, nr,
+					       to_remote ? FOLL_WRITE : 0,
+					       pages, NULL, NULL);
+		mmap_read_unlock(mm);
+		if (pinned <= 0) {
+			ret = pinned ? pinned : -EFAULT;
+			break;
+		}
+		for (i = 0; i < pinned && len; i++) {
+			size_t n = min_t(u64, PAGE_SIZE - off, len);
+			size_t done;
+
+			if (to_remote)
+				done = copy_page_from_iter(pages[i], off, n, iter);
+			else
+				done = copy_page_to_iter(pages[i], off, n, iter);
+			if (done != n) {
+				ret = -EFAULT;
+				break;
+			}
+			uaddr += n;
+			len -= n;
+			off = 0;
+		}
+		unpin_user_pages_dirty_lock(pages, pinned, to_remote);
+		if (ret)
+			break;
+		cond_resched();
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+	}
+	mmput(mm);
+	return ret;
+}
+
+static int user_iter(int dir, u64 uaddr, u64 len, struct iovec *iov,
+		     struct iov_iter *iter)
+{
+	return import_single_range(dir, u64_to_user_ptr(uaddr), len, iov, iter);
+}
+
+static void msg_free(struct dmaplane_msg *msg)
+{
+	kvfree(msg->data);
+	if (msg->mm)
+		mmdrop(msg->mm);
+	dmaplane_ep_put(msg->sender);
+	kfree(msg);
+	atomic_long_dec(&dmaplane_stats.unexp_msgs);
+}
+
+/* Unexpected message @msg meets receive @r: move the data, complete. */
+static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
+			       struct dmaplane_msg *msg)
+{
+	u64 n = min(r->len, msg->len);
+	struct iov_iter iter;
+	struct iovec iov;
+	int ret;
+
+	ret = user_iter(ITER_DEST, r->uaddr, n, &iov, &iter);
+	if (!ret && n) {
+		if (msg->data)
+			ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;
+		else if (READ_ONCE(msg->sender->dead))
+			ret = -ECONNRESET;
+		else
+			ret = copy_remote(msg->mm, msg->uaddr, n, &iter, false);
+	}
+	if (!ret && msg->len > r->len)
+		ret = -EMSGSIZE;
+	msg_complete(ep, DMAPLANE_OP_RECV, r->ctx, ret, ret && ret != -EMSGSIZE ? 0 : n,
+		     msg->len, msg->m.tag, msg->m.src);
+
+	if (!msg->data) {
+		/* The rendezvous send completes now, with the sender's view. */
+		int sret = ret == -EMSGSIZE ? 0 : ret;
+
+		if (!READ_ONCE(msg->sender->dead))
+			msg_complete(msg->sender, DMAPLANE_OP_SEND, msg->ctx,
+				     sret == -ECONNRESET ? -ECONNRESET : sret ? -EIO : 0,
+				     msg->len, msg->len, msg->m.tag, 0);
+		else
+			dmaplane_cq_unreserve(msg->sender->cq);
+	}
+	msg_free(msg);
+}
+
+static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
+{
+	struct dmaplane_match_msg *mm;
+	struct dmaplane_recv *r;
+	u64 src = DMAPLANE_ANY_SRC;
+	int ret;
+
+	if (op->peer != DMAPLANE_AV_ANY) {
+		ret = dmaplane_av_lookup(ep, op->peer, &src);
+		if (ret)
+			return ret;
+	}
+	if (!access_ok(u64_to_user_ptr(op->addr), op->len))
+		return -EFAULT;
+
+	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
+		return -ENOMEM;
+	r->m.src = src;
+	r->m.tag = op->tag;
+	r->m.ignore = op->ignore;
+	r->owner = ep;
+	r->uaddr = op->addr;
+	r->len = op->len;
+	r->ctx = op->ctx;
+
+	ret = dmaplane_cq_reserve(ep->cq);
+	if (ret)
+		goto err_free_recv;
+
+	mutex_lock(&ep->match_lock);
+	mm = dmaplane_match_post_recv(&ep->matcher, &r->m);
+	if (mm) {
+		struct dmaplane_msg *msg = container_of(mm, struct dmaplane_msg, m);
+
+		if (msg->data)
+			ep->unexp_bytes -= msg->len;
+		ep->unexp_msgs--;
+		mutex_unlock(&ep->match_lock);
+		deliver_unexpected(ep, r, msg);
+		kfree(r);
+		return 0;
+	}
+	atomic_long_inc(&dmaplane_stats.posted_recvs);
+	mutex_unlock(&ep->match_lock);
+	return 0;
+
+err_free_recv:
+	kfree(r);
+	return ret;
+}
+
+static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
+{
+	struct dmaplane_match_recv *mr;
+	struct dmaplane_ep *dest;
+	struct dmaplane_msg *msg;
+	struct iov_iter iter;
+	struct iovec iov;
+	u64 uid;
+	int ret;
+
+	if (op->ignore)
+		return -EINVAL;
+	ret = dmaplane_av_lookup(ep, op->peer, &uid);
+	if (ret)
+		return ret;
+	if (!access_ok(u64_to_user_ptr(op->addr), op->len))
+		return -EFAULT;
+	dest = dmaplane_ep_get_by_uid(uid);
+	if (!dest)
+		return -ECONNRESET;
+
+	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
+	if (!msg) {
+		ret = -ENOMEM;
+		goto out_put_dest;
+	}
+	msg->m.src = ep->ep_uid;
+	msg->m.tag = op->tag;
+	msg->len = op->len;
+	msg->ctx = op->ctx;
+
+	ret = dmaplane_cq_reserve(ep->cq);
+	if (ret)
+		goto err_free_msg;
+
+	mutex_lock(&dest->match_lock);
+	if (dest->dead) {
+		ret = -ECONNRESET;
+		goto err_unlock;
+	}
+	mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
+	if (mr) {
+		struct dmaplane_recv *r = container_of(mr, struct dmaplane_recv, m);
+		u64 n = min(r->len, op->len);
+
+		atomic_long_dec(&dmaplane_stats.posted_recvs);
+		mutex_unlock(&dest->match_lock);
+		/* Expected: one copy, sender's buffer -> receiver's buffer. */
+		ret = user_iter(ITER_SOURCE, op->addr, n, &iov, &iter);
+		if (!ret && n)
+			ret = copy_remote(dest->mm, r->uaddr, n, &iter, true);
+		msg_complete(dest, DMAPLANE_OP_RECV, r->ctx,
+			     ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
+			     op->len > r->len ? -EMSGSIZE : 0,
+			     ret ? 0 : n, op->len, op->tag, ep->ep_uid);
+		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, ret, op->len, op->len,
+			     op->tag, 0);
+		kfree(r);
+		kfree(msg);
+		dmaplane_ep_put(dest);
+		return 0;
+	}
+
+	/* Unexpected: within the receiver's budget, or back off. */
+	if (dest->unexp_msgs >= READ_ONCE(unexp_max) ||
+	    (op->len <= dmaplane_eager_threshold() &&
+	     dest->unexp_bytes + op->len > READ_ONCE(unexp_budget))) {
+		ret = -EAGAIN;
+		goto err_unqueue;
+	}
+	if (op->len <= dmaplane_eager_threshold()) {
+		msg->data = kvmalloc(max_t(u64, op->len, 1), GFP_KERNEL);
+		if (!msg->data) {
+			ret = -ENOMEM;
+			goto err_unqueue;
+		}
+		if (copy_from_user(msg->data, u64_to_user_ptr(op->addr), op->len)) {
+			ret = -EFAULT;
+			goto err_unqueue;
+		}
+		dest->unexp_bytes += op->len;
+	} else {
+		msg->uaddr = op->addr;
+		msg->mm = ep->mm;
+		mmgrab(msg->mm);
+	}
+	kref_get(&ep->ref);
+	msg->sender = ep;
+	dest->unexp_msgs++;
+	atomic_long_inc(&dmaplane_stats.unexp_msgs);
+	mutex_unlock(&dest->match_lock);
+
+	if (msg->data)
+		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, 0, op->len, op->len,
+			     op->tag, 0);
+	dmaplane_ep_put(dest);
+	return 0;
+
+err_unqueue:
+	dmaplane_match_remove_msg(&dest->matcher, &msg->m);
+err_unlock:
+	mutex_unlock(&dest->match_lock);
+	dmaplane_cq_unreserve(ep->cq);
+err_free_msg:
+	kvfree(msg->data);
+	kfree(msg);
+out_put_dest:
+	dmaplane_ep_put(dest);
+	return ret;
+}
+
+static int check_op(const struct dmaplane_op *op)
+{
+	if (op->flags || op->pad1 || memchr_inv(op->pad0, 0, sizeof(op->pad0)) ||
+	    memchr_inv(op->reserved, 0, sizeof(op->reserved)))
+		return -EINVAL;
+	if (op->opcode != DMAPLANE_OP_SEND && op->opcode != DMAPLANE_OP_RECV)
+		return -EINVAL;
+	/* Larger transfers would be cut short by the iov_iter helpers. */
+	if (op->len > MAX_RW_COUNT)
+		return -EMSGSIZE;
+	return 0;
+}
+
+int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_submit arg;
+	struct dmaplane_op op;
+	u32 i;
+	int ret = 0;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.pad || arg.done || !arg.nr || arg.nr > MAX_SUBMIT)
+		return -EINVAL;
+	if (!dmaplane_ep_cq(ep))
+		return -EINVAL;
+
+	for (i = 0; i < arg.nr; i++) {
+		if (copy_from_user(&op, u64_to_user_ptr(arg.ops) + i * sizeof(op),
+				   sizeof(op))) {
+			ret = -EFAULT;
+			break;
+		}
+		ret = check_op(&op);
+		if (!ret)
+			ret = op.opcode == DMAPLANE_OP_SEND ? do_send(ep, &op) :
+							     do_recv(ep, &op);
+		if (ret)
+			break;
+	}
+	if (i == 0)
+		return ret;
+	arg.done = i;
+	if (put_user(arg.done, &((struct dmaplane_submit __user *)uarg)->done))
+		return -EFAULT;
+	return 0;
+}
+
+/**
+ * dmaplane_ep_drain_messages() - the endpoint's file is released
+ * @ep: endpoint
+ *
+ * No message is accepted any more.  Posted receives are dropped (their
+ * owner is gone); unexpected messages are freed and their rendezvous
+ * senders get -ECONNRESET.
+ */
+void dmaplane_ep_drain_messages(struct dmaplane_ep *ep)
+{
+	struct dmaplane_match_recv *mr;
+	struct dmaplane_match_msg *mm;
+
+	mutex_lock(&ep->match_lock);
+	WRITE_ONCE(ep->dead, true);
+	while ((mm = dmaplane_match_probe(&ep->matcher, DMAPLANE_ANY_SRC, 0,
+					  ~0ULL, true))) {
+		struct dmaplane_msg *msg = container_of(mm, struct dmaplane_msg, m);
+
+		if (!msg->data) {
+			if (!READ_ONCE(msg->sender->dead))
+				msg_complete(msg->sender, DMAPLANE_OP_SEND, msg->ctx,
+					     -ECONNRESET, 0, msg->len, msg->m.tag, 0);
+			else
+				dmaplane_cq_unreserve(msg->sender->cq);
+		}
+		msg_free(msg);
+	}
+	ep->unexp_bytes = 0;
+	ep->unexp_msgs = 0;
+	while ((mr = dmaplane_match_first_recv(&ep->matcher))) {
+		dmaplane_match_cancel_recv(&ep->matcher, mr);
+		kfree(container_of(mr, struct dmaplane_recv, m));
+		atomic_long_dec(&dmaplane_stats.posted_recvs);
+	}
+	mutex_unlock(&ep->match_lock);
+}

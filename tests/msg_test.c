@@ -1,0 +1,706 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Two-sided messaging on one node: endpoint setup, names and address
+ * handles, isolation, tag-matched send/recv (expected, eager unexpected,
+ * rendezvous), truncation, ordering, wildcards, flow control, the ring,
+ * and what happens when a process dies.
+ */
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+#include "dp_test.h"
+#include "kselftest_harness.h"
+
+#define EAGER 16384	/* the module's default eager_threshold */
+
+static void fill_random(void *buf, size_t len, unsigned int seed)
+{
+	unsigned char *p = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		seed = seed * 1103515245 + 12345;
+		p[i] = seed >> 16;
+	}
+}
+
+static struct dp_ep *ep_new(uint64_t key, unsigned int entries)
+{
+	struct dp_ep *ep;
+
+	if (dp_open(NULL, 0, &ep))
+		return NULL;
+	if (dp_ep_setup(ep, key, entries)) {
+		dp_close(ep);
+		return NULL;
+	}
+	return ep;
+}
+
+static int connect_to(struct dp_ep *from, struct dp_ep *to, uint32_t *addr)
+{
+	struct dmaplane_name name;
+	int ret = dp_getname(to, &name);
+
+	return ret ? ret : dp_av_insert(from, &name, addr);
+}
+
+static uint64_t uid_of(struct dp_ep *ep)
+{
+	struct dmaplane_name name;
+
+	return dp_getname(ep, &name) ? 0 : name.ep_uid;
+}
+
+/* Wait for exactly one completion. */
+static int wait1(struct dp_ep *ep, struct dmaplane_cqe *cqe)
+{
+	return dp_wait(ep, cqe, 1, 10000);
+}
+
+FIXTURE(pair) {
+	struct dp_ep *a, *b;	/* a sends to b */
+	uint32_t a2b, b2a;
+};
+
+FIXTURE_SETUP(pair)
+{
+	self->a = ep_new(0, 0);
+	self->b = ep_new(0, 0);
+	ASSERT_NE(NULL, self->a);
+	ASSERT_NE(NULL, self->b);
+	ASSERT_EQ(0, connect_to(self->a, self->b, &self->a2b));
+	ASSERT_EQ(0, connect_to(self->b, self->a, &self->b2a));
+}
+
+FIXTURE_TEARDOWN(pair)
+{
+	dp_close(self->a);
+	dp_close(self->b);
+	EXPECT_EQ(0, dp_test_stat("posted_recvs"));
+	EXPECT_EQ(0, dp_test_stat("unexp_msgs"));
+}
+
+static const uint64_t sizes[] = {
+	0, 1, 4095, 4096, EAGER - 1, EAGER, EAGER + 1, 100000, 1 << 20,
+};
+
+/* One message of @len, receive posted before (@expected) or after. */
+static void one_message(struct __test_metadata *_metadata,
+			FIXTURE_DATA(pair) *self, uint64_t len, int expected)
+{
+	char *src = malloc(len + 1), *dst = malloc(len + 64);
+	struct dmaplane_cqe c[2];
+	uint64_t tag = 0xfeedface00000000ull | len;
+	int n = 0, got;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	fill_random(src, len, len + expected);
+	memset(dst, 0x5a, len + 64);
+
+	if (expected)
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, tag, 0, dst, len, 7));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, tag, src, len, 9));
+	if (!expected) {
+		/* Eager sends complete at once; rendezvous wait. */
+		got = dp_poll(self->a, c, 1);
+		EXPECT_EQ(len <= EAGER ? 1 : 0, got);
+		n += got;
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, tag, 0, dst, len, 7));
+	} else {
+		/* Asynchronous progress: done before b makes a system call. */
+		EXPECT_EQ(1, dp_poll(self->b, &c[1], 1));
+		goto check_recv;
+	}
+	ASSERT_EQ(1, wait1(self->b, &c[1]));
+check_recv:
+	EXPECT_EQ(7, c[1].ctx);
+	EXPECT_EQ(0, c[1].status);
+	EXPECT_EQ(DMAPLANE_OP_RECV, c[1].opcode);
+	EXPECT_EQ(len, c[1].len);
+	EXPECT_EQ(len, c[1].msg_len);
+	EXPECT_EQ(tag, c[1].tag);
+	EXPECT_EQ(uid_of(self->a), c[1].src);
+	EXPECT_EQ(0, memcmp(src, dst, len));
+	for (int i = 0; i < 64; i++)
+		ASSERT_EQ(0x5a, (unsigned char)dst[len + i]);
+
+	if (!n)
+		ASSERT_EQ(1, wait1(self->a, &c[0]));
+	EXPECT_EQ(9, c[0].ctx);
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(DMAPLANE_OP_SEND, c[0].opcode);
+	EXPECT_EQ(len, c[0].len);
+	EXPECT_EQ(tag, c[0].tag);
+	EXPECT_EQ(0, dp_poll(self->a, c, 2));
+	EXPECT_EQ(0, dp_poll(self->b, c, 2));
+	free(src);
+	free(dst);
+}
+
+TEST_F(pair, expected_messages_all_sizes)
+{
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		one_message(_metadata, self, sizes[i], 1);
+}
+
+TEST_F(pair, unexpected_messages_all_sizes)
+{
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		one_message(_metadata, self, sizes[i], 0);
+}
+
+static void truncated(struct __test_metadata *_metadata,
+		      FIXTURE_DATA(pair) *self, uint64_t len, uint64_t room,
+		      int expected)
+{
+	char *src = malloc(len), *dst = malloc(room + 64);
+	struct dmaplane_cqe c;
+
+	fill_random(src, len, 99);
+	memset(dst, 0x33, room + 64);
+	if (expected)
+		ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 1, 0, dst, room, 1));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 1, src, len, 2));
+	if (!expected)
+		ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 1, 0, dst, room, 1));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(-EMSGSIZE, c.status);
+	EXPECT_EQ(room, c.len);
+	EXPECT_EQ(len, c.msg_len);
+	EXPECT_EQ(0, memcmp(src, dst, room));
+	for (int i = 0; i < 64; i++) {
+		ASSERT_EQ(0x33, (unsigned char)dst[room + i]) TH_LOG("overrun at %d", i);
+	}
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	free(src);
+	free(dst);
+}
+
+TEST_F(pair, truncation_is_reported_never_overruns)
+{
+	truncated(_metadata, self, 1000, 600, 1);
+	truncated(_metadata, self, 1000, 600, 0);
+	truncated(_metadata, self, 200000, 70000, 1);
+	truncated(_metadata, self, 200000, 70000, 0);
+	truncated(_metadata, self, 5, 0, 0);
+}
+
+TEST_F(pair, one_sender_never_overtakes_eager_and_rendezvous)
+{
+	enum { N = 40 };
+	static char bufs[N][EAGER * 3];
+	static char out[N][EAGER * 3];
+	struct dmaplane_cqe c[N];
+	uint64_t len[N];
+	int got = 0;
+
+	for (int i = 0; i < N; i++) {
+		len[i] = (i % 3 == 0) ? EAGER * 2 + i : 100 + i;	/* mixed */
+		fill_random(bufs[i], len[i], i);
+		bufs[i][0] = i;
+		ASSERT_EQ(0, dp_send(self->a, self->a2b, i % 4, bufs[i], len[i], i));
+	}
+	/* Any tag from a: must come in send order. */
+	for (int i = 0; i < N; i++)
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, 0, ~0ull, out[i],
+				     sizeof(out[i]), 1000 + i));
+	while (got < N) {
+		int n = dp_wait(self->b, c + got, N - got, 10000);
+
+		ASSERT_LT(0, n);
+		got += n;
+	}
+	for (int i = 0; i < N; i++) {
+		EXPECT_EQ(1000 + i, c[i].ctx);
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(len[i], c[i].len);
+		EXPECT_EQ(i % 4, c[i].tag);
+		EXPECT_EQ(0, memcmp(bufs[i], out[i], len[i])) TH_LOG("message %d", i);
+	}
+	got = 0;
+	while (got < N) {
+		int n = dp_wait(self->a, c + got, N - got, 10000);
+
+		ASSERT_LT(0, n);
+		got += n;
+	}
+}
+
+TEST_F(pair, wildcards_ignore_masks_and_posted_order)
+{
+	struct dp_ep *c3 = ep_new(0, 0);
+	uint32_t c2b;
+	char r[4][8], s[8] = "msg";
+	struct dmaplane_cqe c[4];
+	int n = 0;
+
+	ASSERT_NE(NULL, c3);
+	ASSERT_EQ(0, connect_to(c3, self->b, &c2b));
+	/* r0: from a, tags 0x100..0x1ff; r1: anyone, tag 5; r2: anyone, any tag. */
+	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 0x100, 0xff, r[0], 8, 0));
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 5, 0, r[1], 8, 1));
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 0, ~0ull, r[2], 8, 2));
+	ASSERT_EQ(0, dp_send(c3, c2b, 0x1ab, s, 4, 0));		/* not from a: r2 */
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 5, s, 4, 0));	/* r1 */
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0x1ab, s, 4, 0));	/* r0 */
+	while (n < 3) {
+		int k = dp_wait(self->b, c + n, 3 - n, 10000);
+
+		ASSERT_LT(0, k);
+		n += k;
+	}
+	EXPECT_EQ(2, c[0].ctx);
+	EXPECT_EQ(uid_of(c3), c[0].src);
+	EXPECT_EQ(0x1ab, c[0].tag);
+	EXPECT_EQ(1, c[1].ctx);
+	EXPECT_EQ(0, c[2].ctx);
+	EXPECT_EQ(0x1ab, c[2].tag);
+	EXPECT_EQ(uid_of(self->a), c[2].src);
+	dp_close(c3);
+}
+
+TEST_F(pair, unexpected_flood_backs_off_and_loses_nothing)
+{
+	static char buf[EAGER];
+	struct dmaplane_cqe c;
+	int sent = 0, ret;
+	uint64_t base = dp_test_stat("unexp_msgs");
+
+	/* 4 MiB default budget: about 256 eager messages of 16 KiB. */
+	for (;;) {
+		buf[0] = sent;
+		ret = dp_send(self->a, self->a2b, sent, buf, sizeof(buf), sent);
+		if (ret)
+			break;
+		sent++;
+		ASSERT_EQ(1, dp_poll(self->a, &c, 1));
+		ASSERT_LT(sent, 100000);
+	}
+	EXPECT_EQ(-EAGAIN, ret);
+	EXPECT_LE(200, sent);
+	EXPECT_EQ(base + sent, dp_test_stat("unexp_msgs"));
+	for (int i = 0; i < sent; i++) {
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, i, 0, buf, sizeof(buf), i));
+		ASSERT_EQ(1, wait1(self->b, &c));
+		ASSERT_EQ(0, c.status);
+		ASSERT_EQ((char)i, buf[0]);
+	}
+	/* Room again. */
+	EXPECT_EQ(0, dp_send(self->a, self->a2b, 1, buf, sizeof(buf), 1));
+	ASSERT_EQ(1, dp_poll(self->a, &c, 1));
+	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 1, 0, buf, sizeof(buf), 1));
+	ASSERT_EQ(1, wait1(self->b, &c));
+}
+
+TEST(ring_full_refuses_new_operations)
+{
+	struct dp_ep *ep = ep_new(0, 8);
+	struct dmaplane_cqe c[8];
+	char buf[8];
+	uint32_t self_addr;
+
+	ASSERT_NE(NULL, ep);
+	ASSERT_EQ(0, connect_to(ep, ep, &self_addr));
+	for (int i = 0; i < 8; i++)
+		ASSERT_EQ(0, dp_recv(ep, DP_ANY_SRC, 1, 0, buf, 8, i));
+	EXPECT_EQ(-EAGAIN, dp_recv(ep, DP_ANY_SRC, 1, 0, buf, 8, 8));
+	EXPECT_EQ(-EAGAIN, dp_send(ep, self_addr, 1, buf, 8, 8));
+	dp_close(ep);
+
+	/* Completions not consumed also hold slots. */
+	ep = ep_new(0, 8);
+	ASSERT_NE(NULL, ep);
+	ASSERT_EQ(0, connect_to(ep, ep, &self_addr));
+	for (int i = 0; i < 4; i++) {
+		ASSERT_EQ(0, dp_recv(ep, DP_ANY_SRC, 1, 0, buf, 8, i));
+		ASSERT_EQ(0, dp_send(ep, self_addr, 1, buf, 8, i));
+	}
+	EXPECT_EQ(-EAGAIN, dp_recv(ep, DP_ANY_SRC, 1, 0, buf, 8, 8));
+	EXPECT_EQ(8, dp_poll(ep, c, 8));
+	EXPECT_EQ(0, dp_recv(ep, DP_ANY_SRC, 1, 0, buf, 8, 8));
+	dp_close(ep);
+}
+
+TEST_F(pair, batch_submit)
+{
+	struct dmaplane_op ops[64];
+	char in[64][32], out[64][32];
+	struct dmaplane_cqe c[64];
+	int n = 0;
+
+	for (int i = 0; i < 64; i++) {
+		memset(&ops[i], 0, sizeof(ops[i]));
+		ops[i].opcode = DMAPLANE_OP_RECV;
+		ops[i].peer = self->b2a;
+		ops[i].tag = i;
+		ops[i].addr = (uintptr_t)in[i];
+		ops[i].len = 32;
+		ops[i].ctx = i;
+	}
+	ASSERT_EQ(64, dp_submit(self->b, ops, 64));
+	for (int i = 0; i < 64; i++) {
+		snprintf(out[i], 32, "message %d", i);
+		ops[i].opcode = DMAPLANE_OP_SEND;
+		ops[i].peer = self->a2b;
+		ops[i].tag = 63 - i;
+		ops[i].addr = (uintptr_t)out[i];
+	}
+	ASSERT_EQ(64, dp_submit(self->a, ops, 64));
+	while (n < 64) {
+		int k = dp_wait(self->b, c + n, 64 - n, 10000);
+
+		ASSERT_LT(0, k);
+		n += k;
+	}
+	for (int i = 0; i < 64; i++)
+		EXPECT_STREQ(out[63 - i], in[i]);
+	EXPECT_EQ(64, dp_poll(self->a, c, 64));
+}
+
+TEST_F(pair, bad_operations_rejected)
+{
+	struct dmaplane_op op, two[2];
+	struct dmaplane_submit sub;
+	struct dmaplane_cqe c[4];
+	int fd = dp_fd(self->a);
+	char buf[8];
+	void *hole;
+
+	memset(&op, 0, sizeof(op));
+	op.opcode = DMAPLANE_OP_SEND;
+	op.peer = self->a2b;
+	op.addr = (uintptr_t)buf;
+	op.len = 8;
+#define SUBMIT_ERR(err, field, val) do {				\
+		struct dmaplane_op o = op;				\
+		o.field = val;						\
+		EXPECT_EQ(err, dp_submit(self->a, &o, 1)) TH_LOG(#field); \
+	} while (0)
+	SUBMIT_ERR(-EINVAL, opcode, 0);
+	SUBMIT_ERR(-EINVAL, opcode, 99);
+	SUBMIT_ERR(-EINVAL, flags, 1);
+	SUBMIT_ERR(-EINVAL, pad0[1], 1);
+	SUBMIT_ERR(-EINVAL, pad1, 1);
+	SUBMIT_ERR(-EINVAL, reserved[1], 1);
+	SUBMIT_ERR(-EINVAL, ignore, 1);		/* no ignore mask on a send */
+	SUBMIT_ERR(-ENOENT, peer, 12345);
+	SUBMIT_ERR(-EMSGSIZE, len, 1ull << 40);
+	SUBMIT_ERR(-EFAULT, addr, 0xffffffff81000000ull);
+	EXPECT_EQ(-EINVAL, dp_submit(self->a, &op, 0));
+	EXPECT_EQ(-EINVAL, dp_submit(self->a, &op, 257));
+	EXPECT_EQ(-EFAULT, dp_submit(self->a, (void *)8, 1));
+	memset(&sub, 0, sizeof(sub));
+	sub.ops = (uintptr_t)&op;
+	sub.nr = 1;
+	sub.pad = 1;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_SUBMIT, &sub));
+	/* A bad second operation: the first is accepted, done says so. */
+	two[0] = op;
+	two[1] = op;
+	two[1].opcode = 77;
+	memset(&sub, 0, sizeof(sub));
+	sub.ops = (uintptr_t)two;
+	sub.nr = 2;
+	EXPECT_EQ(0, dp_test_ioctl(fd, DMAPLANE_IOCTL_SUBMIT, &sub));
+	EXPECT_EQ(1, sub.done);
+	/* That accepted send is queued at b as unexpected: take it. */
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 0, ~0ull, buf, 8, 1));
+	ASSERT_EQ(1, wait1(self->b, c));
+	EXPECT_EQ(0, c[0].status);
+
+	/* Unmapped user memory: accepted, completes with -EFAULT. */
+	hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 0, ~0ull, buf, 8, 1));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0, hole, 8, 2));
+	ASSERT_EQ(1, wait1(self->b, c));
+	EXPECT_EQ(-EFAULT, c[0].status);
+	munmap(hole, 4096);
+	/* a's send completions: the batch one and this one. */
+	EXPECT_EQ(2, dp_poll(self->a, c, 4));
+	EXPECT_EQ(-EFAULT, c[1].status);
+}
+
+TEST(setup_and_addressing_errors)
+{
+	struct dmaplane_ep_setup s;
+	struct dmaplane_name name, stale;
+	struct dmaplane_av_insert av;
+	struct dp_ep *ep, *other;
+	uint32_t addr;
+	int fd;
+
+	ASSERT_EQ(0, dp_open(NULL, 0, &ep));
+	fd = dp_fd(ep);
+	/* Nothing works before setup. */
+	ASSERT_EQ(0, dp_getname(ep, &name));
+	EXPECT_EQ(-EINVAL, dp_av_insert(ep, &name, &addr));
+	EXPECT_EQ(-EINVAL, dp_send(ep, 0, 0, NULL, 0, 0));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0));
+
+	memset(&s, 0, sizeof(s));
+	s.cq_entries = 3;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_EP_SETUP, &s));
+	s.cq_entries = DMAPLANE_CQ_MAX_ENTRIES * 2;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_EP_SETUP, &s));
+	s.cq_entries = 0;
+	s.flags = 1;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_EP_SETUP, &s));
+	s.flags = 0;
+	s.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_EP_SETUP, &s));
+	EXPECT_EQ(-EFAULT, dp_test_ioctl(fd, DMAPLANE_IOCTL_EP_SETUP, NULL));
+	ASSERT_EQ(0, dp_ep_setup(ep, 0, 16));
+	EXPECT_EQ(-EBUSY, dp_ep_setup(ep, 0, 16));
+
+	/* The ring is read-only; the head page is not. */
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+				   fd, DMAPLANE_CQ_RING_OFFSET));
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 8192 * 4, PROT_READ, MAP_SHARED, fd,
+				   DMAPLANE_CQ_RING_OFFSET));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd,
+				   DMAPLANE_CQ_RING_OFFSET));
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 4096 * 7));
+
+	/* A closed endpoint's name stays invalid, even as ids come back. */
+	other = ep_new(0, 0);
+	ASSERT_NE(NULL, other);
+	ASSERT_EQ(0, dp_getname(other, &stale));
+	dp_close(other);
+	for (int i = 0; i < 50; i++) {
+		other = ep_new(0, 0);
+		ASSERT_NE(NULL, other);
+		EXPECT_EQ(-ECONNREFUSED, dp_av_insert(ep, &stale, &addr));
+		dp_close(other);
+	}
+	name = stale;
+	name.node_id ^= 1;
+	EXPECT_EQ(-ENETUNREACH, dp_av_insert(ep, &name, &addr));
+	name = stale;
+	name.ep_uid = ~0ull;
+	EXPECT_EQ(-ECONNREFUSED, dp_av_insert(ep, &name, &addr));
+
+	memset(&av, 0, sizeof(av));
+	ASSERT_EQ(0, dp_getname(ep, &av.name));
+	av.flags = 1;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_AV_INSERT, &av));
+	av.flags = 0;
+	ASSERT_EQ(0, dp_test_ioctl(fd, DMAPLANE_IOCTL_AV_INSERT, &av));
+	EXPECT_EQ(0, dp_av_remove(ep, av.handle));
+	EXPECT_EQ(-ENOENT, dp_av_remove(ep, av.handle));
+	EXPECT_EQ(-ENOENT, dp_send(ep, av.handle, 0, NULL, 0, 0));
+	dp_close(ep);
+}
+
+/* Run @fn in a child with uid @uid; returns its exit status. */
+static int as_user(uid_t uid, int (*fn)(void *), void *arg)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (!pid) {
+		if (uid && (setgid(uid) || setuid(uid)))
+			_exit(100);
+		_exit(fn(arg));
+	}
+	waitpid(pid, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 200;
+}
+
+struct iso {
+	struct dmaplane_name name;
+	uint64_t key;
+	int want;
+};
+
+static int try_insert(void *p)
+{
+	struct iso *iso = p;
+	struct dp_ep *ep = ep_new(iso->key, 0);
+	uint32_t addr;
+	int ret;
+
+	if (!ep)
+		return 101;
+	ret = dp_av_insert(ep, &iso->name, &addr);
+	if (ret != iso->want)
+		return 102;
+	if (!ret) {
+		char msg[] = "across uids";
+
+		if (dp_send_sync(ep, addr, 42, msg, sizeof(msg), NULL))
+			return 103;
+	}
+	dp_close(ep);
+	return 0;
+}
+
+TEST(isolation_between_uids_and_auth_keys)
+{
+	struct dp_ep *plain, *keyed;
+	struct iso iso;
+	char buf[32];
+	struct dmaplane_cqe c;
+
+	if (getuid() != 0)
+		SKIP(return, "needs root to switch uids");
+	plain = ep_new(0, 0);
+	keyed = ep_new(0xabcdef, 0);
+	ASSERT_NE(NULL, plain);
+	ASSERT_NE(NULL, keyed);
+
+	/* Another uid, no key: cannot reach root's plain endpoint. */
+	ASSERT_EQ(0, dp_getname(plain, &iso.name));
+	iso.key = 0;
+	iso.want = -EACCES;
+	EXPECT_EQ(0, as_user(65534, try_insert, &iso));
+	/* Same uid, but a key on one side only: refused too. */
+	iso.key = 0xabcdef;
+	EXPECT_EQ(0, as_user(0, try_insert, &iso));
+	/* Another uid with the shared key: allowed, and a message moves. */
+	ASSERT_EQ(0, dp_getname(keyed, &iso.name));
+	iso.key = 0xabcdef;
+	iso.want = 0;
+	ASSERT_EQ(0, dp_recv(keyed, DP_ANY_SRC, 42, 0, buf, sizeof(buf), 5));
+	EXPECT_EQ(0, as_user(65534, try_insert, &iso));
+	ASSERT_EQ(1, wait1(keyed, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_STREQ("across uids", buf);
+	/* Wrong key. */
+	iso.key = 0xabcdee;
+	iso.want = -EACCES;
+	EXPECT_EQ(0, as_user(65534, try_insert, &iso));
+	dp_close(plain);
+	dp_close(keyed);
+}
+
+TEST(progress_while_receiver_computes_in_another_process)
+{
+	const size_t len = 4 << 20;
+	struct dp_ep *rx = ep_new(0, 0);
+	struct dmaplane_name name;
+	struct dmaplane_cqe c;
+	char *buf = malloc(len), *want = malloc(len);
+	int pipefd[2], status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, rx);
+	ASSERT_EQ(0, dp_getname(rx, &name));
+	ASSERT_EQ(0, dp_recv(rx, DP_ANY_SRC, 3, 0, buf, len, 77));
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	if (!pid) {
+		struct dp_ep *tx = ep_new(0, 0);
+		char *src = malloc(len);
+		uint32_t addr;
+
+		fill_random(src, len, 4242);
+		if (!tx || dp_av_insert(tx, &name, &addr) ||
+		    dp_send_sync(tx, addr, 3, src, len, NULL))
+			_exit(1);
+		write(pipefd[1], "x", 1);
+		_exit(0);
+	}
+	/* "Compute": block on the pipe, no dmaplane call, until the
+	 * sender says its send completed; the data must then be here.
+	 */
+	ASSERT_EQ(1, read(pipefd[0], &c, 1));
+	ASSERT_EQ(1, dp_poll(rx, &c, 1));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(len, c.len);
+	fill_random(want, len, 4242);
+	EXPECT_EQ(0, memcmp(want, buf, len));
+	free(want);
+	waitpid(pid, &status, 0);
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	dp_close(rx);
+	free(buf);
+}
+
+TEST(killed_processes_leave_nothing_behind)
+{
+	long recvs = dp_test_stat("posted_recvs");
+	long unexp = dp_test_stat("unexp_msgs");
+	long eps = dp_test_stat("endpoints");
+	struct dp_ep *rx = ep_new(0, 0);
+	struct dmaplane_name name, child_name;
+	struct dmaplane_cqe c;
+	char *buf = malloc(1 << 20);
+	int pipefd[2], status;
+	uint32_t to_child;
+	pid_t pid;
+
+	ASSERT_NE(NULL, rx);
+	ASSERT_EQ(0, dp_getname(rx, &name));
+	ASSERT_EQ(0, pipe(pipefd));
+	for (int round = 0; round < 5; round++) {
+		pid = fork();
+		if (!pid) {
+			struct dp_ep *tx = ep_new(0, 0);
+			char *src = malloc(1 << 20);
+			static char small[100];
+			uint32_t addr;
+
+			if (!tx || dp_av_insert(tx, &name, &addr))
+				_exit(1);
+			/* Posted receives, a rendezvous and an eager message
+			 * queued at rx, then die.
+			 */
+			for (int i = 0; i < 10; i++)
+				dp_recv(tx, DP_ANY_SRC, i, 0, small, 100, i);
+			dp_send(tx, addr, 1, src, 1 << 20, 1);
+			dp_send(tx, addr, 2, small, 100, 2);
+			dp_getname(tx, &child_name);
+			write(pipefd[1], &child_name, sizeof(child_name));
+			pause();
+			_exit(0);
+		}
+		ASSERT_EQ(sizeof(child_name), read(pipefd[0], &child_name,
+						   sizeof(child_name)));
+		ASSERT_EQ(0, dp_av_insert(rx, &child_name, &to_child));
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		/* The rendezvous' sender is gone: error completion. */
+		ASSERT_EQ(0, dp_recv(rx, DP_ANY_SRC, 1, 0, buf, 1 << 20, 10));
+		ASSERT_EQ(1, wait1(rx, &c));
+		EXPECT_EQ(-ECONNRESET, c.status);
+		/* The eager message was complete when sent: delivered. */
+		ASSERT_EQ(0, dp_recv(rx, DP_ANY_SRC, 2, 0, buf, 100, 11));
+		ASSERT_EQ(1, wait1(rx, &c));
+		EXPECT_EQ(0, c.status);
+		/* Sending to the dead endpoint fails. */
+		EXPECT_EQ(-ECONNRESET, dp_send(rx, to_child, 0, buf, 10, 0));
+		EXPECT_EQ(0, dp_av_remove(rx, to_child));
+	}
+	EXPECT_EQ(recvs, dp_test_stat("posted_recvs"));
+	EXPECT_EQ(unexp, dp_test_stat("unexp_msgs"));
+	dp_close(rx);
+	EXPECT_EQ(eps, dp_test_stat("endpoints"));
+	free(buf);
+}
+
+TEST(poll_wakes_on_completion)
+{
+	struct dp_ep *ep = ep_new(0, 0);
+	struct pollfd pfd;
+	uint32_t me;
+	char buf[4];
+
+	ASSERT_NE(NULL, ep);
+	ASSERT_EQ(0, connect_to(ep, ep, &me));
+	pfd.fd = dp_fd(ep);
+	pfd.events = POLLIN;
+	EXPECT_EQ(0, poll(&pfd, 1, 0));
+	ASSERT_EQ(0, dp_send(ep, me, 0, "abc", 4, 1));
+	EXPECT_EQ(1, poll(&pfd, 1, 1000));
+	EXPECT_TRUE(pfd.revents & POLLIN);
+	ASSERT_EQ(0, dp_recv_sync(ep, me, 0, 0, buf, 4, NULL) == -EBUSY ? 0 : 1);
+	dp_close(ep);
+}
+
+TEST_HARNESS_MAIN
