@@ -153,6 +153,9 @@ struct dmaplane_matcher {
  * @unexp_bytes: eager payload bytes queued as unexpected
  * @unexp_msgs: messages queued as unexpected
  * @dead: the file was released: no message is accepted any more
+ * @claims: claim handle -> message taken out of matching by PROBE with
+ *	%DMAPLANE_PROBE_CLAIM; the xa lock protects it
+ * @next_claim: cursor for cyclic claim handles, under the xa lock
  * @wq: poll() waiters for completions
  */
 struct dmaplane_ep {
@@ -174,6 +177,8 @@ struct dmaplane_ep {
 	u64 unexp_bytes;
 	u32 unexp_msgs;
 	bool dead;
+	struct xarray claims;
+	u32 next_claim;
 	wait_queue_head_t wq;
 };
 
@@ -280,6 +285,10 @@ void dmaplane_match_cancel_recv(struct dmaplane_matcher *m,
 void dmaplane_match_remove_msg(struct dmaplane_matcher *m,
 			       struct dmaplane_match_msg *msg);
 struct dmaplane_match_recv *dmaplane_match_first_recv(struct dmaplane_matcher *m);
+struct dmaplane_match_recv *
+dmaplane_match_find_recv(struct dmaplane_matcher *m,
+			 bool (*pred)(struct dmaplane_match_recv *r, void *arg),
+			 void *arg);
 
 /* region.c */
 void dmaplane_region_init(struct dmaplane_region *r,
@@ -325,6 +334,8 @@ int dmaplane_cq_mmap(struct dmaplane_cq *cq, struct vm_area_struct *vma);
 
 /* msg.c */
 int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg);
+int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg);
+int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg);
 void dmaplane_ep_drain_messages(struct dmaplane_ep *ep);
 
 /* endpoint.c */

@@ -54,6 +54,7 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 	ep->uid = current_euid();
 	xa_init_flags(&ep->regions, XA_FLAGS_ALLOC1);
 	xa_init_flags(&ep->av, XA_FLAGS_ALLOC);
+	xa_init_flags(&ep->claims, XA_FLAGS_ALLOC1);
 	mutex_init(&ep->setup_lock);
 	mutex_init(&ep->match_lock);
 	dmaplane_matcher_init(&ep->matcher, &ep->match_lock);
@@ -89,6 +90,7 @@ static void ep_free(struct kref *ref)
 
 	dmaplane_cq_destroy(ep->cq);
 	xa_destroy(&ep->av);
+	xa_destroy(&ep->claims);
 	xa_destroy(&ep->regions);
 	if (ep->mm)
 		mmdrop(ep->mm);

@@ -76,6 +76,10 @@ static long dmaplane_ioctl(struct file *file, unsigned int cmd,
 		return dmaplane_ioctl_av_remove(ep, uarg);
 	case DMAPLANE_IOCTL_SUBMIT:
 		return dmaplane_ioctl_submit(ep, uarg);
+	case DMAPLANE_IOCTL_PROBE:
+		return dmaplane_ioctl_probe(ep, uarg);
+	case DMAPLANE_IOCTL_CANCEL:
+		return dmaplane_ioctl_cancel(ep, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -256,3 +256,41 @@ struct dmaplane_match_recv *dmaplane_match_first_recv(struct dmaplane_matcher *m
 	return NULL;
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_first_recv);
+
+/**
+ * dmaplane_match_find_recv() - the earliest posted receive @pred accepts
+ * @m: matcher
+ * @pred: predicate
+ * @arg: its argument
+ *
+ * A scan of every posted receive: for rare operations such as cancel.
+ * Return: the receive (still queued), or NULL.
+ */
+struct dmaplane_match_recv *
+dmaplane_match_find_recv(struct dmaplane_matcher *m,
+			 bool (*pred)(struct dmaplane_match_recv *r, void *arg),
+			 void *arg)
+{
+	struct dmaplane_match_recv *r, *best = NULL;
+	unsigned int i;
+
+	matcher_assert_held(m);
+	list_for_each_entry(r, &m->recv_wild, node) {
+		if (pred(r, arg)) {
+			best = r;
+			break;
+		}
+	}
+	for (i = 0; i < ARRAY_SIZE(m->recv_buckets); i++) {
+		list_for_each_entry(r, &m->recv_buckets[i], node) {
+			if (best && r->seq > best->seq)
+				break;
+			if (pred(r, arg)) {
+				best = r;
+				break;
+			}
+		}
+	}
+	return best;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_find_recv);

@@ -203,6 +203,44 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	msg_free(msg);
 }
 
+/* Uncount a message leaving the unexpected queue (or a claim). */
+static void unexp_uncount(struct dmaplane_ep *ep, struct dmaplane_msg *msg)
+{
+	lockdep_assert_held(&ep->match_lock);
+	if (msg->data)
+		ep->unexp_bytes -= msg->len;
+	ep->unexp_msgs--;
+}
+
+/* RECV of a message claimed by PROBE: no matching, just the data. */
+static int do_recv_claimed(struct dmaplane_ep *ep, const struct dmaplane_op *op)
+{
+	struct dmaplane_recv r = {
+		.owner = ep, .uaddr = op->addr, .len = op->len, .ctx = op->ctx,
+	};
+	struct dmaplane_msg *msg;
+	int ret;
+
+	if (op->tag || op->ignore)
+		return -EINVAL;
+	if (!access_ok(u64_to_user_ptr(op->addr), op->len))
+		return -EFAULT;
+	ret = dmaplane_cq_reserve(ep->cq);
+	if (ret)
+		return ret;
+	mutex_lock(&ep->match_lock);
+	msg = xa_erase(&ep->claims, op->peer);
+	if (msg)
+		unexp_uncount(ep, msg);
+	mutex_unlock(&ep->match_lock);
+	if (!msg) {
+		dmaplane_cq_unreserve(ep->cq);
+		return -ENOENT;
+	}
+	deliver_unexpected(ep, &r, msg);
+	return 0;
+}
+
 static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
 	struct dmaplane_match_msg *mm;
@@ -210,6 +248,8 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	u64 src = DMAPLANE_ANY_SRC;
 	int ret;
 
+	if (op->flags & DMAPLANE_OP_F_CLAIMED)
+		return do_recv_claimed(ep, op);
 	if (op->peer != DMAPLANE_AV_ANY) {
 		ret = dmaplane_av_lookup(ep, op->peer, &src);
 		if (ret)
@@ -238,9 +278,7 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	if (mm) {
 		struct dmaplane_msg *msg = container_of(mm, struct dmaplane_msg, m);
 
-		if (msg->data)
-			ep->unexp_bytes -= msg->len;
-		ep->unexp_msgs--;
+		unexp_uncount(ep, msg);
 		mutex_unlock(&ep->match_lock);
 		deliver_unexpected(ep, r, msg);
 		kfree(r);
@@ -368,7 +406,10 @@ out_put_dest:
 
 static int check_op(const struct dmaplane_op *op)
 {
-	if (op->flags || op->pad1 || memchr_inv(op->pad0, 0, sizeof(op->pad0)) ||
+	u32 flags = op->opcode == DMAPLANE_OP_RECV ? DMAPLANE_OP_F_CLAIMED : 0;
+
+	if ((op->flags & ~flags) || op->pad1 ||
+	    memchr_inv(op->pad0, 0, sizeof(op->pad0)) ||
 	    memchr_inv(op->reserved, 0, sizeof(op->reserved)))
 		return -EINVAL;
 	if (op->opcode != DMAPLANE_OP_SEND && op->opcode != DMAPLANE_OP_RECV)
@@ -414,6 +455,19 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 	return 0;
 }
 
+/* A message dropped undelivered: its rendezvous sender learns so. */
+static void msg_drop(struct dmaplane_msg *msg)
+{
+	if (!msg->data) {
+		if (!READ_ONCE(msg->sender->dead))
+			msg_complete(msg->sender, DMAPLANE_OP_SEND, msg->ctx,
+				     -ECONNRESET, 0, msg->len, msg->m.tag, 0);
+		else
+			dmaplane_cq_unreserve(msg->sender->cq);
+	}
+	msg_free(msg);
+}
+
 /**
  * dmaplane_ep_drain_messages() - the endpoint's file is released
  * @ep: endpoint
@@ -426,21 +480,17 @@ void dmaplane_ep_drain_messages(struct dmaplane_ep *ep)
 {
 	struct dmaplane_match_recv *mr;
 	struct dmaplane_match_msg *mm;
+	struct dmaplane_msg *msg;
+	unsigned long handle;
 
 	mutex_lock(&ep->match_lock);
 	WRITE_ONCE(ep->dead, true);
 	while ((mm = dmaplane_match_probe(&ep->matcher, DMAPLANE_ANY_SRC, 0,
-					  ~0ULL, true))) {
-		struct dmaplane_msg *msg = container_of(mm, struct dmaplane_msg, m);
-
-		if (!msg->data) {
-			if (!READ_ONCE(msg->sender->dead))
-				msg_complete(msg->sender, DMAPLANE_OP_SEND, msg->ctx,
-					     -ECONNRESET, 0, msg->len, msg->m.tag, 0);
-			else
-				dmaplane_cq_unreserve(msg->sender->cq);
-		}
-		msg_free(msg);
+					  ~0ULL, true)))
+		msg_drop(container_of(mm, struct dmaplane_msg, m));
+	xa_for_each(&ep->claims, handle, msg) {
+		xa_erase(&ep->claims, handle);
+		msg_drop(msg);
 	}
 	ep->unexp_bytes = 0;
 	ep->unexp_msgs = 0;
@@ -450,4 +500,90 @@ void dmaplane_ep_drain_messages(struct dmaplane_ep *ep)
 		atomic_long_dec(&dmaplane_stats.posted_recvs);
 	}
 	mutex_unlock(&ep->match_lock);
+}
+
+int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_probe arg;
+	struct dmaplane_match_msg *mm;
+	struct dmaplane_msg *msg;
+	u64 src = DMAPLANE_ANY_SRC;
+	bool claim;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if ((arg.flags & ~DMAPLANE_PROBE_CLAIM) || arg.pad || arg.claim ||
+	    arg.src || arg.len)
+		return -EINVAL;
+	if (!dmaplane_ep_cq(ep))
+		return -EINVAL;
+	if (arg.peer != DMAPLANE_AV_ANY) {
+		ret = dmaplane_av_lookup(ep, arg.peer, &src);
+		if (ret)
+			return ret;
+	}
+	claim = arg.flags & DMAPLANE_PROBE_CLAIM;
+	if (claim) {
+		/* Reserve the handle first, so that nothing can fail later. */
+		ret = xa_alloc_cyclic(&ep->claims, &arg.claim, NULL, xa_limit_31b,
+				      &ep->next_claim, GFP_KERNEL);
+		if (ret < 0)
+			return ret;
+	}
+
+	mutex_lock(&ep->match_lock);
+	mm = dmaplane_match_probe(&ep->matcher, src, arg.tag, arg.ignore, claim);
+	if (!mm) {
+		mutex_unlock(&ep->match_lock);
+		if (claim)
+			xa_release(&ep->claims, arg.claim);
+		return -EAGAIN;
+	}
+	msg = container_of(mm, struct dmaplane_msg, m);
+	arg.tag = msg->m.tag;
+	arg.src = msg->m.src;
+	arg.len = msg->len;
+	if (claim)
+		xa_store(&ep->claims, arg.claim, msg, GFP_KERNEL);
+	mutex_unlock(&ep->match_lock);
+
+	if (copy_to_user(uarg, &arg, sizeof(arg))) {
+		/* The claim stays valid; the caller lost its handle. */
+		return -EFAULT;
+	}
+	return 0;
+}
+
+static bool recv_has_ctx(struct dmaplane_match_recv *mr, void *arg)
+{
+	return container_of(mr, struct dmaplane_recv, m)->ctx == *(u64 *)arg;
+}
+
+int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_match_recv *mr;
+	struct dmaplane_cancel arg;
+	struct dmaplane_recv *r;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.pad)
+		return -EINVAL;
+	if (!dmaplane_ep_cq(ep))
+		return -EINVAL;
+
+	mutex_lock(&ep->match_lock);
+	mr = dmaplane_match_find_recv(&ep->matcher, recv_has_ctx, &arg.ctx);
+	if (mr) {
+		dmaplane_match_cancel_recv(&ep->matcher, mr);
+		atomic_long_dec(&dmaplane_stats.posted_recvs);
+	}
+	mutex_unlock(&ep->match_lock);
+	if (!mr)
+		return -ENOENT;
+	r = container_of(mr, struct dmaplane_recv, m);
+	msg_complete(ep, DMAPLANE_OP_RECV, r->ctx, -ECANCELED, 0, 0, r->m.tag, 0);
+	kfree(r);
+	return 0;
 }

@@ -112,6 +112,39 @@ int dp_recv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
 	return submit_one(ep, &op);
 }
 
+int dp_probe(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
+	     unsigned int flags, struct dmaplane_probe *probe)
+{
+	memset(probe, 0, sizeof(*probe));
+	probe->peer = src;
+	probe->flags = flags;
+	probe->tag = tag;
+	probe->ignore = ignore;
+	return dp_ioctl(ep, DMAPLANE_IOCTL_PROBE, probe);
+}
+
+int dp_recv_claimed(struct dp_ep *ep, uint32_t claim, void *buf, uint64_t len,
+		    uint64_t ctx)
+{
+	struct dmaplane_op op = {
+		.opcode = DMAPLANE_OP_RECV,
+		.flags = DMAPLANE_OP_F_CLAIMED,
+		.peer = claim,
+		.addr = (uintptr_t)buf,
+		.len = len,
+		.ctx = ctx,
+	};
+
+	return submit_one(ep, &op);
+}
+
+int dp_cancel(struct dp_ep *ep, uint64_t ctx)
+{
+	struct dmaplane_cancel arg = { .ctx = ctx };
+
+	return dp_ioctl(ep, DMAPLANE_IOCTL_CANCEL, &arg);
+}
+
 /* Copy up to @max entries from the ring; consume them when @consume. */
 static int ring_take(struct dp_ep *ep, struct dmaplane_cqe *cqes,
 		     unsigned int max, int consume)

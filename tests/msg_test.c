@@ -684,6 +684,58 @@ TEST(killed_processes_leave_nothing_behind)
 	free(buf);
 }
 
+TEST_F(pair, probe_claim_and_cancel)
+{
+	struct dmaplane_probe p;
+	struct dmaplane_cqe c[4];
+	char big[EAGER * 2], out[EAGER * 2];
+
+	EXPECT_EQ(-EAGAIN, dp_probe(self->b, DP_ANY_SRC, 0, ~0ull, 0, &p));
+	fill_random(big, sizeof(big), 5);
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0x77, "small", 6, 1));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0x78, big, sizeof(big), 2));
+	/* Iprobe: details, message stays. */
+	ASSERT_EQ(0, dp_probe(self->b, self->b2a, 0x78, 0, 0, &p));
+	EXPECT_EQ(0x78, p.tag);
+	EXPECT_EQ(sizeof(big), p.len);
+	EXPECT_EQ(uid_of(self->a), p.src);
+	ASSERT_EQ(0, dp_probe(self->b, DP_ANY_SRC, 0, ~0ull, 0, &p));
+	EXPECT_EQ(0x77, p.tag);
+	EXPECT_EQ(-EAGAIN, dp_probe(self->b, DP_ANY_SRC, 0x79, 0, 0, &p));
+	/* Improbe: the rendezvous message is claimed... */
+	ASSERT_EQ(0, dp_probe(self->b, DP_ANY_SRC, 0x78, 0, DMAPLANE_PROBE_CLAIM, &p));
+	EXPECT_NE(0, p.claim);
+	/* ...so an any-tag receive gets the small one, not the claimed one. */
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 0, ~0ull, out, sizeof(out), 10));
+	ASSERT_EQ(1, wait1(self->b, c));
+	EXPECT_EQ(0x77, c[0].tag);
+	EXPECT_EQ(-ENOENT, dp_recv_claimed(self->b, p.claim + 1, out, sizeof(out), 11));
+	ASSERT_EQ(0, dp_recv_claimed(self->b, p.claim, out, sizeof(out), 11));
+	ASSERT_EQ(1, wait1(self->b, c));
+	EXPECT_EQ(11, c[0].ctx);
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(0x78, c[0].tag);
+	EXPECT_EQ(0, memcmp(big, out, sizeof(big)));
+	EXPECT_EQ(-ENOENT, dp_recv_claimed(self->b, p.claim, out, sizeof(out), 12));
+	/* Both sends completed. */
+	EXPECT_EQ(2, dp_wait(self->a, c, 4, 1000) + dp_poll(self->a, c + 1, 3));
+
+	/* Cancel: the earliest unmatched receive with that ctx. */
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 1, 0, out, 8, 20));
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 1, 0, out, 8, 21));
+	EXPECT_EQ(0, dp_cancel(self->b, 20));
+	EXPECT_EQ(-ENOENT, dp_cancel(self->b, 20));
+	ASSERT_EQ(1, wait1(self->b, c));
+	EXPECT_EQ(20, c[0].ctx);
+	EXPECT_EQ(-ECANCELED, c[0].status);
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 1, "x", 2, 3));
+	ASSERT_EQ(1, wait1(self->b, c));
+	EXPECT_EQ(21, c[0].ctx);
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(-ENOENT, dp_cancel(self->b, 21));
+	EXPECT_EQ(1, wait1(self->a, c));
+}
+
 TEST(poll_wakes_on_completion)
 {
 	struct dp_ep *ep = ep_new(0, 0);

@@ -214,6 +214,27 @@ int dp_recv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
 	    void *buf, uint64_t len, uint64_t ctx);
 
 /*
+ * dp_probe - is there a message a dp_recv(@src, @tag, @ignore) would take?
+ * @flags: 0 (MPI_Iprobe), or DMAPLANE_PROBE_CLAIM (MPI_Improbe: the
+ *	message is taken out of matching; receive it with dp_recv_claimed()
+ *	and probe->claim)
+ * @probe: on success, the message's source (ep_uid), tag and length
+ * Returns 0, -EAGAIN (no such message yet), -ENOENT, -EINVAL.
+ */
+int dp_probe(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
+	     unsigned int flags, struct dmaplane_probe *probe);
+
+/* dp_recv_claimed - receive the message dp_probe() claimed (MPI_Mrecv) */
+int dp_recv_claimed(struct dp_ep *ep, uint32_t claim, void *buf, uint64_t len,
+		    uint64_t ctx);
+
+/*
+ * dp_cancel - cancel the posted receive with @ctx that nothing matched
+ * yet; it completes with -ECANCELED.  Returns 0 or -ENOENT.
+ */
+int dp_cancel(struct dp_ep *ep, uint64_t ctx);
+
+/*
  * dp_submit - submit @nr prepared operations in one system call
  * Returns how many were accepted (>= 1), or the -errno of the first.
  */

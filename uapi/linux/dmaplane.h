@@ -427,6 +427,13 @@ struct dmaplane_cq_head {
 #define DMAPLANE_OP_SEND	1
 #define DMAPLANE_OP_RECV	2
 
+/**
+ * DMAPLANE_OP_F_CLAIMED - RECV of a message claimed by
+ * %DMAPLANE_IOCTL_PROBE with %DMAPLANE_PROBE_CLAIM (as MPI_Mrecv):
+ * &dmaplane_op.peer is the claim handle; tag and ignore must be zero.
+ */
+#define DMAPLANE_OP_F_CLAIMED	_BITUL(0)
+
 /** DMAPLANE_AV_ANY - &dmaplane_op.peer of a receive: any source */
 #define DMAPLANE_AV_ANY		0xffffffffU
 
@@ -434,9 +441,10 @@ struct dmaplane_cq_head {
  * struct dmaplane_op - one operation of %DMAPLANE_IOCTL_SUBMIT
  * @opcode: %DMAPLANE_OP_*.
  * @pad0: must be zero.
- * @flags: must be zero.
+ * @flags: %DMAPLANE_OP_F_* bits valid for the opcode, others zero.
  * @peer: SEND: address handle of the destination.  RECV: address handle
- *	of the source, or %DMAPLANE_AV_ANY.
+ *	of the source, or %DMAPLANE_AV_ANY (or a claim handle, see
+ *	%DMAPLANE_OP_F_CLAIMED).
  * @pad1: must be zero.
  * @tag: the message's tag (SEND); the tag to match (RECV).
  * @ignore: RECV: tag bits that do not take part in matching; SEND: zero.
@@ -558,5 +566,64 @@ struct dmaplane_av_insert {
  */
 #define DMAPLANE_IOCTL_SUBMIT \
 	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 12, struct dmaplane_submit)
+
+/** DMAPLANE_PROBE_CLAIM - take the message out of matching (MPI_Improbe) */
+#define DMAPLANE_PROBE_CLAIM	_BITUL(0)
+
+/**
+ * struct dmaplane_probe - argument of %DMAPLANE_IOCTL_PROBE
+ * @peer: in: address handle of the source, or %DMAPLANE_AV_ANY.
+ * @flags: in: %DMAPLANE_PROBE_CLAIM or 0.
+ * @tag: in: tag to match; out: the message's tag.
+ * @ignore: in: tag bits that do not take part in matching.
+ * @src: out: the sender's &dmaplane_name.ep_uid.
+ * @len: out: the message's length.
+ * @claim: out: with %DMAPLANE_PROBE_CLAIM, the handle that a RECV with
+ *	%DMAPLANE_OP_F_CLAIMED takes; the message stays claimed until then
+ *	or until the endpoint is closed.
+ * @pad: in: must be zero.
+ */
+struct dmaplane_probe {
+	__u32 peer;
+	__u32 flags;
+	__u64 tag;
+	__u64 ignore;
+	__u64 src;
+	__u64 len;
+	__u32 claim;
+	__u32 pad;
+};
+
+/**
+ * DMAPLANE_IOCTL_PROBE - is there an unexpected message a receive with
+ * this source, tag and ignore mask would take (MPI_Iprobe/MPI_Improbe)?
+ *
+ * Returns 0 and fills the message's details when there is, -EAGAIN when
+ * there is not.  Errors: -ENOENT (unknown address handle), -EINVAL
+ * (flags, padding, endpoint not set up), -EFAULT.
+ */
+#define DMAPLANE_IOCTL_PROBE \
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 13, struct dmaplane_probe)
+
+/**
+ * struct dmaplane_cancel - argument of %DMAPLANE_IOCTL_CANCEL
+ * @ctx: in: &dmaplane_op.ctx of a posted receive.
+ * @flags: in: must be zero.
+ * @pad: in: must be zero.
+ */
+struct dmaplane_cancel {
+	__u64 ctx;
+	__u32 flags;
+	__u32 pad;
+};
+
+/**
+ * DMAPLANE_IOCTL_CANCEL - cancel the earliest posted receive with this ctx
+ * that no message has matched yet (MPI_Cancel).  It completes with
+ * -ECANCELED.  Errors: -ENOENT (none: already matched, or never posted),
+ * -EINVAL, -EFAULT.
+ */
+#define DMAPLANE_IOCTL_CANCEL \
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 14, struct dmaplane_cancel)
 
 #endif /* _UAPI_LINUX_DMAPLANE_H */
