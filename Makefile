@@ -36,7 +36,7 @@ LIB_LINKS  := $(BUILD)/$(LIB_SONAME) $(BUILD)/libdmaplane.so
 PC         := $(BUILD)/dmaplane.pc
 
 TOOLS      := $(BUILD)/dpctl
-EXAMPLES   := $(BUILD)/dp-demo
+EXAMPLES   := $(BUILD)/dp-demo $(BUILD)/dp-pingpong $(BUILD)/dp-ring
 
 # kselftest harness header, from the test kernel's source tree.
 KSFT_DIR   ?=
@@ -100,6 +100,10 @@ $(BUILD)/dp-bench: tools/dp-bench.c $(LIB_LINKS)
 		$(USER_LDFLAGS) -ldmaplane $(IBVERBS_LIBS)
 
 $(BUILD)/dp-demo: examples/demo.c $(LIB_LINKS)
+	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
+$(BUILD)/dp-pingpong: examples/pingpong.c $(LIB_LINKS)
+	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
+$(BUILD)/dp-ring: examples/ring.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
 
 # In-VM tests: kselftest harness programs linked against libdmaplane.

@@ -9,7 +9,7 @@
 #include <dmaplane.h>
 
 static const char *const cap_names[] = {
-	"info",
+	"info", "arena", "mr", "dmabuf-export", "dmabuf-import", "msg",
 };
 
 static void print_caps(unsigned long long caps)

@@ -34,7 +34,7 @@ make_initramfs() {
 	shift 2
 	set -- "$img" "$@" "$kodir"/dmaplane.ko \
 		"$BUILD"/libdmaplane.so.1:/dmaplane/lib/libdmaplane.so.1 \
-		"$BUILD"/dp-demo "$BUILD"/dpctl \
+		"$BUILD"/dp-demo "$BUILD"/dp-pingpong "$BUILD"/dp-ring "$BUILD"/dpctl \
 		"$(command -v rdma)":/usr/sbin/rdma
 	[ -e "$kodir/dmaplane_kunit.ko" ] && set -- "$@" "$kodir/dmaplane_kunit.ko"
 	for t in "$BUILD"/tests/*_test; do

@@ -16,6 +16,8 @@ for t in $D/tests/*_test; do
 done
 
 check demo $D/dp-demo
+check pingpong $D/dp-pingpong 3
+check ring $D/dp-ring 8 20 100000
 grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats
 case_result endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
 check rmmod rmmod dmaplane
