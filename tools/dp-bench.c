@@ -4,6 +4,7 @@
  * machine, side by side.
  *
  *   dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]
+ *   dp-bench lat [-n ITERS]
  *
  * reg: cost of registering N bytes of already-faulted user memory --
  * cold (a fresh mapping: pin + account + notifier), cached (the same range
@@ -11,15 +12,26 @@
  * under QEMU), and a plain memcpy() of the same size.  Registration is
  * worth it only when it costs less than the copy it saves.  Each cell is
  * the median of ITERS runs, in microseconds.
+ *
+ * lat: ping-pong between two processes, half the round trip, for
+ * dmaplane (tag-matched send/recv, completions polled from the mapped
+ * ring), a pipe, a UNIX socket, CMA (process_vm_writev into the peer's
+ * buffer: one copy) and shared memory with two copies and a polled flag
+ * (what MPI libraries do for small messages).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <dmaplane.h>
 
@@ -231,6 +243,8 @@ static int bench_reg(uint64_t max, int iters, const char *ibdev)
 	(void)ibdev;
 #endif
 
+	if (iters > 64)
+		iters = 64;
 	ret = dp_open(NULL, 0, &ep);
 	if (ret) {
 		fprintf(stderr, "dp-bench: dp_open: %s\n", strerror(-ret));
@@ -277,9 +291,356 @@ static int bench_reg(uint64_t max, int iters, const char *ibdev)
 	return 0;
 }
 
+
+/* ---- Messaging: latency, bandwidth, message rate ----------------------- */
+
+/*
+ * A transport moves one message from rank 0 to rank 1 or back.  Each
+ * runs between two processes forked from the bench; buffers are
+ * private to each process except for the shared-memory transport.
+ */
+struct xport {
+	const char *name;
+	int (*init)(struct xport *x, size_t max);	/* before fork */
+	int (*setup)(struct xport *x, int rank);	/* after fork */
+	int (*send)(struct xport *x, int rank, void *buf, size_t len);
+	int (*recv)(struct xport *x, int rank, void *buf, size_t len);
+	/* state */
+	int fds[2][2];		/* pipes: [dir][end] */
+	int sv[2];		/* socketpair */
+	pid_t pid[2];
+	void *peerbuf[2];	/* CMA: receive buffer of each rank */
+	char *shm;		/* shared region: flag + data */
+	size_t max;
+	struct dp_ep *ep;
+	uint32_t peer;
+	struct dmaplane_name *names;	/* shared */
+	void *rbuf[2];
+};
+
+static int full_write(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n <= 0)
+			return -errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int full_read(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n <= 0)
+			return n ? -errno : -EPIPE;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* pipe: two pipes, one per direction */
+static int pipe_init(struct xport *x, size_t max)
+{
+	(void)max;
+	return pipe(x->fds[0]) || pipe(x->fds[1]) ? -errno : 0;
+}
+
+static int pipe_setup(struct xport *x, int rank)
+{
+	(void)x;
+	(void)rank;
+	return 0;
+}
+
+static int pipe_send(struct xport *x, int rank, void *buf, size_t len)
+{
+	return full_write(x->fds[rank][1], buf, len);
+}
+
+static int pipe_recv(struct xport *x, int rank, void *buf, size_t len)
+{
+	return full_read(x->fds[!rank][0], buf, len);
+}
+
+/* UNIX stream socket */
+static int unix_init(struct xport *x, size_t max)
+{
+	int sz = max < (4 << 20) ? (int)max * 2 + 4096 : 8 << 20;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, x->sv))
+		return -errno;
+	for (int i = 0; i < 2; i++) {
+		setsockopt(x->sv[i], SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+		setsockopt(x->sv[i], SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+	}
+	return 0;
+}
+
+static int unix_send(struct xport *x, int rank, void *buf, size_t len)
+{
+	return full_write(x->sv[rank], buf, len);
+}
+
+static int unix_recv(struct xport *x, int rank, void *buf, size_t len)
+{
+	return full_read(x->sv[rank], buf, len);
+}
+
+/*
+ * CMA: the sender writes straight into the receiver's buffer with
+ * process_vm_writev() (one copy, as MPI's CMA path does), then says so
+ * with a byte on a pipe.  Buffer addresses are the same in both
+ * processes (allocated before fork).
+ */
+static int cma_init(struct xport *x, size_t max)
+{
+	for (int i = 0; i < 2; i++) {
+		x->rbuf[i] = map_touched(max ? max : 1);
+		if (!x->rbuf[i])
+			return -ENOMEM;
+	}
+	return pipe_init(x, max);
+}
+
+static int cma_setup(struct xport *x, int rank)
+{
+	(void)rank;
+	x->pid[0] = getppid();	/* rank 1 is the child */
+	return 0;
+}
+
+static int cma_send(struct xport *x, int rank, void *buf, size_t len)
+{
+	struct iovec local = { buf, len }, remote = { x->rbuf[!rank], len };
+	pid_t peer = rank ? x->pid[0] : x->pid[1];
+	char c = 1;
+
+	if (len && process_vm_writev(peer, &local, 1, &remote, 1, 0) != (ssize_t)len)
+		return -errno;
+	return full_write(x->fds[rank][1], &c, 1);
+}
+
+static int cma_recv(struct xport *x, int rank, void *buf, size_t len)
+{
+	char c;
+	int ret = full_read(x->fds[!rank][0], &c, 1);
+
+	/* The data is in x->rbuf[rank] already: that is the buffer. */
+	(void)buf;
+	(void)len;
+	return ret;
+}
+
+/*
+ * Shared memory, two copies (what MPI libraries do for small messages):
+ * the sender copies into a shared slot and raises a flag; the receiver
+ * polls the flag and copies out.
+ */
+static int shm_init(struct xport *x, size_t max)
+{
+	x->shm = mmap(NULL, 2 * (64 + max), PROT_READ | PROT_WRITE,
+		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	return x->shm == MAP_FAILED ? -ENOMEM : 0;
+}
+
+static int shm_send(struct xport *x, int rank, void *buf, size_t len)
+{
+	char *slot = x->shm + rank * (64 + x->max);
+	int *flag = (int *)slot;
+
+	for (unsigned int spin = 1; __atomic_load_n(flag, __ATOMIC_ACQUIRE); spin++)
+		if (!(spin % 1024))
+			sched_yield();	/* oversubscribed, as MPI's sm does */
+	memcpy(slot + 64, buf, len);
+	__atomic_store_n(flag, 1, __ATOMIC_RELEASE);
+	return 0;
+}
+
+static int shm_recv(struct xport *x, int rank, void *buf, size_t len)
+{
+	char *slot = x->shm + (!rank) * (64 + x->max);
+	int *flag = (int *)slot;
+
+	for (unsigned int spin = 1; !__atomic_load_n(flag, __ATOMIC_ACQUIRE); spin++)
+		if (!(spin % 1024))
+			sched_yield();
+	memcpy(buf, slot + 64, len);
+	__atomic_store_n(flag, 0, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* dmaplane: tag-matched send/recv, completions polled from the ring. */
+static int dp_x_init(struct xport *x, size_t max)
+{
+	(void)max;
+	x->names = mmap(NULL, 2 * sizeof(*x->names), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (x->names == MAP_FAILED)
+		return -ENOMEM;
+	memset(x->names, 0, 2 * sizeof(*x->names));
+	return 0;
+}
+
+static int dp_x_setup(struct xport *x, int rank)
+{
+	int ret = dp_open(NULL, 0, &x->ep);
+
+	if (!ret)
+		ret = dp_ep_setup(x->ep, 0, 1024);
+	if (!ret)
+		ret = dp_getname(x->ep, &x->names[rank]);
+	if (ret)
+		return ret;
+	while (!__atomic_load_n(&x->names[!rank].ep_uid, __ATOMIC_ACQUIRE))
+		usleep(100);
+	return dp_av_insert(x->ep, &x->names[!rank], &x->peer);
+}
+
+static int dp_wait_one(struct dp_ep *ep)
+{
+	struct dmaplane_cqe c;
+	int n;
+
+	for (unsigned int spin = 1; !(n = dp_poll(ep, &c, 1)); spin++)
+		if (!(spin % 1024))
+			sched_yield();
+	return n < 0 ? n : c.status;
+}
+
+static int dp_x_send(struct xport *x, int rank, void *buf, size_t len)
+{
+	int ret;
+
+	(void)rank;
+	while ((ret = dp_send(x->ep, x->peer, 1, buf, len, 0)) == -EAGAIN)
+		;
+	return ret ? ret : dp_wait_one(x->ep);
+}
+
+static int dp_x_recv(struct xport *x, int rank, void *buf, size_t len)
+{
+	int ret = dp_recv(x->ep, x->peer, 1, 0, buf, len, 0);
+
+	(void)rank;
+	return ret ? ret : dp_wait_one(x->ep);
+}
+
+static struct xport xports[] = {
+	{ .name = "dmaplane", .init = dp_x_init, .setup = dp_x_setup, .send = dp_x_send, .recv = dp_x_recv },
+	{ .name = "pipe", .init = pipe_init, .setup = pipe_setup, .send = pipe_send, .recv = pipe_recv },
+	{ .name = "unix", .init = unix_init, .setup = pipe_setup, .send = unix_send, .recv = unix_recv },
+	{ .name = "cma", .init = cma_init, .setup = cma_setup, .send = cma_send, .recv = cma_recv },
+	{ .name = "shm2copy", .init = shm_init, .setup = pipe_setup, .send = shm_send, .recv = shm_recv },
+};
+#define NR_XPORTS (sizeof(xports) / sizeof(xports[0]))
+
+/*
+ * Latency: ping-pong, half the round trip.  Returns microseconds, or a
+ * negative errno.  Runs rank 1 in a child.
+ */
+static double run_latency(struct xport *x, size_t len, int iters)
+{
+	double *res = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int status, ret;
+	double out;
+	pid_t pid;
+
+	x->max = len;
+	if (res == MAP_FAILED || x->init(x, len))
+		return -ENOMEM;
+	x->pid[1] = 0;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		void *buf = map_touched(len ? len : 1);
+		int rank = 1;
+
+		x->pid[1] = getpid();
+		if (x->setup(x, rank))
+			_exit(1);
+		for (int i = 0; i < iters + 2; i++) {
+			void *rb = x->rbuf[rank] ? x->rbuf[rank] : buf;
+
+			if (x->recv(x, rank, rb, len) || x->send(x, rank, rb, len))
+				_exit(2);
+		}
+		_exit(0);
+	}
+	x->pid[1] = pid;
+	{
+		void *buf = map_touched(len ? len : 1);
+		double t0 = 0;
+
+		ret = x->setup(x, 0);
+		for (int i = 0; !ret && i < iters + 2; i++) {
+			void *rb = x->rbuf[0] ? x->rbuf[0] : buf;
+
+			if (i == 2)
+				t0 = now_us();	/* two warm-up rounds */
+			ret = x->send(x, 0, buf, len);
+			if (!ret)
+				ret = x->recv(x, 0, rb, len);
+		}
+		*res = ret ? ret : (now_us() - t0) / iters / 2;
+	}
+	waitpid(pid, &status, 0);
+	out = *res;
+	if (x->ep)
+		dp_close(x->ep);
+	x->ep = NULL;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? out : -EIO;
+}
+
+static int bench_lat(int iters)
+{
+	static const size_t sizes[] = { 8, 64, 1024, 16384, 65536, 1 << 20, 4 << 20 };
+	char sz[32];
+
+	printf("# dp-bench lat: half round trip, microseconds (%d iterations; lower is better)\n",
+	       iters);
+	printf("%-8s", "size");
+	for (unsigned int t = 0; t < NR_XPORTS; t++)
+		printf(" %10s", xports[t].name);
+	printf(" %12s\n", "dp/pipe");
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		double v[NR_XPORTS];
+		int n = sizes[i] >= (1 << 20) ? (iters + 9) / 10 : iters;
+
+		printf("%-8s", sizes[i] < 1024 ? (snprintf(sz, sizeof(sz), "%zu B", sizes[i]), sz) :
+		       fmt_size(sizes[i], sz, sizeof(sz)));
+		for (unsigned int t = 0; t < NR_XPORTS; t++) {
+			struct xport x = xports[t];
+
+			v[t] = run_latency(&x, sizes[i], n);
+			if (v[t] < 0)
+				printf(" %10s", "error");
+			else
+				printf(" %10.1f", v[t]);
+			fflush(stdout);
+		}
+		if (v[0] > 0 && v[1] > 0)
+			printf(" %12.2f", v[0] / v[1]);
+		printf("\n");
+	}
+	return 0;
+}
+
 static int usage(FILE *f)
 {
-	fprintf(f, "usage: dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]\n");
+	fprintf(f, "usage: dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]\n"
+		   "       dp-bench lat [-n ITERS]\n");
 	return f == stderr ? 2 : 0;
 }
 
@@ -287,7 +648,7 @@ int main(int argc, char **argv)
 {
 	uint64_t max = 1ULL << 30;
 	const char *ibdev = NULL;
-	int iters = 9, opt;
+	int iters = 0, opt;
 
 	if (argc < 2)
 		return usage(stderr);
@@ -301,7 +662,7 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			iters = atoi(optarg);
-			if (iters < 1 || iters > 64)
+			if (iters < 1 || iters > 100000)
 				return usage(stderr);
 			break;
 		case 'd':
@@ -312,6 +673,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!strcmp(argv[1], "reg"))
-		return bench_reg(max, iters, ibdev);
+		return bench_reg(max, iters ? iters : 9, ibdev);
+	if (!strcmp(argv[1], "lat"))
+		return bench_lat(iters ? iters : 200);
 	return usage(stderr);
 }

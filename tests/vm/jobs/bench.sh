@@ -18,6 +18,8 @@ echo "# kernel $(uname -r), $(nproc) CPUs, QEMU TCG"
 echo "DMAPLANE-BENCH-BEGIN"
 $D/dp-bench reg -m ${DMAPLANE_BENCH_MAX:-1073741824} -n 5
 rc=$?
+echo
+$D/dp-bench lat -n 200 || rc=$?
 echo "DMAPLANE-BENCH-END"
 case_result dp-bench-reg $rc
 rmmod dmaplane
