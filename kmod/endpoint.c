@@ -306,7 +306,7 @@ int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info)
 		return -EINVAL;
 
 	info->abi_version = DMAPLANE_ABI_VERSION;
-	info->caps = DMAPLANE_CAP_INFO | DMAPLANE_CAP_MSG;
+	info->caps = DMAPLANE_CAP_INFO | DMAPLANE_CAP_MSG | DMAPLANE_CAP_RMA;
 	info->endpoint_id = ep->id;
 	info->page_size = PAGE_SIZE;
 	return 0;

@@ -404,15 +404,66 @@ out_put_dest:
 	return ret;
 }
 
+/*
+ * PUT/GET: one-sided, one copy between the caller's buffer and the
+ * target's region, checked on the target's side: the key must name a
+ * region of that very endpoint, with the access the operation needs, and
+ * the range must lie inside it.
+ */
+static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
+{
+	bool put = op->opcode == DMAPLANE_OP_PUT;
+	struct dmaplane_region *r = NULL;
+	struct dmaplane_ep *dest;
+	struct iov_iter iter;
+	struct iovec iov;
+	u64 uid;
+	int ret, status;
+
+	if (op->tag || op->ignore)
+		return -EINVAL;
+	ret = dmaplane_av_lookup(ep, op->peer, &uid);
+	if (ret)
+		return ret;
+	if (!access_ok(u64_to_user_ptr(op->addr), op->len))
+		return -EFAULT;
+	dest = dmaplane_ep_get_by_uid(uid);
+	if (!dest)
+		return -ECONNRESET;
+	ret = dmaplane_cq_reserve(ep->cq);
+	if (ret)
+		goto out_put_dest;
+
+	r = dmaplane_region_lookup_rkey(op->rkey);
+	if (!r || r->owner_id != dest->id || READ_ONCE(dest->dead))
+		status = -ENOENT;
+	else if (!(r->access & (put ? DMAPLANE_ACCESS_REMOTE_WRITE :
+				      DMAPLANE_ACCESS_REMOTE_READ)))
+		status = -EACCES;
+	else
+		status = user_iter(put ? ITER_SOURCE : ITER_DEST, op->addr,
+				   op->len, &iov, &iter);
+	if (!status)
+		status = dmaplane_region_copy(r, op->roffset, op->len, &iter, put);
+	dmaplane_region_put(r);
+	msg_complete(ep, op->opcode, op->ctx, status, status ? 0 : op->len,
+		     op->len, 0, 0);
+out_put_dest:
+	dmaplane_ep_put(dest);
+	return ret;
+}
+
 static int check_op(const struct dmaplane_op *op)
 {
 	u32 flags = op->opcode == DMAPLANE_OP_RECV ? DMAPLANE_OP_F_CLAIMED : 0;
+	bool rma = op->opcode == DMAPLANE_OP_PUT || op->opcode == DMAPLANE_OP_GET;
 
 	if ((op->flags & ~flags) || op->pad1 ||
-	    memchr_inv(op->pad0, 0, sizeof(op->pad0)) ||
-	    memchr_inv(op->reserved, 0, sizeof(op->reserved)))
+	    memchr_inv(op->pad0, 0, sizeof(op->pad0)))
 		return -EINVAL;
-	if (op->opcode != DMAPLANE_OP_SEND && op->opcode != DMAPLANE_OP_RECV)
+	if (!rma && (op->rkey || op->roffset))
+		return -EINVAL;
+	if (op->opcode < DMAPLANE_OP_SEND || op->opcode > DMAPLANE_OP_GET)
 		return -EINVAL;
 	/* Larger transfers would be cut short by the iov_iter helpers. */
 	if (op->len > MAX_RW_COUNT)
@@ -441,9 +492,19 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 			break;
 		}
 		ret = check_op(&op);
-		if (!ret)
-			ret = op.opcode == DMAPLANE_OP_SEND ? do_send(ep, &op) :
-							     do_recv(ep, &op);
+		if (ret)
+			break;
+		switch (op.opcode) {
+		case DMAPLANE_OP_SEND:
+			ret = do_send(ep, &op);
+			break;
+		case DMAPLANE_OP_RECV:
+			ret = do_recv(ep, &op);
+			break;
+		default:
+			ret = do_rma(ep, &op);
+			break;
+		}
 		if (ret)
 			break;
 	}

@@ -112,6 +112,34 @@ int dp_recv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
 	return submit_one(ep, &op);
 }
 
+static int rma(struct dp_ep *ep, uint8_t opcode, uint32_t peer, uint64_t rkey,
+	       uint64_t roffset, const void *buf, uint64_t len, uint64_t ctx)
+{
+	struct dmaplane_op op = {
+		.opcode = opcode,
+		.peer = peer,
+		.addr = (uintptr_t)buf,
+		.len = len,
+		.ctx = ctx,
+		.rkey = rkey,
+		.roffset = roffset,
+	};
+
+	return submit_one(ep, &op);
+}
+
+int dp_put(struct dp_ep *ep, uint32_t dest, uint64_t rkey, uint64_t roffset,
+	   const void *buf, uint64_t len, uint64_t ctx)
+{
+	return rma(ep, DMAPLANE_OP_PUT, dest, rkey, roffset, buf, len, ctx);
+}
+
+int dp_get(struct dp_ep *ep, uint32_t dest, uint64_t rkey, uint64_t roffset,
+	   void *buf, uint64_t len, uint64_t ctx)
+{
+	return rma(ep, DMAPLANE_OP_GET, dest, rkey, roffset, buf, len, ctx);
+}
+
 int dp_probe(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
 	     unsigned int flags, struct dmaplane_probe *probe)
 {

@@ -386,7 +386,8 @@ TEST_F(pair, bad_operations_rejected)
 	SUBMIT_ERR(-EINVAL, flags, 1);
 	SUBMIT_ERR(-EINVAL, pad0[1], 1);
 	SUBMIT_ERR(-EINVAL, pad1, 1);
-	SUBMIT_ERR(-EINVAL, reserved[1], 1);
+	SUBMIT_ERR(-EINVAL, rkey, 1);		/* no rkey on a send */
+	SUBMIT_ERR(-EINVAL, roffset, 1);
 	SUBMIT_ERR(-EINVAL, ignore, 1);		/* no ignore mask on a send */
 	SUBMIT_ERR(-ENOENT, peer, 12345);
 	SUBMIT_ERR(-EMSGSIZE, len, 1ull << 40);

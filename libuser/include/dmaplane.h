@@ -235,6 +235,20 @@ int dp_recv_claimed(struct dp_ep *ep, uint32_t claim, void *buf, uint64_t len,
 int dp_cancel(struct dp_ep *ep, uint64_t ctx);
 
 /*
+ * dp_put - write @len bytes at @buf into the region @rkey of @dest, at
+ * byte @roffset (one-sided: the target makes no call).
+ * dp_get - read them from there into @buf.
+ *
+ * Both complete on the ring with @ctx: status 0, -ENOENT (no such key on
+ * that peer, or revoked), -EACCES (the region lacks REMOTE_WRITE /
+ * REMOTE_READ), -ERANGE (beyond the region), -EFAULT (invalidated).
+ */
+int dp_put(struct dp_ep *ep, uint32_t dest, uint64_t rkey, uint64_t roffset,
+	   const void *buf, uint64_t len, uint64_t ctx);
+int dp_get(struct dp_ep *ep, uint32_t dest, uint64_t rkey, uint64_t roffset,
+	   void *buf, uint64_t len, uint64_t ctx);
+
+/*
  * dp_submit - submit @nr prepared operations in one system call
  * Returns how many were accepted (>= 1), or the -errno of the first.
  */

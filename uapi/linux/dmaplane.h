@@ -50,9 +50,11 @@
 #define DMAPLANE_CAP_DMABUF_IMPORT _BITULL(4)
 /**
  * DMAPLANE_CAP_MSG - endpoints on one node: EP_SETUP, GETNAME, AV_INSERT,
- * AV_REMOVE, SUBMIT of SEND and RECV, the completion ring
+ * AV_REMOVE, SUBMIT of SEND and RECV, PROBE, CANCEL, the completion ring
  */
 #define DMAPLANE_CAP_MSG	_BITULL(5)
+/** DMAPLANE_CAP_RMA - SUBMIT of PUT and GET into peers' regions */
+#define DMAPLANE_CAP_RMA	_BITULL(6)
 
 /**
  * struct dmaplane_info - argument of %DMAPLANE_IOCTL_GET_INFO
@@ -426,6 +428,10 @@ struct dmaplane_cq_head {
 /* Operation codes of &dmaplane_op.opcode and &dmaplane_cqe.opcode. */
 #define DMAPLANE_OP_SEND	1
 #define DMAPLANE_OP_RECV	2
+/** DMAPLANE_OP_PUT - write the local buffer into a peer's region */
+#define DMAPLANE_OP_PUT		3
+/** DMAPLANE_OP_GET - read a peer's region into the local buffer */
+#define DMAPLANE_OP_GET		4
 
 /**
  * DMAPLANE_OP_F_CLAIMED - RECV of a message claimed by
@@ -442,16 +448,17 @@ struct dmaplane_cq_head {
  * @opcode: %DMAPLANE_OP_*.
  * @pad0: must be zero.
  * @flags: %DMAPLANE_OP_F_* bits valid for the opcode, others zero.
- * @peer: SEND: address handle of the destination.  RECV: address handle
- *	of the source, or %DMAPLANE_AV_ANY (or a claim handle, see
+ * @peer: SEND, PUT, GET: address handle of the peer.  RECV: address
+ *	handle of the source, or %DMAPLANE_AV_ANY (or a claim handle, see
  *	%DMAPLANE_OP_F_CLAIMED).
  * @pad1: must be zero.
- * @tag: the message's tag (SEND); the tag to match (RECV).
- * @ignore: RECV: tag bits that do not take part in matching; SEND: zero.
+ * @tag: the message's tag (SEND); the tag to match (RECV); PUT/GET: zero.
+ * @ignore: RECV: tag bits that do not take part in matching; else zero.
  * @addr: the user buffer.
  * @len: its length in bytes (may be 0).
  * @ctx: returned as &dmaplane_cqe.ctx.
- * @reserved: must be zero.
+ * @rkey: PUT/GET: the peer region's remote key; else zero.
+ * @roffset: PUT/GET: byte offset in the peer's region; else zero.
  */
 struct dmaplane_op {
 	__u8 opcode;
@@ -464,7 +471,8 @@ struct dmaplane_op {
 	__u64 addr;
 	__u64 len;
 	__u64 ctx;
-	__u64 reserved[2];
+	__u64 rkey;
+	__u64 roffset;
 };
 
 /**
@@ -563,6 +571,12 @@ struct dmaplane_av_insert {
  * handle), -ECONNRESET (the peer is gone), -EAGAIN (no room left on the
  * ring for its completion, or the receiver's unexpected-message budget is
  * exhausted: retry after consuming completions), -EFAULT.
+ *
+ * PUT and GET are checked on the target and complete with: -ENOENT (no
+ * region of the peer has that key: never, or no longer), -EACCES (the
+ * region lacks REMOTE_WRITE resp. REMOTE_READ), -ERANGE (roffset + len
+ * beyond the region, overflow-safe), -EFAULT (the region was invalidated,
+ * or the local buffer faulted).
  */
 #define DMAPLANE_IOCTL_SUBMIT \
 	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 12, struct dmaplane_submit)
