@@ -20,6 +20,10 @@ $D/dp-bench reg -m ${DMAPLANE_BENCH_MAX:-1073741824} -n 5
 rc=$?
 echo
 $D/dp-bench lat -n 200 || rc=$?
+echo
+$D/dp-bench bw -n 50 || rc=$?
+echo
+$D/dp-bench rate -n 200 || rc=$?
 echo "DMAPLANE-BENCH-END"
 case_result dp-bench-reg $rc
 rmmod dmaplane
