@@ -46,13 +46,27 @@ MODULE_PARM_DESC(unexp_max, "Unexpected messages an endpoint may hold");
 #define COPY_CHUNK	16	/* pages pinned at a time by remote copies */
 
 /**
+ * struct dmaplane_ubuf - a user buffer: one range or an iovec's pieces
+ * @segs: the pieces; points at @one for a single range
+ * @one: storage for a single range
+ * @nsegs: number of pieces
+ * @len: total bytes
+ */
+struct dmaplane_ubuf {
+	struct iovec *segs;
+	struct iovec one;
+	u32 nsegs;
+	u64 len;
+};
+
+/**
  * struct dmaplane_msg - a message queued as unexpected at its receiver
  * @m: matcher view (src = sender's ep_uid, tag)
  * @sender: sending endpoint (referenced)
  * @len: message length
  * @ctx: sender's context, for its completion (rendezvous)
  * @data: eager payload, or NULL for a rendezvous
- * @uaddr: rendezvous: the sender's buffer
+ * @buf: rendezvous: the sender's buffer
  * @mm: rendezvous: the sender's address space (mmgrab()ed)
  */
 struct dmaplane_msg {
@@ -61,7 +75,7 @@ struct dmaplane_msg {
 	u64 len;
 	u64 ctx;
 	void *data;
-	u64 uaddr;
+	struct dmaplane_ubuf buf;
 	struct mm_struct *mm;
 };
 
@@ -70,15 +84,13 @@ struct dmaplane_msg {
  * @m: matcher view
  * @owner: receiving endpoint (not referenced: the receive lives in its
  *	matcher and is freed when it matches or the endpoint drains)
- * @uaddr: the receiver's buffer
- * @len: its length
+ * @buf: the receiver's buffer
  * @ctx: receiver's context
  */
 struct dmaplane_recv {
 	struct dmaplane_match_recv m;
 	struct dmaplane_ep *owner;
-	u64 uaddr;
-	u64 len;
+	struct dmaplane_ubuf buf;
 	u64 ctx;
 };
 
@@ -156,9 +168,97 @@ static int user_iter(int dir, u64 uaddr, u64 len, struct iovec *iov,
 	return import_single_range(dir, u64_to_user_ptr(uaddr), len, iov, iter);
 }
 
+/* Describe the buffer of @op (one range, or an iovec with F_IOV). */
+static int ubuf_from_op(struct dmaplane_ubuf *b, const struct dmaplane_op *op)
+{
+	const struct iovec __user *uvec = u64_to_user_ptr(op->addr);
+	u32 i;
+
+	if (!(op->flags & DMAPLANE_OP_F_IOV)) {
+		if (!access_ok(u64_to_user_ptr(op->addr), op->len))
+			return -EFAULT;
+		b->one.iov_base = u64_to_user_ptr(op->addr);
+		b->one.iov_len = op->len;
+		b->segs = &b->one;
+		b->nsegs = 1;
+		b->len = op->len;
+		return 0;
+	}
+	if (!op->len || op->len > UIO_MAXIOV)
+		return -EINVAL;
+	b->segs = kmalloc_array(op->len, sizeof(*b->segs), GFP_KERNEL);
+	if (!b->segs)
+		return -ENOMEM;
+	if (copy_from_user(b->segs, uvec, op->len * sizeof(*b->segs)))
+		goto err_fault;
+	b->nsegs = op->len;
+	b->len = 0;
+	for (i = 0; i < b->nsegs; i++) {
+		if (!access_ok(b->segs[i].iov_base, b->segs[i].iov_len))
+			goto err_fault;
+		b->len += b->segs[i].iov_len;
+		if (b->len > MAX_RW_COUNT) {
+			kfree(b->segs);
+			return -EMSGSIZE;
+		}
+	}
+	return 0;
+
+err_fault:
+	kfree(b->segs);
+	return -EFAULT;
+}
+
+static void ubuf_free(struct dmaplane_ubuf *b)
+{
+	if (b->segs != &b->one)
+		kfree(b->segs);
+}
+
+/* Move a buffer description (the single-range storage is inline). */
+static void ubuf_move(struct dmaplane_ubuf *dst, struct dmaplane_ubuf *src)
+{
+	*dst = *src;
+	if (src->segs == &src->one)
+		dst->segs = &dst->one;
+}
+
+/* An iterator over the first @len bytes of a buffer of the current task. */
+static void ubuf_iter(struct dmaplane_ubuf *b, int dir, u64 len,
+		      struct iov_iter *iter)
+{
+	iov_iter_init(iter, dir, b->segs, b->nsegs, b->len);
+	iov_iter_truncate(iter, len);
+}
+
+/* Copy the first bytes of @iter to or from a buffer of another task. */
+static int copy_remote_ubuf(struct mm_struct *mm, struct dmaplane_ubuf *b,
+			    struct iov_iter *iter, bool to_remote)
+{
+	u32 i;
+	int ret = 0;
+
+	for (i = 0; i < b->nsegs && iov_iter_count(iter) && !ret; i++) {
+		u64 n = min_t(u64, b->segs[i].iov_len, iov_iter_count(iter));
+
+		if (n)
+			ret = copy_remote(mm, (u64)(uintptr_t)b->segs[i].iov_base,
+					  n, iter, to_remote);
+	}
+	return ret;
+}
+
+static void recv_free(struct dmaplane_recv *r)
+{
+	ubuf_free(&r->buf);
+	kfree(r);
+}
+
 static void msg_free(struct dmaplane_msg *msg)
 {
 	kvfree(msg->data);
+	if (!msg->data)
+		ubuf_free(&msg->buf);
 	if (msg->mm)
 		mmdrop(msg->mm);
 	dmaplane_ep_put(msg->sender);
@@ -170,21 +270,20 @@ static void msg_free(struct dmaplane_msg *msg)
 static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 			       struct dmaplane_msg *msg)
 {
-	u64 n = min(r->len, msg->len);
+	u64 n = min(r->buf.len, msg->len);
 	struct iov_iter iter;
-	struct iovec iov;
-	int ret;
+	int ret = 0;
 
-	ret = user_iter(ITER_DEST, r->uaddr, n, &iov, &iter);
-	if (!ret && n) {
+	ubuf_iter(&r->buf, ITER_DEST, n, &iter);
+	if (n) {
 		if (msg->data)
 			ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;
 		else if (READ_ONCE(msg->sender->dead))
 			ret = -ECONNRESET;
 		else
-			ret = copy_remote(msg->mm, msg->uaddr, n, &iter, false);
+			ret = copy_remote_ubuf(msg->mm, &msg->buf, &iter, false);
 	}
-	if (!ret && msg->len > r->len)
+	if (!ret && msg->len > r->buf.len)
 		ret = -EMSGSIZE;
 	msg_complete(ep, DMAPLANE_OP_RECV, r->ctx, ret, ret && ret != -EMSGSIZE ? 0 : n,
 		     msg->len, msg->m.tag, msg->m.src);
@@ -215,19 +314,20 @@ static void unexp_uncount(struct dmaplane_ep *ep, struct dmaplane_msg *msg)
 /* RECV of a message claimed by PROBE: no matching, just the data. */
 static int do_recv_claimed(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
-	struct dmaplane_recv r = {
-		.owner = ep, .uaddr = op->addr, .len = op->len, .ctx = op->ctx,
-	};
+	struct dmaplane_recv r = { .owner = ep, .ctx = op->ctx };
 	struct dmaplane_msg *msg;
 	int ret;
 
 	if (op->tag || op->ignore)
 		return -EINVAL;
-	if (!access_ok(u64_to_user_ptr(op->addr), op->len))
-		return -EFAULT;
-	ret = dmaplane_cq_reserve(ep->cq);
+	ret = ubuf_from_op(&r.buf, op);
 	if (ret)
 		return ret;
+	ret = dmaplane_cq_reserve(ep->cq);
+	if (ret) {
+		ubuf_free(&r.buf);
+		return ret;
+	}
 	mutex_lock(&ep->match_lock);
 	msg = xa_erase(&ep->claims, op->peer);
 	if (msg)
@@ -235,9 +335,11 @@ static int do_recv_claimed(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	mutex_unlock(&ep->match_lock);
 	if (!msg) {
 		dmaplane_cq_unreserve(ep->cq);
+		ubuf_free(&r.buf);
 		return -ENOENT;
 	}
 	deliver_unexpected(ep, &r, msg);
+	ubuf_free(&r.buf);
 	return 0;
 }
 
@@ -255,23 +357,22 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		if (ret)
 			return ret;
 	}
-	if (!access_ok(u64_to_user_ptr(op->addr), op->len))
-		return -EFAULT;
 
 	r = kzalloc(sizeof(*r), GFP_KERNEL);
 	if (!r)
 		return -ENOMEM;
+	ret = ubuf_from_op(&r->buf, op);
+	if (ret)
+		goto err_free_recv;
 	r->m.src = src;
 	r->m.tag = op->tag;
 	r->m.ignore = op->ignore;
 	r->owner = ep;
-	r->uaddr = op->addr;
-	r->len = op->len;
 	r->ctx = op->ctx;
 
 	ret = dmaplane_cq_reserve(ep->cq);
 	if (ret)
-		goto err_free_recv;
+		goto err_free_buf;
 
 	mutex_lock(&ep->match_lock);
 	mm = dmaplane_match_post_recv(&ep->matcher, &r->m);
@@ -281,13 +382,15 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		unexp_uncount(ep, msg);
 		mutex_unlock(&ep->match_lock);
 		deliver_unexpected(ep, r, msg);
-		kfree(r);
+		recv_free(r);
 		return 0;
 	}
 	atomic_long_inc(&dmaplane_stats.posted_recvs);
 	mutex_unlock(&ep->match_lock);
 	return 0;
 
+err_free_buf:
+	ubuf_free(&r->buf);
 err_free_recv:
 	kfree(r);
 	return ret;
@@ -296,11 +399,11 @@ err_free_recv:
 static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
 	struct dmaplane_match_recv *mr;
+	struct dmaplane_ubuf sbuf;
 	struct dmaplane_ep *dest;
 	struct dmaplane_msg *msg;
 	struct iov_iter iter;
-	struct iovec iov;
-	u64 uid;
+	u64 uid, len;
 	int ret;
 
 	if (op->ignore)
@@ -308,11 +411,15 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	ret = dmaplane_av_lookup(ep, op->peer, &uid);
 	if (ret)
 		return ret;
-	if (!access_ok(u64_to_user_ptr(op->addr), op->len))
-		return -EFAULT;
+	ret = ubuf_from_op(&sbuf, op);
+	if (ret)
+		return ret;
+	len = sbuf.len;
 	dest = dmaplane_ep_get_by_uid(uid);
-	if (!dest)
-		return -ECONNRESET;
+	if (!dest) {
+		ret = -ECONNRESET;
+		goto out_free_buf;
+	}
 
 	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
 	if (!msg) {
@@ -321,7 +428,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	}
 	msg->m.src = ep->ep_uid;
 	msg->m.tag = op->tag;
-	msg->len = op->len;
+	msg->len = len;
 	msg->ctx = op->ctx;
 
 	ret = dmaplane_cq_reserve(ep->cq);
@@ -336,46 +443,49 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
 	if (mr) {
 		struct dmaplane_recv *r = container_of(mr, struct dmaplane_recv, m);
-		u64 n = min(r->len, op->len);
+		u64 n = min(r->buf.len, len);
 
 		atomic_long_dec(&dmaplane_stats.posted_recvs);
 		mutex_unlock(&dest->match_lock);
 		/* Expected: one copy, sender's buffer -> receiver's buffer. */
-		ret = user_iter(ITER_SOURCE, op->addr, n, &iov, &iter);
-		if (!ret && n)
-			ret = copy_remote(dest->mm, r->uaddr, n, &iter, true);
+		ubuf_iter(&sbuf, ITER_SOURCE, n, &iter);
+		if (n)
+			ret = copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
 		msg_complete(dest, DMAPLANE_OP_RECV, r->ctx,
 			     ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
-			     op->len > r->len ? -EMSGSIZE : 0,
-			     ret ? 0 : n, op->len, op->tag, ep->ep_uid);
-		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, ret, op->len, op->len,
+			     len > r->buf.len ? -EMSGSIZE : 0,
+			     ret ? 0 : n, len, op->tag, ep->ep_uid);
+		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, ret, len, len,
 			     op->tag, 0);
-		kfree(r);
+		recv_free(r);
 		kfree(msg);
-		dmaplane_ep_put(dest);
-		return 0;
+		ret = 0;
+		goto out_put_dest;
 	}
 
 	/* Unexpected: within the receiver's budget, or back off. */
 	if (dest->unexp_msgs >= READ_ONCE(unexp_max) ||
-	    (op->len <= dmaplane_eager_threshold() &&
-	     dest->unexp_bytes + op->len > READ_ONCE(unexp_budget))) {
+	    (len <= dmaplane_eager_threshold() &&
+	     dest->unexp_bytes + len > READ_ONCE(unexp_budget))) {
 		ret = -EAGAIN;
 		goto err_unqueue;
 	}
-	if (op->len <= dmaplane_eager_threshold()) {
-		msg->data = kvmalloc(max_t(u64, op->len, 1), GFP_KERNEL);
+	if (len <= dmaplane_eager_threshold()) {
+		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL);
 		if (!msg->data) {
 			ret = -ENOMEM;
 			goto err_unqueue;
 		}
-		if (copy_from_user(msg->data, u64_to_user_ptr(op->addr), op->len)) {
+		ubuf_iter(&sbuf, ITER_SOURCE, len, &iter);
+		if (copy_from_iter(msg->data, len, &iter) != len) {
 			ret = -EFAULT;
 			goto err_unqueue;
 		}
-		dest->unexp_bytes += op->len;
+		dest->unexp_bytes += len;
 	} else {
-		msg->uaddr = op->addr;
+		/* Rendezvous: the message keeps the buffer's description. */
+		ubuf_move(&msg->buf, &sbuf);
+		sbuf.segs = &sbuf.one;
 		msg->mm = ep->mm;
 		mmgrab(msg->mm);
 	}
@@ -386,10 +496,10 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	mutex_unlock(&dest->match_lock);
 
 	if (msg->data)
-		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, 0, op->len, op->len,
+		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, 0, len, len,
 			     op->tag, 0);
-	dmaplane_ep_put(dest);
-	return 0;
+	ret = 0;
+	goto out_put_dest;
 
 err_unqueue:
 	dmaplane_match_remove_msg(&dest->matcher, &msg->m);
@@ -401,6 +511,8 @@ err_free_msg:
 	kfree(msg);
 out_put_dest:
 	dmaplane_ep_put(dest);
+out_free_buf:
+	ubuf_free(&sbuf);
 	return ret;
 }
 
@@ -455,8 +567,13 @@ out_put_dest:
 
 static int check_op(const struct dmaplane_op *op)
 {
-	u32 flags = op->opcode == DMAPLANE_OP_RECV ? DMAPLANE_OP_F_CLAIMED : 0;
 	bool rma = op->opcode == DMAPLANE_OP_PUT || op->opcode == DMAPLANE_OP_GET;
+	u32 flags = 0;
+
+	if (op->opcode == DMAPLANE_OP_SEND)
+		flags = DMAPLANE_OP_F_IOV;
+	else if (op->opcode == DMAPLANE_OP_RECV)
+		flags = DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_CLAIMED;
 
 	if ((op->flags & ~flags) || op->pad1 ||
 	    memchr_inv(op->pad0, 0, sizeof(op->pad0)))
@@ -466,7 +583,7 @@ static int check_op(const struct dmaplane_op *op)
 	if (op->opcode < DMAPLANE_OP_SEND || op->opcode > DMAPLANE_OP_GET)
 		return -EINVAL;
 	/* Larger transfers would be cut short by the iov_iter helpers. */
-	if (op->len > MAX_RW_COUNT)
+	if (!(op->flags & DMAPLANE_OP_F_IOV) && op->len > MAX_RW_COUNT)
 		return -EMSGSIZE;
 	return 0;
 }
@@ -557,7 +674,7 @@ void dmaplane_ep_drain_messages(struct dmaplane_ep *ep)
 	ep->unexp_msgs = 0;
 	while ((mr = dmaplane_match_first_recv(&ep->matcher))) {
 		dmaplane_match_cancel_recv(&ep->matcher, mr);
-		kfree(container_of(mr, struct dmaplane_recv, m));
+		recv_free(container_of(mr, struct dmaplane_recv, m));
 		atomic_long_dec(&dmaplane_stats.posted_recvs);
 	}
 	mutex_unlock(&ep->match_lock);
@@ -645,6 +762,6 @@ int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg)
 		return -ENOENT;
 	r = container_of(mr, struct dmaplane_recv, m);
 	msg_complete(ep, DMAPLANE_OP_RECV, r->ctx, -ECANCELED, 0, 0, r->m.tag, 0);
-	kfree(r);
+	recv_free(r);
 	return 0;
 }

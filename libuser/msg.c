@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include "internal.h"
 
@@ -106,6 +107,39 @@ int dp_recv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
 		.ignore = ignore,
 		.addr = (uintptr_t)buf,
 		.len = len,
+		.ctx = ctx,
+	};
+
+	return submit_one(ep, &op);
+}
+
+int dp_sendv(struct dp_ep *ep, uint32_t dest, uint64_t tag,
+	     const struct iovec *iov, unsigned int iovcnt, uint64_t ctx)
+{
+	struct dmaplane_op op = {
+		.opcode = DMAPLANE_OP_SEND,
+		.flags = DMAPLANE_OP_F_IOV,
+		.peer = dest,
+		.tag = tag,
+		.addr = (uintptr_t)iov,
+		.len = iovcnt,
+		.ctx = ctx,
+	};
+
+	return submit_one(ep, &op);
+}
+
+int dp_recvv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
+	     const struct iovec *iov, unsigned int iovcnt, uint64_t ctx)
+{
+	struct dmaplane_op op = {
+		.opcode = DMAPLANE_OP_RECV,
+		.flags = DMAPLANE_OP_F_IOV,
+		.peer = src,
+		.tag = tag,
+		.ignore = ignore,
+		.addr = (uintptr_t)iov,
+		.len = iovcnt,
 		.ctx = ctx,
 	};
 

@@ -737,6 +737,84 @@ TEST_F(pair, probe_claim_and_cancel)
 	EXPECT_EQ(1, wait1(self->a, c));
 }
 
+static void vector_case(struct __test_metadata *_metadata,
+			FIXTURE_DATA(pair) *self, size_t total, int expected)
+{
+	char *src = malloc(total), *dst = malloc(total + 64), *flat;
+	struct iovec siov[3], riov[4];
+	struct dmaplane_cqe c;
+	size_t cut1 = total / 3, cut2 = total / 2, r1 = total / 5, r2 = total / 4;
+
+	fill_random(src, total, total);
+	memset(dst, 0x11, total + 64);
+	/* Three sender pieces out of order in memory, four receiver pieces. */
+	flat = malloc(total);
+	memcpy(flat, src, total);
+	siov[0] = (struct iovec){ flat, cut1 };
+	siov[1] = (struct iovec){ flat + cut1, cut2 - cut1 };
+	siov[2] = (struct iovec){ flat + cut2, total - cut2 };
+	riov[0] = (struct iovec){ dst + total - r1, r1 };	/* last piece first */
+	riov[1] = (struct iovec){ dst, r2 };
+	riov[2] = (struct iovec){ dst + r2, 0 };
+	riov[3] = (struct iovec){ dst + r2, total - r1 - r2 };
+	if (expected)
+		ASSERT_EQ(0, dp_recvv(self->b, self->b2a, 9, 0, riov, 4, 1));
+	ASSERT_EQ(0, dp_sendv(self->a, self->a2b, 9, siov, 3, 2));
+	if (!expected)
+		ASSERT_EQ(0, dp_recvv(self->b, self->b2a, 9, 0, riov, 4, 1));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(total, c.len);
+	EXPECT_EQ(total, c.msg_len);
+	EXPECT_EQ(0, memcmp(dst + total - r1, src, r1));
+	EXPECT_EQ(0, memcmp(dst, src + r1, r2));
+	EXPECT_EQ(0, memcmp(dst + r2, src + r1 + r2, total - r1 - r2));
+	EXPECT_EQ(0x11, (unsigned char)dst[total]);
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(total, c.len);
+	free(src);
+	free(dst);
+	free(flat);
+}
+
+TEST_F(pair, vector_send_and_receive)
+{
+	vector_case(_metadata, self, 3000, 1);
+	vector_case(_metadata, self, 3000, 0);
+	vector_case(_metadata, self, 300000, 1);
+	vector_case(_metadata, self, 300000, 0);
+}
+
+TEST_F(pair, vector_errors)
+{
+	struct iovec iov[2] = { { NULL, 0 }, { NULL, 0 } }, *big;
+	char buf[16];
+	struct dmaplane_cqe c;
+
+	EXPECT_EQ(-EINVAL, dp_sendv(self->a, self->a2b, 0, iov, 0, 0));
+	big = calloc(1025, sizeof(*big));
+	EXPECT_EQ(-EINVAL, dp_sendv(self->a, self->a2b, 0, big, 1025, 0));
+	EXPECT_EQ(-EFAULT, dp_sendv(self->a, self->a2b, 0, (void *)8, 2, 0));
+	iov[0] = (struct iovec){ buf, 8 };
+	iov[1] = (struct iovec){ (void *)0xffffffff81000000ul, 8 };
+	EXPECT_EQ(-EFAULT, dp_sendv(self->a, self->a2b, 0, iov, 2, 0));
+	EXPECT_EQ(-EFAULT, dp_recvv(self->b, DP_ANY_SRC, 0, 0, iov, 2, 0));
+	/* Truncation into a vector that is too short. */
+	iov[0] = (struct iovec){ buf, 4 };
+	iov[1] = (struct iovec){ buf + 8, 4 };
+	ASSERT_EQ(0, dp_recvv(self->b, DP_ANY_SRC, 0, 0, iov, 2, 3));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0, "0123456789", 10, 4));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(-EMSGSIZE, c.status);
+	EXPECT_EQ(8, c.len);
+	EXPECT_EQ(10, c.msg_len);
+	EXPECT_EQ(0, memcmp(buf, "0123", 4));
+	EXPECT_EQ(0, memcmp(buf + 8, "4567", 4));
+	ASSERT_EQ(1, wait1(self->a, &c));
+	free(big);
+}
+
 TEST(poll_wakes_on_completion)
 {
 	struct dp_ep *ep = ep_new(0, 0);

@@ -214,6 +214,17 @@ int dp_recv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
 	    void *buf, uint64_t len, uint64_t ctx);
 
 /*
+ * dp_sendv, dp_recvv - vector forms: the message is the concatenation of
+ * @iovcnt pieces (1 to 1024); the array itself may be reused once the
+ * call returns, the pieces only after the completion.
+ */
+struct iovec;
+int dp_sendv(struct dp_ep *ep, uint32_t dest, uint64_t tag,
+	     const struct iovec *iov, unsigned int iovcnt, uint64_t ctx);
+int dp_recvv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
+	     const struct iovec *iov, unsigned int iovcnt, uint64_t ctx);
+
+/*
  * dp_probe - is there a message a dp_recv(@src, @tag, @ignore) would take?
  * @flags: 0 (MPI_Iprobe), or DMAPLANE_PROBE_CLAIM (MPI_Improbe: the
  *	message is taken out of matching; receive it with dp_recv_claimed()

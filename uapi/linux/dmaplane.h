@@ -373,7 +373,7 @@ struct dmaplane_name {
 /** DMAPLANE_CQ_RING_OFFSET - mmap offset of the ring (read-only) */
 #define DMAPLANE_CQ_RING_OFFSET		0ULL
 /** DMAPLANE_CQ_HEAD_OFFSET - mmap offset of the consumer page (read-write) */
-#define DMAPLANE_CQ_HEAD_OFFSET		_BITULL(32)
+#define DMAPLANE_CQ_HEAD_OFFSET		_BITULL(31)
 
 /**
  * struct dmaplane_ep_setup - argument of %DMAPLANE_IOCTL_EP_SETUP
@@ -439,6 +439,12 @@ struct dmaplane_cq_head {
  * &dmaplane_op.peer is the claim handle; tag and ignore must be zero.
  */
 #define DMAPLANE_OP_F_CLAIMED	_BITUL(0)
+/**
+ * DMAPLANE_OP_F_IOV - SEND/RECV: &dmaplane_op.addr points to an array of
+ * struct iovec and &dmaplane_op.len is its count (1 to 1024); the message
+ * is the concatenation of the pieces.
+ */
+#define DMAPLANE_OP_F_IOV	_BITUL(1)
 
 /** DMAPLANE_AV_ANY - &dmaplane_op.peer of a receive: any source */
 #define DMAPLANE_AV_ANY		0xffffffffU
