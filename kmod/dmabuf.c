@@ -230,28 +230,35 @@ static const struct dma_buf_ops dmaplane_dmabuf_ops = {
 	.release = dmaplane_dmabuf_release,
 };
 
-int dmaplane_ioctl_dmabuf_export(struct dmaplane_ep *ep, void __user *uarg)
+/**
+ * dmaplane_dmabuf_export() - export a slice of an arena as a dma-buf
+ * @ep: endpoint owning the arena
+ * @args: the request (handle, offset, len, flags), already copied in
+ *
+ * Return: the dma-buf, whose one reference the caller owns (install it
+ * in an fd or dma_buf_put() it); ERR_PTR(-EINVAL) for a bad request,
+ * -ENOENT (no such arena), -ERANGE (slice beyond the arena), -ENOMEM.
+ */
+struct dma_buf *dmaplane_dmabuf_export(struct dmaplane_ep *ep,
+				       const struct dmaplane_dmabuf_export *args)
 {
 	DEFINE_DMA_BUF_EXPORT_INFO(exp_info);
-	struct dmaplane_dmabuf_export args;
 	struct dmaplane_dmabuf *buf;
 	struct dmaplane_region *r;
 	struct dma_buf *dmabuf;
 	u64 end;
-	int fd, ret;
+	int ret;
 
-	if (copy_from_user(&args, uarg, sizeof(args)))
-		return -EFAULT;
-	if (args.flags & ~DMAPLANE_DMABUF_FLAGS || args.pad ||
-	    memchr_inv(args.reserved, 0, sizeof(args.reserved)))
-		return -EINVAL;
-	if (!args.len || !PAGE_ALIGNED(args.offset) || !PAGE_ALIGNED(args.len))
-		return -EINVAL;
+	if (args->flags & ~DMAPLANE_DMABUF_FLAGS || args->pad ||
+	    memchr_inv(args->reserved, 0, sizeof(args->reserved)))
+		return ERR_PTR(-EINVAL);
+	if (!args->len || !PAGE_ALIGNED(args->offset) || !PAGE_ALIGNED(args->len))
+		return ERR_PTR(-EINVAL);
 
-	r = dmaplane_region_get(ep, args.handle, DMAPLANE_REGION_ARENA);
+	r = dmaplane_region_get(ep, args->handle, DMAPLANE_REGION_ARENA);
 	if (IS_ERR(r))
-		return PTR_ERR(r);
-	if (check_add_overflow(args.offset, args.len, &end) || end > r->len) {
+		return ERR_CAST(r);
+	if (check_add_overflow(args->offset, args->len, &end) || end > r->len) {
 		ret = -ERANGE;
 		goto err_put_arena;
 	}
@@ -262,45 +269,67 @@ int dmaplane_ioctl_dmabuf_export(struct dmaplane_ep *ep, void __user *uarg)
 		goto err_put_arena;
 	}
 	buf->arena = to_dmaplane_arena(r);
-	buf->first = args.offset >> PAGE_SHIFT;
-	buf->npages = args.len >> PAGE_SHIFT;
+	buf->first = args->offset >> PAGE_SHIFT;
+	buf->npages = args->len >> PAGE_SHIFT;
 	mutex_init(&buf->lock);
 	INIT_LIST_HEAD(&buf->attachments);
 
-	fd = get_unused_fd_flags(args.flags & DMAPLANE_DMABUF_NO_CLOEXEC ? 0 : O_CLOEXEC);
-	if (fd < 0) {
-		ret = fd;
-		goto err_free_buf;
-	}
-
 	exp_info.ops = &dmaplane_dmabuf_ops;
-	exp_info.size = args.len;
+	exp_info.size = args->len;
 	exp_info.flags = O_RDWR;
 	exp_info.priv = buf;
 	dmabuf = dma_buf_export(&exp_info);
 	if (IS_ERR(dmabuf)) {
 		ret = PTR_ERR(dmabuf);
-		goto err_put_fd;
+		goto err_free_buf;
 	}
 	/* From here on the dma-buf owns buf and the arena reference. */
 	atomic_long_inc(&dmaplane_stats.dmabufs);
+	return dmabuf;
 
+err_free_buf:
+	mutex_destroy(&buf->lock);
+	kfree(buf);
+err_put_arena:
+	dmaplane_region_put(r);
+	return ERR_PTR(ret);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_dmabuf_export);
+
+int dmaplane_ioctl_dmabuf_export(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_dmabuf_export args;
+	struct dma_buf *dmabuf;
+	int fd, ret;
+
+	if (copy_from_user(&args, uarg, sizeof(args)))
+		return -EFAULT;
+
+	dmabuf = dmaplane_dmabuf_export(ep, &args);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+
+	/*
+	 * dma_buf_fd() would install the fd before the copy to user space
+	 * could fail; reserve it, and install it only once nothing can.
+	 */
+	fd = get_unused_fd_flags(args.flags & DMAPLANE_DMABUF_NO_CLOEXEC ? 0 : O_CLOEXEC);
+	if (fd < 0) {
+		ret = fd;
+		goto err_put_dmabuf;
+	}
 	args.fd = fd;
 	if (copy_to_user(uarg, &args, sizeof(args))) {
-		put_unused_fd(fd);
-		dma_buf_put(dmabuf);
-		return -EFAULT;
+		ret = -EFAULT;
+		goto err_put_fd;
 	}
 	fd_install(fd, dmabuf->file);
 	return 0;
 
 err_put_fd:
 	put_unused_fd(fd);
-err_free_buf:
-	mutex_destroy(&buf->lock);
-	kfree(buf);
-err_put_arena:
-	dmaplane_region_put(r);
+err_put_dmabuf:
+	dma_buf_put(dmabuf);
 	return ret;
 }
 
@@ -397,38 +426,37 @@ static const struct dmaplane_region_ops dmaplane_import_region_ops = {
 	.release = dmaplane_import_release,
 };
 
-int dmaplane_ioctl_mr_import_dmabuf(struct dmaplane_ep *ep, void __user *uarg)
+/**
+ * dmaplane_import_dmabuf() - register a slice of a dma-buf as a region
+ * @ep: endpoint
+ * @dmabuf: the dma-buf; the region takes its own reference
+ * @args: the request (access, offset, len, flags), already copied in;
+ *	handle, lkey and rkey are filled in on success
+ *
+ * Return: 0, -EINVAL for a bad request, -ERANGE (slice beyond the
+ * dma-buf), -ENOMEM, or the error of the exporter's attach.
+ */
+int dmaplane_import_dmabuf(struct dmaplane_ep *ep, struct dma_buf *dmabuf,
+			   struct dmaplane_mr_import_dmabuf *args)
 {
-	struct dmaplane_mr_import_dmabuf args;
 	struct dmaplane_import *imp;
-	struct dma_buf *dmabuf;
-	struct dmaplane_region *r;
 	u64 end;
 	int ret;
 
-	if (copy_from_user(&args, uarg, sizeof(args)))
-		return -EFAULT;
-	if (args.flags || args.pad || args.access & ~DMAPLANE_ACCESS_ALL ||
-	    memchr_inv(args.reserved, 0, sizeof(args.reserved)))
+	if (args->flags || args->pad || args->access & ~DMAPLANE_ACCESS_ALL ||
+	    memchr_inv(args->reserved, 0, sizeof(args->reserved)))
 		return -EINVAL;
-	if (!args.len || !PAGE_ALIGNED(args.offset) || !PAGE_ALIGNED(args.len))
+	if (!args->len || !PAGE_ALIGNED(args->offset) || !PAGE_ALIGNED(args->len))
 		return -EINVAL;
-
-	dmabuf = dma_buf_get(args.fd);
-	if (IS_ERR(dmabuf))
-		return PTR_ERR(dmabuf);
-	if (check_add_overflow(args.offset, args.len, &end) || end > dmabuf->size) {
-		ret = -ERANGE;
-		goto err_put_dmabuf;
-	}
+	if (check_add_overflow(args->offset, args->len, &end) || end > dmabuf->size)
+		return -ERANGE;
 
 	imp = kzalloc(sizeof(*imp), GFP_KERNEL);
-	if (!imp) {
-		ret = -ENOMEM;
-		goto err_put_dmabuf;
-	}
+	if (!imp)
+		return -ENOMEM;
+	get_dma_buf(dmabuf);
 	imp->dmabuf = dmabuf;
-	imp->offset = args.offset;
+	imp->offset = args->offset;
 	mutex_init(&imp->lock);
 
 	imp->attach = dma_buf_dynamic_attach(dmabuf, dmaplane_misc.this_device,
@@ -439,7 +467,7 @@ int dmaplane_ioctl_mr_import_dmabuf(struct dmaplane_ep *ep, void __user *uarg)
 	}
 
 	dmaplane_region_init(&imp->region, &dmaplane_import_region_ops,
-			     DMAPLANE_REGION_DMABUF, args.access, args.len);
+			     DMAPLANE_REGION_DMABUF, args->access, args->len);
 	atomic_long_inc(&dmaplane_stats.imports);
 	ret = dmaplane_region_publish(ep, &imp->region);
 	if (ret) {
@@ -448,9 +476,37 @@ int dmaplane_ioctl_mr_import_dmabuf(struct dmaplane_ep *ep, void __user *uarg)
 		return ret;
 	}
 
-	args.handle = imp->region.handle;
-	args.lkey = imp->region.handle;
-	args.rkey = imp->region.rkey;
+	args->handle = imp->region.handle;
+	args->lkey = imp->region.handle;
+	args->rkey = imp->region.rkey;
+	return 0;
+
+err_free_import:
+	mutex_destroy(&imp->lock);
+	dma_buf_put(dmabuf);
+	kfree(imp);
+	return ret;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_import_dmabuf);
+
+int dmaplane_ioctl_mr_import_dmabuf(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_mr_import_dmabuf args;
+	struct dmaplane_region *r;
+	struct dma_buf *dmabuf;
+	int ret;
+
+	if (copy_from_user(&args, uarg, sizeof(args)))
+		return -EFAULT;
+	/* Bad fds first (-EBADF, -EINVAL for a file that is no dma-buf). */
+	dmabuf = dma_buf_get(args.fd);
+	if (IS_ERR(dmabuf))
+		return PTR_ERR(dmabuf);
+	ret = dmaplane_import_dmabuf(ep, dmabuf, &args);
+	dma_buf_put(dmabuf);
+	if (ret)
+		return ret;
+
 	if (copy_to_user(uarg, &args, sizeof(args))) {
 		r = dmaplane_region_unpublish(ep, args.handle, DMAPLANE_REGION_DMABUF);
 		if (!IS_ERR(r))
@@ -458,11 +514,4 @@ int dmaplane_ioctl_mr_import_dmabuf(struct dmaplane_ep *ep, void __user *uarg)
 		return -EFAULT;
 	}
 	return 0;
-
-err_free_import:
-	mutex_destroy(&imp->lock);
-	kfree(imp);
-err_put_dmabuf:
-	dma_buf_put(dmabuf);
-	return ret;
 }

@@ -233,6 +233,11 @@ int dmaplane_ioctl_mr_query(struct dmaplane_ep *ep, void __user *uarg);
 void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc);
 
 /* dmabuf.c */
+struct dma_buf;
+struct dma_buf *dmaplane_dmabuf_export(struct dmaplane_ep *ep,
+				       const struct dmaplane_dmabuf_export *args);
+int dmaplane_import_dmabuf(struct dmaplane_ep *ep, struct dma_buf *dmabuf,
+			   struct dmaplane_mr_import_dmabuf *args);
 int dmaplane_ioctl_dmabuf_export(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_import_dmabuf(struct dmaplane_ep *ep, void __user *uarg);
 

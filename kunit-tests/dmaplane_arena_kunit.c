@@ -4,7 +4,9 @@
  * shortage of huge pages, scatterlists of slices, bounds-checked copies.
  */
 #include <kunit/test.h>
+#include <linux/dma-buf.h>
 #include <linux/err.h>
+#include <linux/file.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/random.h>
@@ -15,6 +17,7 @@
 #include "../kmod/dmaplane.h"
 
 MODULE_IMPORT_NS(DMAPLANE_KUNIT);
+MODULE_IMPORT_NS(DMA_BUF);
 
 #define SZ_K(n)	((u64)(n) << 10)
 
@@ -317,12 +320,107 @@ static void arena_copy_round_trip(struct kunit *test)
 	dmaplane_ep_destroy(ep);
 }
 
+/*
+ * An arena slice exported as a dma-buf and imported back as a region:
+ * copies through the importer (dma_buf_vmap + CPU access) reach the
+ * arena's pages, bounds are the import's, move_notify-style invalidation
+ * stops copies, and the last holder frees everything.
+ */
+static void import_of_exported_slice_copies(struct kunit *test)
+{
+	struct dmaplane_ep *ep = ep_create_or_fail(test);
+	struct dmaplane_mr_import_dmabuf m = { };
+	struct dmaplane_dmabuf_export e = { };
+	struct dmaplane_arena_create args = { };
+	long dmabufs = atomic_long_read(&dmaplane_stats.dmabufs);
+	long imports = atomic_long_read(&dmaplane_stats.imports);
+	struct dmaplane_region *arena, *imp;
+	size_t len = 3 * PAGE_SIZE + 5;
+	struct arena_stats base;
+	struct dma_buf *dmabuf;
+	u8 *in, *out;
+
+	stats_read(&base);
+	in = kunit_kmalloc(test, len, GFP_KERNEL);
+	out = kunit_kzalloc(test, len, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, in);
+	KUNIT_ASSERT_NOT_NULL(test, out);
+	get_random_bytes(in, len);
+
+	args.size = SZ_K(64);
+	args.numa_node = DMAPLANE_NUMA_ANY;
+	KUNIT_ASSERT_EQ(test, dmaplane_arena_create(ep, &args, 2), 0);
+	arena = dmaplane_region_get(ep, args.handle, DMAPLANE_REGION_ARENA);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, arena);
+
+	/* Slice [8K, 40K) of the arena; import [4K, 20K) of the slice. */
+	e.handle = args.handle;
+	e.offset = 2 * PAGE_SIZE;
+	e.len = 8 * PAGE_SIZE;
+	dmabuf = dmaplane_dmabuf_export(ep, &e);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, dmabuf);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.dmabufs), dmabufs + 1);
+	e.len = 0;
+	KUNIT_EXPECT_PTR_EQ(test, dmaplane_dmabuf_export(ep, &e), ERR_PTR(-EINVAL));
+	e.len = args.size;
+	KUNIT_EXPECT_PTR_EQ(test, dmaplane_dmabuf_export(ep, &e), ERR_PTR(-ERANGE));
+
+	m.offset = PAGE_SIZE;
+	m.len = 4 * PAGE_SIZE;
+	m.access = DMAPLANE_ACCESS_ALL;
+	KUNIT_ASSERT_EQ(test, dmaplane_import_dmabuf(ep, dmabuf, &m), 0);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.imports), imports + 1);
+	/* The import holds its own reference to the dma-buf. */
+	dma_buf_put(dmabuf);
+	imp = dmaplane_region_get(ep, m.handle, DMAPLANE_REGION_DMABUF);
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, imp);
+	KUNIT_EXPECT_EQ(test, imp->len, 4ull * PAGE_SIZE);
+
+	/* In through the import, out through the arena (3K + 8K + 5 in). */
+	KUNIT_EXPECT_EQ(test, region_copy_kbuf(imp, 5, in, len, true), 0);
+	KUNIT_EXPECT_EQ(test, region_copy_kbuf(arena, 3 * PAGE_SIZE + 5, out, len, false), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(in, out, len), 0);
+	/* In through the arena, out through the import. */
+	get_random_bytes(in, len);
+	KUNIT_EXPECT_EQ(test, region_copy_kbuf(arena, 3 * PAGE_SIZE, in, len, true), 0);
+	memset(out, 0, len);
+	KUNIT_EXPECT_EQ(test, region_copy_kbuf(imp, 0, out, len, false), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(in, out, len), 0);
+	KUNIT_EXPECT_EQ(test, region_copy_kbuf(imp, 4 * PAGE_SIZE - 1, out, 2, false),
+			-ERANGE);
+
+	/* The arena's handle goes; the import keeps the memory. */
+	dmaplane_region_put(arena);
+	arena_destroy(ep, args.handle);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.arenas), base.arenas + 1);
+	memset(out, 0, len);
+	KUNIT_EXPECT_EQ(test, region_copy_kbuf(imp, 0, out, len, false), 0);
+	KUNIT_EXPECT_EQ(test, memcmp(in, out, len), 0);
+
+	/* What move_notify does: later copies fail. */
+	dmaplane_region_invalidate(imp);
+	KUNIT_EXPECT_EQ(test, region_copy_kbuf(imp, 0, out, 1, false), -EFAULT);
+	dmaplane_region_put(imp);
+
+	/* The arena is no longer ours to export. */
+	dmabuf = dmaplane_dmabuf_export(ep, &e);
+	KUNIT_EXPECT_PTR_EQ(test, dmabuf, ERR_PTR(-ENOENT));
+
+	dmaplane_ep_destroy(ep);
+	/* A kernel thread's last fput() is deferred: wait for it. */
+	flush_delayed_fput();
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.dmabufs), dmabufs);
+	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.imports), imports);
+	expect_stats_at(test, &base);
+}
+
 static struct kunit_case dmaplane_arena_cases[] = {
 	KUNIT_CASE(arena_falls_back_when_huge_pages_are_short),
 	KUNIT_CASE(arena_huge_only_fails_without_huge_pages),
 	KUNIT_CASE(arena_rejects_bad_requests),
 	KUNIT_CASE(arena_sg_table_covers_slice),
 	KUNIT_CASE(arena_copy_round_trip),
+	KUNIT_CASE(import_of_exported_slice_copies),
 	{}
 };
 
