@@ -400,6 +400,33 @@ TEST_F(arena, mapping_outlives_destroy_and_endpoint)
 	EXPECT_EQ(self->base.charged_pages, dp_test_stat("charged_pages"));
 }
 
+/* mremap moves the mapping (PMDs and all); the moved copy holds the arena. */
+TEST_F(arena, mremap_moves_the_mapping)
+{
+	struct dmaplane_arena_create a;
+	size_t size = 4 * MiB + 2 * pg();
+	char *p, *q, *hole;
+
+	ASSERT_EQ(0, arena_create(self->fd, size, 0, &a));
+	p = arena_map(self->fd, &a, size);
+	ASSERT_NE(MAP_FAILED, p);
+	dp_test_fill(p, size, 8);
+	ASSERT_EQ(0, arena_destroy(self->fd, a.handle));
+
+	/* A 2 MiB-aligned hole of the right size somewhere else. */
+	hole = mmap(NULL, size + 2 * MiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, hole);
+	q = (char *)(((unsigned long)hole + 2 * MiB - 1) & ~(2 * MiB - 1));
+	q = mremap(p, size, size, MREMAP_MAYMOVE | MREMAP_FIXED, q);
+	ASSERT_NE(MAP_FAILED, q);
+	EXPECT_EQ(-1, dp_test_check(q, size, 8));
+	EXPECT_EQ(self->base.arenas + 1, dp_test_stat("arenas"));
+	dp_test_fill(q, size, 9);
+	EXPECT_EQ(-1, dp_test_check(q, size, 9));
+	EXPECT_EQ(0, munmap(hole, size + 2 * MiB));
+	EXPECT_EQ(self->base.arenas, dp_test_stat("arenas"));
+}
+
 TEST_F(arena, forked_child_shares_the_mapping)
 {
 	struct dmaplane_arena_create a;
