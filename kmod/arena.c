@@ -41,6 +41,17 @@ static_assert(offsetof(struct dmaplane_arena, region) == 0);
 
 #define DMAPLANE_HUGE_SIZE	(PAGE_SIZE << DMAPLANE_HUGE_ORDER)
 
+/*
+ * The mmap offset of an arena, in pages.  Derived from the handle, which
+ * is set before the arena can be looked up, so that a mapping made before
+ * ARENA_CREATE returned finds its pages too.
+ */
+static unsigned long arena_pgoff(const struct dmaplane_arena *arena)
+{
+	return (unsigned long)arena->region.handle <<
+	       (DMAPLANE_ARENA_MMAP_SHIFT - PAGE_SHIFT);
+}
+
 static void arena_count_chunk(struct dmaplane_arena *arena, unsigned int order,
 			      long sign)
 {
@@ -245,12 +256,10 @@ int dmaplane_arena_create(struct dmaplane_ep *ep, struct dmaplane_arena_create *
 		return ret;
 	}
 
-	arena->pgoff = (unsigned long)arena->region.handle <<
-		       (DMAPLANE_ARENA_MMAP_SHIFT - PAGE_SHIFT);
 	args->handle = arena->region.handle;
 	args->lkey = arena->region.handle;
 	args->rkey = arena->region.rkey;
-	args->mmap_offset = (u64)arena->pgoff << PAGE_SHIFT;
+	args->mmap_offset = (u64)arena_pgoff(arena) << PAGE_SHIFT;
 	args->bytes_huge = arena->bytes_huge;
 	args->bytes_mid = arena->bytes_mid;
 	args->bytes_base = arena->bytes_base;
@@ -380,9 +389,9 @@ static void arena_vm_close(struct vm_area_struct *vma)
 static vm_fault_t arena_vm_fault(struct vm_fault *vmf)
 {
 	struct dmaplane_arena *arena = vmf->vma->vm_private_data;
-	unsigned long idx = vmf->pgoff - arena->pgoff;
+	unsigned long idx = vmf->pgoff - arena_pgoff(arena);
 
-	if (vmf->pgoff < arena->pgoff || idx >= arena->npages)
+	if (vmf->pgoff < arena_pgoff(arena) || idx >= arena->npages)
 		return VM_FAULT_SIGBUS;
 	vmf->page = arena->pages[idx];
 	get_page(vmf->page);

@@ -172,7 +172,6 @@ struct dmaplane_region {
  * @pages: every base page, in order; pages of a higher-order chunk are
  *	the consecutive subpages of one compound page whose head sits at
  *	an offset aligned to the chunk size
- * @pgoff: mmap offset of the arena, in pages
  * @bytes_huge: bytes backed by %DMAPLANE_HUGE_ORDER pages
  * @bytes_mid: bytes backed by pages of order 1 .. %DMAPLANE_HUGE_ORDER - 1
  * @bytes_base: bytes backed by order-0 pages
@@ -184,7 +183,6 @@ struct dmaplane_arena {
 	struct mm_struct *charged_mm;
 	unsigned long npages;
 	struct page **pages;
-	unsigned long pgoff;
 	u64 bytes_huge;
 	u64 bytes_mid;
 	u64 bytes_base;

@@ -591,7 +591,8 @@ static int fi_times(const char *which, const char *attr, int n)
  * ARENA_CREATE either succeeds with zeroed memory or fails with -ENOMEM,
  * and leaves nothing behind.  Returns the exit code of the child.
  */
-static int fi_loop(const char *which, bool use_interval, int *nfailed, int *nok)
+static int fi_loop(const char *which, bool use_interval, int *nfailed, int *nok,
+		   int *nshort)
 {
 	int pipefd[2], status;
 	pid_t pid;
@@ -603,7 +604,7 @@ static int fi_loop(const char *which, bool use_interval, int *nfailed, int *nok)
 		return 101;
 	if (!pid) {
 		int self_fail = open("/proc/self/make-it-fail", O_WRONLY);
-		int counts[2] = { 0, 0 };
+		int counts[3] = { 0, 0, 0 };
 		int fd = open(DP_DEV, O_RDWR);
 
 		if (self_fail < 0 || fd < 0)
@@ -633,6 +634,9 @@ static int fi_loop(const char *which, bool use_interval, int *nfailed, int *nok)
 			if (ret)
 				_exit(6);
 			counts[1]++;
+			/* Huge pages were short: smaller ones stood in. */
+			if (!a.bytes_huge && a.bytes_mid)
+				counts[2]++;
 			if (a.bytes_huge + a.bytes_mid + a.bytes_base != 2 * MiB + 5 * pg())
 				_exit(7);
 			{
@@ -657,12 +661,13 @@ static int fi_loop(const char *which, bool use_interval, int *nfailed, int *nok)
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return 102;
 	if (!WEXITSTATUS(status)) {
-		int counts[2];
+		int counts[3];
 
 		if (read(pipefd[0], counts, sizeof(counts)) != sizeof(counts))
 			return 103;
 		*nfailed = counts[0];
 		*nok = counts[1];
+		*nshort = counts[2];
 	}
 	close(pipefd[0]);
 	return WEXITSTATUS(status);
@@ -670,12 +675,12 @@ static int fi_loop(const char *which, bool use_interval, int *nfailed, int *nok)
 
 TEST_F(arena, failslab_during_create_fails_cleanly)
 {
-	int nfailed = 0, nok = 0;
+	int nfailed = 0, nok = 0, nshort = 0;
 
 	if (access(FI_DIR "failslab/times", W_OK))
 		SKIP(return, "no failslab in this kernel");
 	ASSERT_EQ(0, fi_setup("failslab"));
-	EXPECT_EQ(0, fi_loop("failslab", true, &nfailed, &nok));
+	EXPECT_EQ(0, fi_loop("failslab", true, &nfailed, &nok, &nshort));
 	fi_setup("failslab");
 	TH_LOG("failslab: %d failed, %d succeeded", nfailed, nok);
 	EXPECT_LT(0, nfailed);
@@ -683,17 +688,19 @@ TEST_F(arena, failslab_during_create_fails_cleanly)
 
 TEST_F(arena, fail_page_alloc_during_create_fails_cleanly)
 {
-	int nfailed = 0, nok = 0;
+	int nfailed = 0, nok = 0, nshort = 0;
 
 	if (access(FI_DIR "fail_page_alloc/times", W_OK))
 		SKIP(return, "no fail_page_alloc in this kernel");
 	ASSERT_EQ(0, fi_setup("fail_page_alloc"));
 	/* The first n page allocations fail: huge pages first, then smaller. */
-	EXPECT_EQ(0, fi_loop("fail_page_alloc", false, &nfailed, &nok));
+	EXPECT_EQ(0, fi_loop("fail_page_alloc", false, &nfailed, &nok, &nshort));
 	fi_setup("fail_page_alloc");
-	TH_LOG("fail_page_alloc: %d failed, %d succeeded", nfailed, nok);
+	TH_LOG("fail_page_alloc: %d failed, %d succeeded, %d without huge pages",
+	       nfailed, nok, nshort);
 	EXPECT_LT(0, nfailed);
 	EXPECT_LT(0, nok);
+	EXPECT_LT(0, nshort);
 }
 
 TEST_HARNESS_MAIN
