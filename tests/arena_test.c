@@ -627,6 +627,10 @@ static int fi_loop(const char *which, bool use_interval, int *nfailed, int *nok,
 				_exit(4);
 			if (fi_times(which, "times", 0))
 				_exit(5);
+			fprintf(stderr, "# %s n=%d: %d, huge %llu mid %llu base %llu\n", which, n,
+				ret, ret ? 0ull : (unsigned long long)a.bytes_huge,
+				ret ? 0ull : (unsigned long long)a.bytes_mid,
+				ret ? 0ull : (unsigned long long)a.bytes_base);
 			if (ret == -ENOMEM) {
 				counts[0]++;
 				continue;
