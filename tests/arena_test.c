@@ -707,4 +707,96 @@ TEST_F(arena, fail_page_alloc_during_create_fails_cleanly)
 	EXPECT_LT(0, nshort);
 }
 
+/*
+ * /proc/thread-self/fail-nth fails exactly the n-th allocation of the
+ * task (slab or page): walk n up through DMABUF_EXPORT and then
+ * MR_IMPORT_DMABUF until a round sees no failure.  Every failing round
+ * must fail with -ENOMEM and leave the dma-buf count as it was.
+ */
+static int fail_nth_export_import(int *rounds)
+{
+	int nth = open("/proc/thread-self/fail-nth", O_RDWR);
+	struct dmaplane_arena_create a;
+	int fd = open(DP_DEV, O_RDWR);
+	long before;
+	char val[16];
+	int n;
+
+	if (nth < 0 || fd < 0)
+		return 1;
+	if (arena_create(fd, 2 * MiB, 0, &a))
+		return 2;
+	for (n = 1; n < 200; n++) {
+		struct dmaplane_mr_import_dmabuf m;
+		struct dmaplane_dmabuf_export e;
+		int ret, ret2 = -1, len;
+		bool fired;
+
+		before = dp_test_stat("dmabufs");
+		memset(&e, 0, sizeof(e));
+		e.handle = a.handle;
+		e.len = MiB;
+		memset(&m, 0, sizeof(m));
+		m.len = MiB;
+		len = snprintf(val, sizeof(val), "%d", n);
+		if (pwrite(nth, val, len, 0) != len)
+			return 3;
+		ret = dp_test_ioctl(fd, DMAPLANE_IOCTL_DMABUF_EXPORT, &e);
+		if (!ret) {
+			m.fd = e.fd;
+			ret2 = dp_test_ioctl(fd, DMAPLANE_IOCTL_MR_IMPORT_DMABUF, &m);
+		}
+		memset(val, 0, sizeof(val));
+		if (pread(nth, val, sizeof(val) - 1, 0) <= 0)
+			return 4;
+		fired = atoi(val) == 0;
+		if (pwrite(nth, "0", 1, 0) != 1)
+			return 5;
+		if (ret && (ret != -ENOMEM || dp_test_stat("dmabufs") != before))
+			return 6;
+		if (!ret) {
+			if (ret2 && ret2 != -ENOMEM)
+				return 7;
+			close(e.fd);
+			/* Held by the import, or gone with the fd. */
+			if (dp_test_stat("dmabufs") != before + !ret2)
+				return 8;
+		}
+		if (!fired) {
+			if (ret || ret2)
+				return 9;
+			break;
+		}
+	}
+	*rounds = n;
+	close(fd);	/* releases the imports, the dma-bufs, the arena */
+	return 0;
+}
+
+TEST_F(arena, fail_nth_during_export_and_import_fails_cleanly)
+{
+	int pipefd[2], rounds = 0;
+	pid_t pid;
+
+	if (access("/proc/thread-self/fail-nth", W_OK) ||
+	    fi_write(FI_DIR "failslab/ignore-gfp-wait", "N"))
+		SKIP(return, "no fail-nth or failslab in this kernel");
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		int ret = fail_nth_export_import(&rounds);
+
+		if (write(pipefd[1], &rounds, sizeof(rounds)) != sizeof(rounds))
+			_exit(100);
+		_exit(ret);
+	}
+	close(pipefd[1]);
+	EXPECT_EQ(0, child_status(pid));
+	ASSERT_EQ(sizeof(rounds), read(pipefd[0], &rounds, sizeof(rounds)));
+	close(pipefd[0]);
+	TH_LOG("%d allocations failed in turn", rounds - 1);
+	EXPECT_LT(3, rounds);
+}
+
 TEST_HARNESS_MAIN
