@@ -14,6 +14,7 @@
 #include <linux/mm_types.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
+#include <linux/scatterlist.h>
 #include <linux/types.h>
 #include <linux/uio.h>
 #include <linux/wait.h>
@@ -268,8 +269,54 @@ struct dmaplane_region {
 	struct rcu_head rcu;
 };
 
+/*
+ * DMAPLANE_HUGE_ORDER - order of the PMD-sized (2 MiB on x86-64) pages an
+ * arena is built from first.
+ */
+#define DMAPLANE_HUGE_ORDER	(PMD_SHIFT - PAGE_SHIFT)
+
+/*
+ * An arena's mmap offset is its handle shifted by this many bits: the
+ * offset names the arena, the length says how much of it to map.
+ */
+#define DMAPLANE_ARENA_MMAP_SHIFT	32
+
+/**
+ * struct dmaplane_arena - pinned, zeroed kernel memory, mappable and
+ *	exportable as dma-buf
+ * @region: the arena as a region; first member (see region.c).  Its
+ *	reference count is the arena's: the endpoint's handle, every VMA
+ *	mapping it and every dma-buf exported from it hold one.
+ * @charged_mm: address space charged for the pages (mmgrab()ed), or NULL
+ *	when nothing was charged (kernel-internal arenas, KUnit)
+ * @npages: base pages in the arena
+ * @pages: every base page, in order; pages of a higher-order chunk are
+ *	the consecutive subpages of one compound page whose head sits at
+ *	an offset aligned to the chunk size
+ * @bytes_huge: bytes backed by %DMAPLANE_HUGE_ORDER pages
+ * @bytes_mid: bytes backed by pages of order 1 .. %DMAPLANE_HUGE_ORDER - 1
+ * @bytes_base: bytes backed by order-0 pages
+ *
+ * Everything but the reference count is immutable after creation.
+ */
+struct dmaplane_arena {
+	struct dmaplane_region region;
+	struct mm_struct *charged_mm;
+	unsigned long npages;
+	struct page **pages;
+	u64 bytes_huge;
+	u64 bytes_mid;
+	u64 bytes_base;
+};
+
+static inline struct dmaplane_arena *to_dmaplane_arena(struct dmaplane_region *r)
+{
+	return container_of(r, struct dmaplane_arena, region);
+}
+
 /* main.c */
 extern struct dmaplane_stats dmaplane_stats;
+extern struct miscdevice dmaplane_misc;
 
 /* match.c */
 void dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock);
@@ -309,6 +356,10 @@ int dmaplane_charge_pages(struct mm_struct *mm, unsigned long npages);
 void dmaplane_uncharge_pages(struct mm_struct *mm, unsigned long npages);
 
 /* arena.c */
+int dmaplane_arena_create(struct dmaplane_ep *ep, struct dmaplane_arena_create *args,
+			  unsigned int max_order);
+int dmaplane_arena_sg_table(struct dmaplane_arena *arena, u64 off, u64 len,
+			    struct sg_table *sgt);
 int dmaplane_ioctl_arena_create(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_arena_destroy(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_mmap(struct dmaplane_ep *ep, struct vm_area_struct *vma);
@@ -320,6 +371,11 @@ int dmaplane_ioctl_mr_query(struct dmaplane_ep *ep, void __user *uarg);
 void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc);
 
 /* dmabuf.c */
+struct dma_buf;
+struct dma_buf *dmaplane_dmabuf_export(struct dmaplane_ep *ep,
+				       const struct dmaplane_dmabuf_export *args);
+int dmaplane_import_dmabuf(struct dmaplane_ep *ep, struct dma_buf *dmabuf,
+			   struct dmaplane_mr_import_dmabuf *args);
 int dmaplane_ioctl_dmabuf_export(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_import_dmabuf(struct dmaplane_ep *ep, void __user *uarg);
 

@@ -306,7 +306,9 @@ int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info)
 		return -EINVAL;
 
 	info->abi_version = DMAPLANE_ABI_VERSION;
-	info->caps = DMAPLANE_CAP_INFO | DMAPLANE_CAP_MSG | DMAPLANE_CAP_RMA;
+	info->caps = DMAPLANE_CAP_INFO | DMAPLANE_CAP_MSG | DMAPLANE_CAP_RMA |
+		     DMAPLANE_CAP_ARENA | DMAPLANE_CAP_DMABUF_EXPORT |
+		     DMAPLANE_CAP_DMABUF_IMPORT;
 	info->endpoint_id = ep->id;
 	info->page_size = PAGE_SIZE;
 	return 0;

@@ -7,7 +7,9 @@
 
 #include <linux/compat.h>
 #include <linux/debugfs.h>
+#include <linux/dma-mapping.h>
 #include <linux/fs.h>
+#include <linux/mm.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/poll.h>
@@ -80,6 +82,14 @@ static long dmaplane_ioctl(struct file *file, unsigned int cmd,
 		return dmaplane_ioctl_probe(ep, uarg);
 	case DMAPLANE_IOCTL_CANCEL:
 		return dmaplane_ioctl_cancel(ep, uarg);
+	case DMAPLANE_IOCTL_ARENA_CREATE:
+		return dmaplane_ioctl_arena_create(ep, uarg);
+	case DMAPLANE_IOCTL_ARENA_DESTROY:
+		return dmaplane_ioctl_arena_destroy(ep, uarg);
+	case DMAPLANE_IOCTL_DMABUF_EXPORT:
+		return dmaplane_ioctl_dmabuf_export(ep, uarg);
+	case DMAPLANE_IOCTL_MR_IMPORT_DMABUF:
+		return dmaplane_ioctl_mr_import_dmabuf(ep, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -95,7 +105,7 @@ static int dmaplane_mmap_file(struct file *file, struct vm_area_struct *vma)
 		cq = dmaplane_ep_cq(ep);
 		return cq ? dmaplane_cq_mmap(cq, vma) : -EINVAL;
 	}
-	return -EINVAL;
+	return dmaplane_mmap(ep, vma);
 }
 
 static __poll_t dmaplane_poll(struct file *file, poll_table *wait)
@@ -115,10 +125,13 @@ static const struct file_operations dmaplane_fops = {
 	.mmap = dmaplane_mmap_file,
 	.poll = dmaplane_poll,
 	.compat_ioctl = compat_ptr_ioctl,
+	/* 2 MiB-aligned addresses let arenas be mapped with PMDs. */
+	.get_unmapped_area = thp_get_unmapped_area,
 	.llseek = noop_llseek,
 };
 
-static struct miscdevice dmaplane_misc = {
+/* Also the device that imported dma-bufs are attached to (dmabuf.c). */
+struct miscdevice dmaplane_misc = {
 	.minor = MISC_DYNAMIC_MINOR,
 	.name = DMAPLANE_DEVICE_NAME,
 	.fops = &dmaplane_fops,
@@ -162,6 +175,13 @@ static int __init dmaplane_init(void)
 		pr_err("cannot register /dev/%s: %d\n", DMAPLANE_DEVICE_NAME, ret);
 		return ret;
 	}
+	/* Imported dma-bufs are mapped for this device; any address will do. */
+	ret = dma_coerce_mask_and_coherent(dmaplane_misc.this_device, DMA_BIT_MASK(64));
+	if (ret) {
+		pr_err("cannot set the DMA mask: %d\n", ret);
+		misc_deregister(&dmaplane_misc);
+		return ret;
+	}
 
 	dmaplane_node_id = get_random_u64();
 
@@ -179,6 +199,8 @@ static void __exit dmaplane_exit(void)
 	debugfs_remove(dmaplane_debugfs);
 	misc_deregister(&dmaplane_misc);
 	dmaplane_ep_exit();
+	/* Regions are freed after a grace period (region.c): wait for them. */
+	rcu_barrier();
 }
 
 module_init(dmaplane_init);

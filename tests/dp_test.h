@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,5 +46,64 @@ static inline long dp_test_stat(const char *name)
 	fclose(f);
 	return ret;
 }
+
+/* Deterministic pseudo-random bytes (xorshift64*) for data checks. */
+static inline void dp_test_fill(void *buf, size_t len, uint64_t seed)
+{
+	uint64_t x = seed | 1;
+	unsigned char *p = buf;
+
+	for (size_t i = 0; i < len; i++) {
+		if (!(i & 7)) {
+			x ^= x >> 12;
+			x ^= x << 25;
+			x ^= x >> 27;
+		}
+		p[i] = (unsigned char)((x * 0x2545f4914f6cdd1dull) >> (8 * (i & 7)));
+	}
+}
+
+/* Offset of the first byte that differs from dp_test_fill(), or -1. */
+static inline long dp_test_check(const void *buf, size_t len, uint64_t seed)
+{
+	unsigned char *want = malloc(len);
+	long ret = -1;
+
+	if (!want)
+		return 0;
+	dp_test_fill(want, len, seed);
+	for (size_t i = 0; i < len; i++) {
+		if (((const unsigned char *)buf)[i] != want[i]) {
+			ret = (long)i;
+			break;
+		}
+	}
+	free(want);
+	return ret;
+}
+
+/* Every memory counter of the module, to compare with a baseline. */
+struct dp_test_mem {
+	long regions, arenas, arena_pages, charged_pages, dmabufs, imports;
+};
+
+static inline void dp_test_mem_read(struct dp_test_mem *m)
+{
+	m->regions = dp_test_stat("regions");
+	m->arenas = dp_test_stat("arenas");
+	m->arena_pages = dp_test_stat("arena_pages");
+	m->charged_pages = dp_test_stat("charged_pages");
+	m->dmabufs = dp_test_stat("dmabufs");
+	m->imports = dp_test_stat("imports");
+}
+
+static inline int dp_test_mem_eq(const struct dp_test_mem *a, const struct dp_test_mem *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+#define DP_TEST_MEM_FMT "regions %ld arenas %ld arena_pages %ld charged %ld dmabufs %ld imports %ld"
+#define DP_TEST_MEM_ARGS(m) (m)->regions, (m)->arenas, (m)->arena_pages, \
+	(m)->charged_pages, (m)->dmabufs, (m)->imports
 
 #endif /* DP_TEST_H */

@@ -34,6 +34,9 @@ KERNEL_BAD = re.compile(
     r"Unable to handle kernel|Call Trace:"
 )
 TAP_RESULT = re.compile(r"^(not ok|ok) (\d+) (?:- )?([^#]*?)\s*(#\s*(SKIP|TODO).*)?$")
+# kselftest_harness.h of 6.1 names a test on its RUN line; its SKIP result
+# line ("ok N # SKIP reason") carries no name.
+HARNESS_RUN = re.compile(r"^#\s+RUN\s+(\S+) \.\.\.")
 
 
 def emit(results, ok, name, why=""):
@@ -42,14 +45,23 @@ def emit(results, ok, name, why=""):
 
 def parse_kselftest(lines, prefix, rc, results):
     seen = 0
+    running = None
     for line in lines:
+        run = HARNESS_RUN.match(line)
+        if run:
+            running = run.group(1)
+            continue
         m = TAP_RESULT.match(line.strip() if line.startswith(" ") else line)
         if not m or line.startswith(" "):
             continue
         seen += 1
-        status, _, name, _, directive = m.groups()
+        status, _, name, comment, directive = m.groups()
+        if not name and running:
+            name = running
+        running = None
         if directive and directive.upper() == "SKIP":
-            results.append((None, f"{prefix}/{name}", "skipped"))
+            why = re.sub(r"^#\s*SKIP\s*", "", comment, flags=re.I) or "skipped"
+            results.append((None, f"{prefix}/{name}", why))
         else:
             emit(results, status == "ok", f"{prefix}/{name}", "" if status == "ok" else "not ok")
     if rc != 0 and not any(ok is False for ok, n, _ in results if n.startswith(prefix + "/")):
