@@ -68,6 +68,7 @@ void dmaplane_ep_destroy(struct dmaplane_ep *ep)
 {
 	xa_erase(&dmaplane_ep_ids, ep->id);
 	dmaplane_ep_release_regions(ep);
+	dmaplane_mr_cache_put(ep->mr_cache);
 	xa_destroy(&ep->regions);
 	if (ep->mm)
 		mmdrop(ep->mm);
@@ -91,7 +92,7 @@ int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info)
 		return -EINVAL;
 
 	info->abi_version = DMAPLANE_ABI_VERSION;
-	info->caps = DMAPLANE_CAP_INFO;
+	info->caps = DMAPLANE_CAP_INFO | DMAPLANE_CAP_MR;
 	info->endpoint_id = ep->id;
 	info->page_size = PAGE_SIZE;
 	return 0;

@@ -64,6 +64,12 @@ static long dmaplane_ioctl(struct file *file, unsigned int cmd,
 	switch (cmd) {
 	case DMAPLANE_IOCTL_GET_INFO:
 		return dmaplane_ioctl_get_info(ep, uarg);
+	case DMAPLANE_IOCTL_MR_REG:
+		return dmaplane_ioctl_mr_reg(ep, uarg);
+	case DMAPLANE_IOCTL_MR_DEREG:
+		return dmaplane_ioctl_mr_dereg(ep, uarg);
+	case DMAPLANE_IOCTL_MR_QUERY:
+		return dmaplane_ioctl_mr_query(ep, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -115,10 +121,14 @@ static int __init dmaplane_init(void)
 {
 	int ret;
 
+	ret = dmaplane_mr_init();
+	if (ret)
+		return ret;
+
 	ret = misc_register(&dmaplane_misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", DMAPLANE_DEVICE_NAME, ret);
-		return ret;
+		goto err_mr_exit;
 	}
 
 	/* debugfs is optional: failures are not fatal by design. */
@@ -128,6 +138,10 @@ static int __init dmaplane_init(void)
 
 	pr_info("loaded, ABI version %d\n", DMAPLANE_ABI_VERSION);
 	return 0;
+
+err_mr_exit:
+	dmaplane_mr_exit();
+	return ret;
 }
 
 static void __exit dmaplane_exit(void)
@@ -135,6 +149,7 @@ static void __exit dmaplane_exit(void)
 	debugfs_remove(dmaplane_debugfs);
 	misc_deregister(&dmaplane_misc);
 	dmaplane_ep_exit();
+	dmaplane_mr_exit();
 }
 
 module_init(dmaplane_init);
