@@ -37,6 +37,7 @@ record() {	# PASS|FAIL name [why]
 step() {	# name command...: one test that is the command's success
 	name=$1
 	shift
+	mkdir -p "$(dirname "$out/$name")"
 	if "$@" >"$out/$name.log" 2>&1; then
 		record PASS "$name"
 	else
