@@ -72,10 +72,13 @@ $(BUILD)/$(LIB_SONAME): $(LIB_SO)
 $(BUILD)/libdmaplane.so: $(BUILD)/$(LIB_SONAME)
 	ln -sf $(notdir $<) $@
 
-$(PC): libuser/dmaplane.pc.in Makefile
+# Regenerated every time: its contents depend on PREFIX, LIBDIR, INCLUDEDIR.
+$(PC): libuser/dmaplane.pc.in Makefile FORCE
 	@mkdir -p $(dir $@)
 	sed -e 's|@prefix@|$(PREFIX)|' -e 's|@libdir@|$(LIBDIR)|' \
 	    -e 's|@includedir@|$(INCLUDEDIR)|' -e 's|@version@|$(VERSION)|' $< > $@
+
+FORCE:
 
 $(BUILD)/dpctl: tools/dpctl.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane

@@ -46,6 +46,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/capability.h>
 #include <linux/interval_tree.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
@@ -498,6 +499,13 @@ static int mr_region_copy(struct dmaplane_region *r, u64 off,
 		}
 		pos += n;
 	}
+	/*
+	 * The notifier marks the region invalid before the pages leave the
+	 * address space: if it has not by now, the copy saw the process's
+	 * pages throughout.  Otherwise report the collision.
+	 */
+	if (!ret && READ_ONCE(r->invalid))
+		ret = -EFAULT;
 out_unlock:
 	up_read(&e->pages_sem);
 	return ret;
@@ -575,6 +583,10 @@ static int mr_cache_charge(struct dmaplane_mr_cache *c, unsigned long npages)
 	bool evicted;
 	int ret;
 
+	/* Evicting cannot help a request beyond RLIMIT_MEMLOCK by itself. */
+	if (npages > rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT && !capable(CAP_IPC_LOCK))
+		return -ENOMEM;
+
 	for (;;) {
 		ret = dmaplane_charge_pages(c->mm, npages);
 		if (ret != -ENOMEM)
@@ -642,7 +654,9 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 	if (ret)
 		goto err_free_entry;
 
-	e->pages = kvmalloc_array(npages, sizeof(*e->pages), GFP_KERNEL);
+	/* Huge requests fail quietly: the caller sees -ENOMEM. */
+	e->pages = kvmalloc_array(npages, sizeof(*e->pages),
+				  GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!e->pages) {
 		ret = -ENOMEM;
 		goto err_uncharge;
@@ -777,6 +791,7 @@ int dmaplane_ioctl_mr_reg(struct dmaplane_ep *ep, void __user *uarg)
 	struct dmaplane_mr_reg arg;
 	struct dmaplane_mr_cache *c;
 	unsigned long start, npages;
+	struct dmaplane_region *r;
 	struct dmaplane_mr *mr;
 	int ret;
 
@@ -817,14 +832,17 @@ int dmaplane_ioctl_mr_reg(struct dmaplane_ep *ep, void __user *uarg)
 	arg.rkey = mr->region.rkey;
 	arg.invalidations = atomic64_read(&c->invalidations);
 	if (copy_to_user(uarg, &arg, sizeof(arg))) {
-		ret = -EFAULT;
-		goto err_unpublish;
+		/*
+		 * Undo the registration, unless another thread guessed the
+		 * handle and deregistered it already.
+		 */
+		r = dmaplane_region_unpublish(ep, arg.handle, DMAPLANE_REGION_USER);
+		if (!IS_ERR(r))
+			dmaplane_region_put(r);
+		return -EFAULT;
 	}
 	return 0;
 
-err_unpublish:
-	/* The table's reference comes back; the put below drops it. */
-	dmaplane_region_unpublish(ep, arg.handle, DMAPLANE_REGION_USER);
 err_put_mr:
 	dmaplane_region_put(&mr->region);
 	return ret;

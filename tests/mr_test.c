@@ -8,6 +8,7 @@
  * Unpinning after an invalidation is done by a kernel work item, so the
  * tests wait (up to 5 s) for the page counters to settle.
  */
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -669,6 +670,114 @@ TEST_F(mr, memlock_limit_for_unprivileged_user)
 TEST_F(mr, cap_ipc_lock_is_exempt)
 {
 	run_memlock_child(_metadata, false);
+}
+
+#define MAX_ENTRIES_PARAM "/sys/module/dmaplane/parameters/mr_cache_max_entries"
+
+TEST_F(mr, cache_keeps_at_most_max_entries_unused)
+{
+	unsigned char *buf = map_anon(8 * pgsz());
+	struct dmaplane_mr_reg reg[4];
+	struct dmaplane_mr_query q;
+	char old[32] = "";
+	long pinned = dp_test_stat("pinned_pages");
+	uint64_t hits;
+	int pfd;
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 6, 8 * pgsz());
+	pfd = open(MAX_ENTRIES_PARAM, O_RDWR);
+	ASSERT_LE(0, pfd);
+	ASSERT_LT(0, read(pfd, old, sizeof(old) - 1));
+	/* The bound is read when the process's cache is created. */
+	ASSERT_EQ(1, pwrite(pfd, "2", 1, 0));
+	for (int i = 0; i < 4; i++)
+		ASSERT_EQ(0, mr_reg(self->fd, buf + 2 * i * pgsz(), pgsz(), RW, &reg[i]));
+	ASSERT_EQ((ssize_t)strlen(old), pwrite(pfd, old, strlen(old), 0));
+	close(pfd);
+	EXPECT_EQ(pinned + 4, dp_test_stat("pinned_pages"));
+
+	ASSERT_EQ(0, mr_query(self->fd, reg[0].handle, &q));
+	hits = q.cache_hits;
+	for (int i = 0; i < 4; i++)
+		EXPECT_EQ(0, mr_dereg(self->fd, reg[i].handle));
+	/* Only the two most recently released stay pinned. */
+	EXPECT_EQ(pinned + 2, wait_stat("pinned_pages", pinned + 2));
+	ASSERT_EQ(0, mr_reg(self->fd, buf + 6 * pgsz(), 10, RW, &reg[3]));
+	ASSERT_EQ(0, mr_reg(self->fd, buf + 4 * pgsz(), 10, RW, &reg[2]));
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 10, RW, &reg[0]));
+	ASSERT_EQ(0, mr_query(self->fd, reg[0].handle, &q));
+	EXPECT_EQ(hits + 2, q.cache_hits);
+	EXPECT_EQ(pinned + 3, dp_test_stat("pinned_pages"));
+	munmap(buf, 8 * pgsz());
+}
+
+/*
+ * Registrations racing with munmap/mmap of the same memory: every call
+ * succeeds or fails with -EFAULT, and everything is released at the end.
+ * Run under KASAN and lockdep this exercises the notifier paths.
+ */
+struct race {
+	unsigned char *area;
+	int fd;
+	volatile int stop;
+	int bad;
+};
+
+static void *race_mapper(void *arg)
+{
+	struct race *r = arg;
+
+	while (!r->stop) {
+		munmap(r->area, 16 * pgsz());
+		if (mmap(r->area, 16 * pgsz(), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != r->area)
+			r->bad++;
+		memset(r->area, 1, 16 * pgsz());
+	}
+	return NULL;
+}
+
+static void *race_registrar(void *arg)
+{
+	struct race *r = arg;
+	unsigned int seed = (unsigned int)(uintptr_t)&seed;
+	struct dmaplane_mr_reg reg;
+	struct dmaplane_mr_query q;
+
+	while (!r->stop) {
+		unsigned int first = rand_r(&seed) % 16;
+		unsigned int n = 1 + rand_r(&seed) % (16 - first);
+		int ret = mr_reg(r->fd, r->area + first * pgsz() + 3, n * pgsz() - 6,
+				 rand_r(&seed) % 2 ? RW : RO, &reg);
+
+		if (ret == -EFAULT)
+			continue;
+		if (ret || mr_query(r->fd, reg.handle, &q) || mr_dereg(r->fd, reg.handle)) {
+			r->bad++;
+			break;
+		}
+	}
+	return NULL;
+}
+
+TEST_F(mr, registrations_race_with_munmap)
+{
+	struct race r = { .fd = self->fd };
+	pthread_t t[3];
+
+	r.area = map_anon(16 * pgsz());
+	ASSERT_NE(NULL, r.area);
+	memset(r.area, 1, 16 * pgsz());
+	ASSERT_EQ(0, pthread_create(&t[0], NULL, race_mapper, &r));
+	ASSERT_EQ(0, pthread_create(&t[1], NULL, race_registrar, &r));
+	ASSERT_EQ(0, pthread_create(&t[2], NULL, race_registrar, &r));
+	sleep(3);
+	r.stop = 1;
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+	EXPECT_EQ(0, r.bad);
+	munmap(r.area, 16 * pgsz());
 }
 
 TEST_F(mr, killed_process_releases_its_registrations)
