@@ -359,6 +359,71 @@ TEST_F(mr, mremap_invalidates)
 	munmap(mremap_target, 4 * pgsz());
 }
 
+/* Memory that may be backed by transparent huge pages. */
+TEST_F(mr, two_mib_aligned_buffer)
+{
+	const size_t huge = 2 << 20;
+	unsigned char *raw = mmap(NULL, 3 * huge, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *buf;
+	struct dmaplane_mr_reg reg;
+	struct dmaplane_mr_query q;
+	long pinned = dp_test_stat("pinned_pages");
+
+	ASSERT_NE(MAP_FAILED, raw);
+	buf = (unsigned char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
+	fill_random(buf, 2 * huge, 77);
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 2 * huge, RW, &reg));
+	EXPECT_EQ(pinned + (long)(2 * huge / pgsz()), dp_test_stat("pinned_pages"));
+	ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
+	EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
+	/* Unmapping a page inside a (possibly huge) page invalidates. */
+	ASSERT_EQ(0, munmap(buf + huge + pgsz(), pgsz()));
+	ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
+	EXPECT_EQ(DMAPLANE_MR_STATE_INVALID, q.state);
+	EXPECT_EQ(pinned, wait_stat("pinned_pages", pinned));
+	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
+	munmap(raw, 3 * huge);
+}
+
+/* hugetlbfs pages, when the kernel can reserve two of them. */
+TEST_F(mr, hugetlb_buffer)
+{
+	const size_t huge = 2 << 20;
+	struct dmaplane_mr_reg reg;
+	struct dmaplane_mr_query q;
+	long pinned = dp_test_stat("pinned_pages");
+	char old[32] = "";
+	unsigned char *buf;
+	int fd;
+
+	fd = open("/proc/sys/vm/nr_hugepages", O_RDWR);
+	if (fd < 0)
+		SKIP(return, "no /proc/sys/vm/nr_hugepages");
+	ASSERT_LT(0, read(fd, old, sizeof(old) - 1));
+	ASSERT_EQ(1, pwrite(fd, "2", 1, 0));
+	buf = mmap(NULL, 2 * huge, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+	if (buf == MAP_FAILED) {
+		pwrite(fd, old, strlen(old), 0);
+		close(fd);
+		SKIP(return, "no huge pages available");
+	}
+	fill_random(buf, 2 * huge, 78);
+	ASSERT_EQ(0, mr_reg(self->fd, buf + 5, 2 * huge - 10, RW, &reg));
+	EXPECT_EQ(pinned + (long)(2 * huge / pgsz()), dp_test_stat("pinned_pages"));
+	/* A cache hit inside the huge pages. */
+	ASSERT_EQ(0, mr_reg(self->fd, buf + huge, 4096, RO, NULL));
+	EXPECT_EQ(pinned + (long)(2 * huge / pgsz()), dp_test_stat("pinned_pages"));
+	ASSERT_EQ(0, munmap(buf, 2 * huge));
+	ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
+	EXPECT_EQ(DMAPLANE_MR_STATE_INVALID, q.state);
+	EXPECT_EQ(pinned, wait_stat("pinned_pages", pinned));
+	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
+	pwrite(fd, old, strlen(old), 0);
+	close(fd);
+}
+
 TEST_F(mr, invalidated_cached_range_is_not_served)
 {
 	unsigned char *buf = map_anon(2 * pgsz());
