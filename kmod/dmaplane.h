@@ -369,6 +369,19 @@ int dmaplane_ioctl_mr_reg(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_dereg(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_query(struct dmaplane_ep *ep, void __user *uarg);
 void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc);
+int dmaplane_mr_init(void);
+void dmaplane_mr_exit(void);
+#if IS_ENABLED(CONFIG_KUNIT)
+struct dmaplane_mr_cache *dmaplane_mr_test_cache_create(unsigned int max_unused);
+int dmaplane_mr_test_add(struct dmaplane_mr_cache *c, unsigned long start,
+			 struct page **pages, unsigned long npages, bool write);
+struct dmaplane_region *dmaplane_mr_test_lookup(struct dmaplane_mr_cache *c,
+						u64 addr, u64 len, u32 access);
+unsigned int dmaplane_mr_test_invalidate(struct dmaplane_mr_cache *c,
+					 unsigned long start, unsigned long end);
+void dmaplane_mr_test_counts(struct dmaplane_mr_cache *c, unsigned int *entries,
+			     unsigned int *unused, u64 *invalidations, u64 *hits);
+#endif
 
 /* dmabuf.c */
 struct dma_buf;

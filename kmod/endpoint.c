@@ -120,6 +120,8 @@ void dmaplane_ep_destroy(struct dmaplane_ep *ep)
 	xa_erase(&dmaplane_ep_ids, ep->id);
 	dmaplane_ep_drain_messages(ep);
 	dmaplane_ep_release_regions(ep);
+	dmaplane_mr_cache_put(ep->mr_cache);
+	ep->mr_cache = NULL;
 	dmaplane_ep_put(ep);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_destroy);
@@ -308,7 +310,7 @@ int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info)
 	info->abi_version = DMAPLANE_ABI_VERSION;
 	info->caps = DMAPLANE_CAP_INFO | DMAPLANE_CAP_MSG | DMAPLANE_CAP_RMA |
 		     DMAPLANE_CAP_ARENA | DMAPLANE_CAP_DMABUF_EXPORT |
-		     DMAPLANE_CAP_DMABUF_IMPORT;
+		     DMAPLANE_CAP_DMABUF_IMPORT | DMAPLANE_CAP_MR;
 	info->endpoint_id = ep->id;
 	info->page_size = PAGE_SIZE;
 	return 0;

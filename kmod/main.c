@@ -90,6 +90,12 @@ static long dmaplane_ioctl(struct file *file, unsigned int cmd,
 		return dmaplane_ioctl_dmabuf_export(ep, uarg);
 	case DMAPLANE_IOCTL_MR_IMPORT_DMABUF:
 		return dmaplane_ioctl_mr_import_dmabuf(ep, uarg);
+	case DMAPLANE_IOCTL_MR_REG:
+		return dmaplane_ioctl_mr_reg(ep, uarg);
+	case DMAPLANE_IOCTL_MR_DEREG:
+		return dmaplane_ioctl_mr_dereg(ep, uarg);
+	case DMAPLANE_IOCTL_MR_QUERY:
+		return dmaplane_ioctl_mr_query(ep, uarg);
 	default:
 		return -ENOTTY;
 	}
@@ -170,10 +176,14 @@ static int __init dmaplane_init(void)
 {
 	int ret;
 
+	ret = dmaplane_mr_init();
+	if (ret)
+		return ret;
+
 	ret = misc_register(&dmaplane_misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", DMAPLANE_DEVICE_NAME, ret);
-		return ret;
+		goto err_mr_exit;
 	}
 	/* Imported dma-bufs are mapped for this device; any address will do. */
 	ret = dma_coerce_mask_and_coherent(dmaplane_misc.this_device, DMA_BIT_MASK(64));
@@ -192,6 +202,10 @@ static int __init dmaplane_init(void)
 
 	pr_info("loaded, ABI version %d\n", DMAPLANE_ABI_VERSION);
 	return 0;
+
+err_mr_exit:
+	dmaplane_mr_exit();
+	return ret;
 }
 
 static void __exit dmaplane_exit(void)
@@ -199,6 +213,7 @@ static void __exit dmaplane_exit(void)
 	debugfs_remove(dmaplane_debugfs);
 	misc_deregister(&dmaplane_misc);
 	dmaplane_ep_exit();
+	dmaplane_mr_exit();
 	/* Regions are freed after a grace period (region.c): wait for them. */
 	rcu_barrier();
 }

@@ -175,8 +175,8 @@ struct dmaplane_handle_arg {
  * @handle: out: region handle on this endpoint.
  * @lkey: out: local key.
  * @rkey: out: random remote key.
- * @invalidations: out: the endpoint's invalidation counter at the time
- *	of registration (see &dmaplane_mr_query.invalidations).
+ * @invalidations: out: the invalidation counter at the time of
+ *	registration (see &dmaplane_mr_query.invalidations).
  * @reserved: in: must be zero.
  *
  * Registering a range that a live registration of the same address space
@@ -214,10 +214,13 @@ struct dmaplane_mr_reg {
  * @state: out: %DMAPLANE_MR_STATE_*.
  * @access: out: access bits.
  * @rkey: out: remote key.
- * @invalidations: out: how many registrations of this endpoint were
- *	invalidated since it was opened.  A library polls this counter
+ * @invalidations: out: how many registrations were invalidated in the
+ *	endpoint's address space.  The endpoints of one process share one
+ *	registration cache and these two counters, which count from the
+ *	first registration of any of them.  A library polls this counter
  *	(one ioctl, or later a mapped page) instead of hooking malloc.
- * @cache_hits: out: endpoint-wide registrations served from the cache.
+ * @cache_hits: out: registrations in the address space served from the
+ *	cache.  Both counters are zero before the endpoint's first MR_REG.
  * @reserved: in: must be zero.
  */
 struct dmaplane_mr_query {

@@ -1,0 +1,1071 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmaplane registration of user memory: long-term pinning charged to
+ * RLIMIT_MEMLOCK, a per-address-space registration cache, and MMU
+ * interval notifiers that keep the cache coherent with the address space.
+ *
+ * Objects:
+ *
+ * - &struct dmaplane_mr_cache: one per address space (mm), shared by every
+ *   endpoint of that mm.  It holds the pinned ranges ("entries") in an
+ *   interval tree keyed by page-aligned address, and the unreferenced
+ *   ones on an LRU list so that a later registration of the same memory
+ *   costs a tree lookup instead of a pin.
+ * - &struct dmaplane_mr_entry: a pinned, page-aligned range with one MMU
+ *   interval notifier.  Pinned writable or read-only.
+ * - &struct dmaplane_mr: a region (handle, rkey) pointing into an entry
+ *   with its own byte offset, length and access bits.
+ *
+ * An entry is PINNING while its registration pins the pages, VALID while
+ * it is in the tree, and DEAD once it was invalidated by its notifier or
+ * evicted.  A DEAD entry is torn down (notifier removed, pages unpinned,
+ * memory uncharged) by the cache's teardown work, never by the notifier
+ * callback: the callback may not sleep and may not remove its own
+ * notifier.  Regions still pointing at a DEAD entry are invalid: their
+ * copies fail with -EFAULT, and deregistering them just drops the entry.
+ *
+ * Locks, outermost first:
+ *
+ * - dmaplane_mr_caches_lock (mutex): the table of caches and each
+ *   cache's @users count, and the ep->mr_cache pointers.
+ * - entry->pages_sem (rwsem): entry->pages against unpinning.  Copies
+ *   hold it for reading; the teardown work takes it for writing before it
+ *   unpins.  Never taken by the notifier callback, so copies may fault on
+ *   user memory (and enter reclaim) while holding it.
+ * - cache->lock (spinlock): the tree, the LRU and dead lists, entry
+ *   states and user counts, the region lists of the entries and the
+ *   notifier sequence numbers.  Taken by the notifier callback, which may
+ *   run in non-blocking context, hence a spinlock; never held across
+ *   anything that sleeps.
+ *
+ * References: an entry's kref counts the regions pointing at it plus one
+ * "pin reference" held from creation until its teardown is done; an
+ * entry holds a reference on its cache, as does each queued teardown
+ * work.  The cache's endpoints together hold one more, dropped when the
+ * last endpoint of the mm goes away.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/interval_tree.h>
+#include <linux/lockdep.h>
+#include <linux/mm.h>
+#include <linux/mmu_notifier.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
+#include <linux/overflow.h>
+#include <linux/rwsem.h>
+#include <linux/sched.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/uaccess.h>
+#include <linux/workqueue.h>
+
+#include "dmaplane.h"
+
+static unsigned int mr_cache_max_entries = 256;
+module_param(mr_cache_max_entries, uint, 0644);
+MODULE_PARM_DESC(mr_cache_max_entries,
+		 "Unreferenced registrations kept pinned per address space (0: none)");
+
+/* Teardown work of every cache; drained at module unload. */
+static struct workqueue_struct *dmaplane_mr_wq;
+
+/* The caches, one per mm, and their users counts; see the top comment. */
+static DEFINE_MUTEX(dmaplane_mr_caches_lock);
+static LIST_HEAD(dmaplane_mr_caches);
+
+/**
+ * struct dmaplane_mr_cache - the registration cache of one address space
+ * @ref: the endpoints (one reference together), the entries and the
+ *	queued teardown work
+ * @users: endpoints using the cache, under dmaplane_mr_caches_lock
+ * @node: entry in dmaplane_mr_caches, under dmaplane_mr_caches_lock
+ * @mm: the address space (mmgrab()ed); NULL for KUnit caches, whose
+ *	entries hold kernel pages
+ * @lock: protects @tree, @lru, @dead, @nr_entries, @nr_unused,
+ *	@closing and the state, users and regions of every entry
+ * @tree: VALID entries by page range
+ * @lru: VALID entries no region uses, least recently used first
+ * @dead: DEAD entries waiting for @teardown_work
+ * @nr_entries: entries in @tree
+ * @nr_unused: entries on @lru
+ * @max_unused: bound of @nr_unused (mr_cache_max_entries at creation)
+ * @closing: the last endpoint is gone: entries are not kept when unused
+ * @teardown_work: tears down the entries on @dead
+ * @invalidations: registrations (regions) invalidated by the notifiers
+ * @cache_hits: registrations served from the cache
+ */
+struct dmaplane_mr_cache {
+	struct kref ref;
+	unsigned int users;
+	struct list_head node;
+	struct mm_struct *mm;
+	spinlock_t lock;	/* tree, lists, counts, entry states: see above */
+	struct rb_root_cached tree;
+	struct list_head lru;
+	struct list_head dead;
+	unsigned int nr_entries;
+	unsigned int nr_unused;
+	unsigned int max_unused;
+	bool closing;
+	struct work_struct teardown_work;
+	atomic64_t invalidations;
+	atomic64_t cache_hits;
+};
+
+enum mr_entry_state {
+	MR_ENTRY_PINNING,
+	MR_ENTRY_VALID,
+	MR_ENTRY_DEAD,
+};
+
+/**
+ * struct dmaplane_mr_entry - a pinned, page-aligned range of user memory
+ * @it: [start, last] of the range; in cache->tree while VALID
+ * @lru: on cache->lru while VALID and unused, else empty
+ * @dead: on cache->dead from the kill until the teardown work takes it
+ * @regions: the &struct dmaplane_mr using it, under cache->lock
+ * @notifier: MMU interval notifier covering the range
+ * @cache: the cache (referenced)
+ * @ref: regions using it plus the pin reference (see the top comment)
+ * @users: number of @regions, under cache->lock
+ * @state: &enum mr_entry_state, under cache->lock
+ * @write: pinned with FOLL_WRITE
+ * @notifier_live: @notifier is inserted
+ * @pinned: @pages are pinned user pages (else KUnit kernel pages)
+ * @pages_sem: @pages against unpinning (see the top comment)
+ * @pages: the pages, or NULL once released
+ * @npages: number of @pages
+ * @charged: pages charged with dmaplane_charge_pages()
+ */
+struct dmaplane_mr_entry {
+	struct interval_tree_node it;
+	struct list_head lru;
+	struct list_head dead;
+	struct list_head regions;
+	struct mmu_interval_notifier notifier;
+	struct dmaplane_mr_cache *cache;
+	struct kref ref;
+	unsigned int users;
+	enum mr_entry_state state;
+	bool write;
+	bool notifier_live;
+	bool pinned;
+	struct rw_semaphore pages_sem;
+	struct page **pages;
+	unsigned long npages;
+	unsigned long charged;
+};
+
+/**
+ * struct dmaplane_mr - a registered region of user memory
+ * @region: the common part; must stay first (region.c frees it)
+ * @entry: the pinned range it lies in, or NULL before it is attached
+ * @entry_node: in entry->regions, under cache->lock
+ * @addr: user address of byte 0
+ * @first_page: index in entry->pages of the page holding byte 0
+ * @page_off: offset of byte 0 in that page
+ */
+struct dmaplane_mr {
+	struct dmaplane_region region;
+	struct dmaplane_mr_entry *entry;
+	struct list_head entry_node;
+	u64 addr;
+	unsigned long first_page;
+	unsigned int page_off;
+};
+
+static_assert(offsetof(struct dmaplane_mr, region) == 0);
+
+static inline struct dmaplane_mr *to_mr(struct dmaplane_region *r)
+{
+	return container_of(r, struct dmaplane_mr, region);
+}
+
+static void mr_cache_release(struct kref *ref)
+{
+	struct dmaplane_mr_cache *c = container_of(ref, struct dmaplane_mr_cache, ref);
+
+	WARN_ON_ONCE(c->nr_entries || !list_empty(&c->dead));
+	if (c->mm)
+		mmdrop(c->mm);
+	kfree(c);
+}
+
+static void mr_cache_kref_put(struct dmaplane_mr_cache *c)
+{
+	kref_put(&c->ref, mr_cache_release);
+}
+
+static void mr_cache_teardown_work(struct work_struct *work);
+
+static struct dmaplane_mr_cache *mr_cache_alloc(struct mm_struct *mm)
+{
+	struct dmaplane_mr_cache *c;
+
+	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	if (!c)
+		return NULL;
+	kref_init(&c->ref);
+	c->users = 1;
+	INIT_LIST_HEAD(&c->node);
+	c->mm = mm;
+	if (mm)
+		mmgrab(mm);
+	spin_lock_init(&c->lock);
+	c->tree = RB_ROOT_CACHED;
+	INIT_LIST_HEAD(&c->lru);
+	INIT_LIST_HEAD(&c->dead);
+	c->max_unused = READ_ONCE(mr_cache_max_entries);
+	INIT_WORK(&c->teardown_work, mr_cache_teardown_work);
+	atomic64_set(&c->invalidations, 0);
+	atomic64_set(&c->cache_hits, 0);
+	return c;
+}
+
+/*
+ * Take a VALID or PINNING entry out of service: out of the tree and the
+ * LRU, onto the dead list, and queue the teardown work.
+ */
+static void mr_entry_kill_locked(struct dmaplane_mr_cache *c,
+				 struct dmaplane_mr_entry *e)
+{
+	lockdep_assert_held(&c->lock);
+
+	if (e->state == MR_ENTRY_DEAD)
+		return;
+	if (e->state == MR_ENTRY_VALID) {
+		interval_tree_remove(&e->it, &c->tree);
+		c->nr_entries--;
+	}
+	if (!list_empty(&e->lru)) {
+		list_del_init(&e->lru);
+		c->nr_unused--;
+	}
+	e->state = MR_ENTRY_DEAD;
+	list_add_tail(&e->dead, &c->dead);
+	/* Each queued execution holds a cache reference. */
+	if (queue_work(dmaplane_mr_wq, &c->teardown_work))
+		kref_get(&c->ref);
+}
+
+/* The memory behind @e went away: invalidate its regions and kill it. */
+static void mr_entry_invalidate_locked(struct dmaplane_mr_cache *c,
+				       struct dmaplane_mr_entry *e)
+{
+	struct dmaplane_mr *mr;
+
+	lockdep_assert_held(&c->lock);
+
+	if (e->state != MR_ENTRY_VALID)
+		return;
+	list_for_each_entry(mr, &e->regions, entry_node) {
+		/* Regions of user memory are only invalidated here. */
+		if (!READ_ONCE(mr->region.invalid)) {
+			dmaplane_region_invalidate(&mr->region);
+			atomic64_inc(&c->invalidations);
+		}
+	}
+	mr_entry_kill_locked(c, e);
+}
+
+/* Evict the least recently used unreferenced entry; false if none. */
+static bool mr_cache_evict_one_locked(struct dmaplane_mr_cache *c)
+{
+	struct dmaplane_mr_entry *e;
+
+	lockdep_assert_held(&c->lock);
+
+	e = list_first_entry_or_null(&c->lru, struct dmaplane_mr_entry, lru);
+	if (!e)
+		return false;
+	mr_entry_kill_locked(c, e);
+	return true;
+}
+
+/* Keep at most max_unused unreferenced entries. */
+static void mr_cache_trim_locked(struct dmaplane_mr_cache *c)
+{
+	lockdep_assert_held(&c->lock);
+
+	while (c->nr_unused > c->max_unused)
+		mr_cache_evict_one_locked(c);
+}
+
+/*
+ * A VALID entry @e no region uses any more: keep it on the LRU (most
+ * recently used last) unless the cache is closing or kept nothing.
+ */
+static void mr_entry_unused_locked(struct dmaplane_mr_cache *c,
+				   struct dmaplane_mr_entry *e)
+{
+	lockdep_assert_held(&c->lock);
+
+	if (c->closing || !c->max_unused) {
+		mr_entry_kill_locked(c, e);
+		return;
+	}
+	list_add_tail(&e->lru, &c->lru);
+	c->nr_unused++;
+	mr_cache_trim_locked(c);
+}
+
+static void mr_entry_free(struct kref *ref)
+{
+	struct dmaplane_mr_entry *e = container_of(ref, struct dmaplane_mr_entry, ref);
+	struct dmaplane_mr_cache *c = e->cache;
+
+	kfree(e);
+	mr_cache_kref_put(c);
+}
+
+static void mr_release_pages(struct page **pages, unsigned long npages,
+			     bool pinned, bool dirty)
+{
+	unsigned long i;
+
+	if (pinned) {
+		unpin_user_pages_dirty_lock(pages, npages, dirty);
+		return;
+	}
+	for (i = 0; i < npages; i++)
+		put_page(pages[i]);
+}
+
+/* Remove the notifier, unpin, uncharge, drop the pin reference. */
+static void mr_entry_teardown(struct dmaplane_mr_entry *e)
+{
+	struct dmaplane_mr_cache *c = e->cache;
+	struct page **pages;
+
+	if (e->notifier_live)
+		mmu_interval_notifier_remove(&e->notifier);
+
+	/* Wait for copies in flight. */
+	down_write(&e->pages_sem);
+	pages = e->pages;
+	e->pages = NULL;
+	up_write(&e->pages_sem);
+
+	if (pages) {
+		mr_release_pages(pages, e->npages, e->pinned, e->write);
+		kvfree(pages);
+		if (e->pinned) {
+			atomic_long_sub(e->npages, &dmaplane_stats.pinned_pages);
+			atomic_long_dec(&dmaplane_stats.user_mrs);
+		}
+	}
+	if (e->charged)
+		dmaplane_uncharge_pages(c->mm, e->charged);
+	kref_put(&e->ref, mr_entry_free);
+}
+
+static void mr_cache_teardown_work(struct work_struct *work)
+{
+	struct dmaplane_mr_cache *c =
+		container_of(work, struct dmaplane_mr_cache, teardown_work);
+	struct dmaplane_mr_entry *e;
+
+	for (;;) {
+		spin_lock(&c->lock);
+		e = list_first_entry_or_null(&c->dead, struct dmaplane_mr_entry, dead);
+		if (e)
+			list_del_init(&e->dead);
+		spin_unlock(&c->lock);
+		if (!e)
+			break;
+		mr_entry_teardown(e);
+		cond_resched();
+	}
+	/* The reference taken when this execution was queued. */
+	mr_cache_kref_put(c);
+}
+
+static bool mr_invalidate(struct mmu_interval_notifier *mni,
+			  const struct mmu_notifier_range *range,
+			  unsigned long cur_seq)
+{
+	struct dmaplane_mr_entry *e =
+		container_of(mni, struct dmaplane_mr_entry, notifier);
+	struct dmaplane_mr_cache *c = e->cache;
+
+	/*
+	 * Any event overlapping the range (munmap, mremap, MADV_DONTNEED,
+	 * fork's write protection, migration, exit) means the process may
+	 * no longer see these pages.  Only non-sleeping bookkeeping here:
+	 * this may run with !mmu_notifier_range_blockable(range).
+	 */
+	spin_lock(&c->lock);
+	mmu_interval_set_seq(mni, cur_seq);
+	mr_entry_invalidate_locked(c, e);
+	spin_unlock(&c->lock);
+	return true;
+}
+
+static const struct mmu_interval_notifier_ops mr_mn_ops = {
+	.invalidate = mr_invalidate,
+};
+
+/* Find a VALID entry covering [start, last] pinned with enough access. */
+static struct dmaplane_mr_entry *
+mr_cache_find_locked(struct dmaplane_mr_cache *c, unsigned long start,
+		     unsigned long last, bool write)
+{
+	struct interval_tree_node *it;
+	struct dmaplane_mr_entry *e;
+
+	lockdep_assert_held(&c->lock);
+
+	for (it = interval_tree_iter_first(&c->tree, start, last); it;
+	     it = interval_tree_iter_next(it, start, last)) {
+		e = container_of(it, struct dmaplane_mr_entry, it);
+		if (it->start <= start && it->last >= last && (e->write || !write))
+			return e;
+	}
+	return NULL;
+}
+
+/* Point @mr into the VALID entry @e. */
+static void mr_attach_locked(struct dmaplane_mr_cache *c,
+			     struct dmaplane_mr_entry *e, struct dmaplane_mr *mr)
+{
+	lockdep_assert_held(&c->lock);
+
+	if (!list_empty(&e->lru)) {
+		list_del_init(&e->lru);
+		c->nr_unused--;
+	}
+	e->users++;
+	kref_get(&e->ref);
+	list_add_tail(&mr->entry_node, &e->regions);
+	mr->entry = e;
+	mr->first_page = ((mr->addr & PAGE_MASK) - e->it.start) >> PAGE_SHIFT;
+}
+
+static void mr_region_release(struct dmaplane_region *r)
+{
+	struct dmaplane_mr *mr = to_mr(r);
+	struct dmaplane_mr_entry *e = mr->entry;
+	struct dmaplane_mr_cache *c;
+
+	if (!e)
+		return;
+	c = e->cache;
+	spin_lock(&c->lock);
+	list_del(&mr->entry_node);
+	if (!--e->users && e->state == MR_ENTRY_VALID)
+		mr_entry_unused_locked(c, e);
+	spin_unlock(&c->lock);
+	kref_put(&e->ref, mr_entry_free);
+}
+
+static int mr_region_copy(struct dmaplane_region *r, u64 off,
+			  struct iov_iter *iter, bool to_region)
+{
+	struct dmaplane_mr *mr = to_mr(r);
+	struct dmaplane_mr_entry *e = mr->entry;
+	u64 pos = mr->page_off + off;
+	int ret = 0;
+
+	/* Access bits are the caller's business; this guards the pages. */
+	if (to_region && !e->write)
+		return -EACCES;
+
+	down_read(&e->pages_sem);
+	if (!e->pages || READ_ONCE(r->invalid)) {
+		ret = -EFAULT;
+		goto out_unlock;
+	}
+	while (iov_iter_count(iter)) {
+		unsigned long idx = mr->first_page + (pos >> PAGE_SHIFT);
+		size_t poff = offset_in_page(pos);
+		size_t n = min_t(size_t, PAGE_SIZE - poff, iov_iter_count(iter));
+		size_t done;
+
+		if (WARN_ON_ONCE(idx >= e->npages)) {
+			ret = -ERANGE;
+			break;
+		}
+		if (to_region)
+			done = copy_page_from_iter(e->pages[idx], poff, n, iter);
+		else
+			done = copy_page_to_iter(e->pages[idx], poff, n, iter);
+		if (done != n) {
+			ret = -EFAULT;
+			break;
+		}
+		pos += n;
+	}
+	/*
+	 * The notifier marks the region invalid before the pages leave the
+	 * address space: if it has not by now, the copy saw the process's
+	 * pages throughout.  Otherwise report the collision.
+	 */
+	if (!ret && READ_ONCE(r->invalid))
+		ret = -EFAULT;
+out_unlock:
+	up_read(&e->pages_sem);
+	return ret;
+}
+
+static const struct dmaplane_region_ops mr_region_ops = {
+	.copy = mr_region_copy,
+	.release = mr_region_release,
+};
+
+static struct dmaplane_mr *mr_alloc(u64 addr, u64 len, u32 access)
+{
+	struct dmaplane_mr *mr;
+
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	if (!mr)
+		return NULL;
+	dmaplane_region_init(&mr->region, &mr_region_ops, DMAPLANE_REGION_USER,
+			     access, len);
+	INIT_LIST_HEAD(&mr->entry_node);
+	mr->addr = addr;
+	mr->page_off = offset_in_page(addr);
+	return mr;
+}
+
+static bool mr_access_writes(u32 access)
+{
+	return access & (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_WRITE);
+}
+
+/* Serve @mr from the cache; false on a miss. */
+static bool mr_try_cached(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr)
+{
+	unsigned long start = mr->addr & PAGE_MASK;
+	unsigned long last = PAGE_ALIGN(mr->addr + mr->region.len) - 1;
+	struct dmaplane_mr_entry *e;
+
+	spin_lock(&c->lock);
+	e = mr_cache_find_locked(c, start, last, mr_access_writes(mr->region.access));
+	if (e) {
+		mr_attach_locked(c, e, mr);
+		atomic64_inc(&c->cache_hits);
+	}
+	spin_unlock(&c->lock);
+	return e;
+}
+
+static struct dmaplane_mr_entry *mr_entry_alloc(struct dmaplane_mr_cache *c,
+						unsigned long start,
+						unsigned long npages, bool write)
+{
+	struct dmaplane_mr_entry *e;
+
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	if (!e)
+		return NULL;
+	e->it.start = start;
+	e->it.last = start + (npages << PAGE_SHIFT) - 1;
+	INIT_LIST_HEAD(&e->lru);
+	INIT_LIST_HEAD(&e->dead);
+	INIT_LIST_HEAD(&e->regions);
+	kref_init(&e->ref);	/* the pin reference */
+	e->state = MR_ENTRY_PINNING;
+	e->write = write;
+	init_rwsem(&e->pages_sem);
+	e->npages = npages;
+	kref_get(&c->ref);
+	e->cache = c;
+	return e;
+}
+
+/* Charge @npages, evicting unreferenced entries while over the limits. */
+static int mr_cache_charge(struct dmaplane_mr_cache *c, unsigned long npages)
+{
+	bool evicted;
+	int ret;
+
+	/* Evicting cannot help a request beyond RLIMIT_MEMLOCK by itself. */
+	if (npages > rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT && !capable(CAP_IPC_LOCK))
+		return -ENOMEM;
+
+	for (;;) {
+		ret = dmaplane_charge_pages(c->mm, npages);
+		if (ret != -ENOMEM)
+			return ret;
+		spin_lock(&c->lock);
+		evicted = mr_cache_evict_one_locked(c);
+		spin_unlock(&c->lock);
+		if (!evicted)
+			return ret;
+		/* The teardown uncharges the evicted entry. */
+		flush_work(&c->teardown_work);
+	}
+}
+
+/* Pin the pages of @e in chunks; on error nothing stays pinned. */
+static int mr_entry_pin_pages(struct dmaplane_mr_entry *e)
+{
+	unsigned int gup_flags = FOLL_LONGTERM | (e->write ? FOLL_WRITE : 0);
+	unsigned long start = e->it.start;
+	unsigned long pinned = 0;
+	int ret;
+
+	while (pinned < e->npages) {
+		unsigned long n = min_t(unsigned long, e->npages - pinned,
+					PAGE_SIZE / sizeof(struct page *));
+
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto err_unpin;
+		}
+		ret = pin_user_pages_fast(start + (pinned << PAGE_SHIFT), n,
+					  gup_flags, e->pages + pinned);
+		if (ret < 0)
+			goto err_unpin;
+		if (!ret) {
+			ret = -EFAULT;
+			goto err_unpin;
+		}
+		pinned += ret;
+		cond_resched();
+	}
+	return 0;
+
+err_unpin:
+	unpin_user_pages(e->pages, pinned);
+	return ret;
+}
+
+/*
+ * Pin [start, start + npages pages) of the cache's mm into a new entry
+ * and attach @mr to it.
+ */
+static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
+			   unsigned long start, unsigned long npages, bool write)
+{
+	struct dmaplane_mr_entry *e;
+	unsigned long seq;
+	int ret;
+
+	e = mr_entry_alloc(c, start, npages, write);
+	if (!e)
+		return -ENOMEM;
+
+	ret = mr_cache_charge(c, npages);
+	if (ret)
+		goto err_free_entry;
+
+	/* Huge requests fail quietly: the caller sees -ENOMEM. */
+	e->pages = kvmalloc_array(npages, sizeof(*e->pages),
+				  GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
+	if (!e->pages) {
+		ret = -ENOMEM;
+		goto err_uncharge;
+	}
+
+	/*
+	 * The notifier goes in before the pages are pinned: an invalidation
+	 * racing with the pinning bumps its sequence, and the pinning is
+	 * redone (as hfi1 and the HMM users do).
+	 */
+	ret = mmu_interval_notifier_insert(&e->notifier, c->mm, start,
+					   npages << PAGE_SHIFT, &mr_mn_ops);
+	if (ret)
+		goto err_free_pages;
+
+	for (;;) {
+		seq = mmu_interval_read_begin(&e->notifier);
+		ret = mr_entry_pin_pages(e);
+		if (ret)
+			goto err_remove_notifier;
+		spin_lock(&c->lock);
+		if (!mmu_interval_read_retry(&e->notifier, seq))
+			break;
+		spin_unlock(&c->lock);
+		unpin_user_pages(e->pages, npages);
+		if (fatal_signal_pending(current)) {
+			ret = -EINTR;
+			goto err_remove_notifier;
+		}
+		cond_resched();
+	}
+	/* Still under c->lock: publish the entry and attach @mr. */
+	e->charged = npages;
+	e->pinned = true;
+	e->notifier_live = true;
+	e->state = MR_ENTRY_VALID;
+	interval_tree_insert(&e->it, &c->tree);
+	c->nr_entries++;
+	mr_attach_locked(c, e, mr);
+	spin_unlock(&c->lock);
+
+	atomic_long_inc(&dmaplane_stats.user_mrs);
+	atomic_long_add(npages, &dmaplane_stats.pinned_pages);
+	/* @mr holds the entry now; keep the pin reference only. */
+	return 0;
+
+err_remove_notifier:
+	mmu_interval_notifier_remove(&e->notifier);
+err_free_pages:
+	kvfree(e->pages);
+err_uncharge:
+	dmaplane_uncharge_pages(c->mm, npages);
+err_free_entry:
+	kfree(e);
+	mr_cache_kref_put(c);
+	return ret;
+}
+
+/* The cache of the endpoint's mm, created on the first registration. */
+static struct dmaplane_mr_cache *mr_cache_get_ep(struct dmaplane_ep *ep)
+{
+	struct dmaplane_mr_cache *c;
+
+	mutex_lock(&dmaplane_mr_caches_lock);
+	c = ep->mr_cache;
+	if (c)
+		goto out_unlock;
+	list_for_each_entry(c, &dmaplane_mr_caches, node) {
+		if (c->mm == ep->mm) {
+			c->users++;
+			goto out_set;
+		}
+	}
+	c = mr_cache_alloc(ep->mm);
+	if (!c)
+		goto out_unlock;
+	list_add(&c->node, &dmaplane_mr_caches);
+out_set:
+	ep->mr_cache = c;
+out_unlock:
+	mutex_unlock(&dmaplane_mr_caches_lock);
+	return c;
+}
+
+/**
+ * dmaplane_mr_cache_put() - an endpoint of the cache's mm goes away
+ * @mrc: the endpoint's cache, or NULL
+ *
+ * Called after the endpoint's regions were released.  With the last
+ * endpoint the unreferenced entries are unpinned at once; entries that
+ * regions held elsewhere still use go when those regions do.
+ */
+void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc)
+{
+	bool last;
+
+	if (!mrc)
+		return;
+	mutex_lock(&dmaplane_mr_caches_lock);
+	last = !--mrc->users;
+	if (last)
+		list_del_init(&mrc->node);
+	mutex_unlock(&dmaplane_mr_caches_lock);
+	if (!last)
+		return;
+
+	spin_lock(&mrc->lock);
+	mrc->closing = true;
+	while (mr_cache_evict_one_locked(mrc))
+		;
+	spin_unlock(&mrc->lock);
+	flush_work(&mrc->teardown_work);
+	mr_cache_kref_put(mrc);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_cache_put);
+
+static int mr_check_args(const struct dmaplane_mr_reg *arg)
+{
+	u64 end;
+
+	if (!arg->len || check_add_overflow(arg->addr, arg->len, &end))
+		return -EINVAL;
+	if (arg->access & ~DMAPLANE_ACCESS_ALL)
+		return -EINVAL;
+	if (arg->flags || memchr_inv(arg->reserved, 0, sizeof(arg->reserved)))
+		return -EINVAL;
+	return 0;
+}
+
+int dmaplane_ioctl_mr_reg(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_mr_reg arg;
+	struct dmaplane_mr_cache *c;
+	unsigned long start, npages;
+	struct dmaplane_region *r;
+	struct dmaplane_mr *mr;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	ret = mr_check_args(&arg);
+	if (ret)
+		return ret;
+	/* Only the opener's address space, and only from inside it. */
+	if (!current->mm || current->mm != ep->mm)
+		return -EPERM;
+	if (!access_ok(u64_to_user_ptr(arg.addr), arg.len))
+		return -EFAULT;
+
+	c = mr_cache_get_ep(ep);
+	if (!c)
+		return -ENOMEM;
+
+	mr = mr_alloc(arg.addr, arg.len, arg.access);
+	if (!mr)
+		return -ENOMEM;
+
+	if (!mr_try_cached(c, mr)) {
+		start = arg.addr & PAGE_MASK;
+		npages = (PAGE_ALIGN(arg.addr + arg.len) - start) >> PAGE_SHIFT;
+		ret = mr_entry_create(c, mr, start, npages,
+				      mr_access_writes(arg.access));
+		if (ret)
+			goto err_put_mr;
+	}
+
+	ret = dmaplane_region_publish(ep, &mr->region);
+	if (ret)
+		goto err_put_mr;
+
+	arg.handle = mr->region.handle;
+	arg.lkey = mr->region.handle;
+	arg.rkey = mr->region.rkey;
+	arg.invalidations = atomic64_read(&c->invalidations);
+	if (copy_to_user(uarg, &arg, sizeof(arg))) {
+		/*
+		 * Undo the registration, unless another thread guessed the
+		 * handle and deregistered it already.
+		 */
+		r = dmaplane_region_unpublish(ep, arg.handle, DMAPLANE_REGION_USER);
+		if (!IS_ERR(r))
+			dmaplane_region_put(r);
+		return -EFAULT;
+	}
+	return 0;
+
+err_put_mr:
+	dmaplane_region_put(&mr->region);
+	return ret;
+}
+
+static int mr_check_handle_arg(const struct dmaplane_handle_arg *arg)
+{
+	if (arg->flags || arg->reserved)
+		return -EINVAL;
+	return 0;
+}
+
+int dmaplane_ioctl_mr_dereg(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_handle_arg arg;
+	struct dmaplane_region *r;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	ret = mr_check_handle_arg(&arg);
+	if (ret)
+		return ret;
+
+	r = dmaplane_region_unpublish(ep, arg.handle, DMAPLANE_REGION_USER);
+	/* Imported dma-bufs are deregistered here too. */
+	if (PTR_ERR_OR_ZERO(r) == -EINVAL)
+		r = dmaplane_region_unpublish(ep, arg.handle, DMAPLANE_REGION_DMABUF);
+	if (IS_ERR(r))
+		return PTR_ERR(r);
+	dmaplane_region_put(r);
+	return 0;
+}
+
+int dmaplane_ioctl_mr_query(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_mr_query arg;
+	struct dmaplane_mr_cache *c;
+	struct dmaplane_region *r;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || memchr_inv(arg.reserved, 0, sizeof(arg.reserved)))
+		return -EINVAL;
+
+	r = dmaplane_region_get(ep, arg.handle, DMAPLANE_REGION_USER);
+	if (PTR_ERR_OR_ZERO(r) == -EINVAL)
+		r = dmaplane_region_get(ep, arg.handle, DMAPLANE_REGION_DMABUF);
+	if (IS_ERR(r))
+		return PTR_ERR(r);
+
+	arg.addr = r->kind == DMAPLANE_REGION_USER ? to_mr(r)->addr : 0;
+	arg.len = r->len;
+	arg.state = READ_ONCE(r->invalid) ? DMAPLANE_MR_STATE_INVALID :
+					    DMAPLANE_MR_STATE_VALID;
+	arg.access = r->access;
+	arg.rkey = r->rkey;
+	dmaplane_region_put(r);
+
+	mutex_lock(&dmaplane_mr_caches_lock);
+	c = ep->mr_cache;
+	if (c) {
+		arg.invalidations = atomic64_read(&c->invalidations);
+		arg.cache_hits = atomic64_read(&c->cache_hits);
+	}
+	mutex_unlock(&dmaplane_mr_caches_lock);
+
+	if (copy_to_user(uarg, &arg, sizeof(arg)))
+		return -EFAULT;
+	return 0;
+}
+
+/**
+ * dmaplane_mr_init() - module load: the teardown workqueue
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int dmaplane_mr_init(void)
+{
+	dmaplane_mr_wq = alloc_workqueue("dmaplane_mr", WQ_UNBOUND, 0);
+	return dmaplane_mr_wq ? 0 : -ENOMEM;
+}
+
+/**
+ * dmaplane_mr_exit() - module unload: wait for teardowns still running
+ */
+void dmaplane_mr_exit(void)
+{
+	destroy_workqueue(dmaplane_mr_wq);
+}
+
+#if IS_ENABLED(CONFIG_KUNIT)
+/*
+ * The cache core without an address space, for KUnit: entries hold
+ * kernel pages (references owned by the entry) instead of pinned user
+ * pages, and are not covered by notifiers.
+ */
+
+/**
+ * dmaplane_mr_test_cache_create() - a cache without an mm
+ * @max_unused: bound of unreferenced entries kept
+ *
+ * Return: the cache, released with dmaplane_mr_cache_put(), or NULL.
+ */
+struct dmaplane_mr_cache *dmaplane_mr_test_cache_create(unsigned int max_unused)
+{
+	struct dmaplane_mr_cache *c = mr_cache_alloc(NULL);
+
+	if (c)
+		c->max_unused = max_unused;
+	return c;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_cache_create);
+
+/**
+ * dmaplane_mr_test_add() - insert an unreferenced entry
+ * @c: cache from dmaplane_mr_test_cache_create()
+ * @start: page-aligned (fake) address
+ * @pages: @npages page references handed to the entry, or NULL
+ * @npages: number of pages
+ * @write: pinned writable
+ *
+ * Return: 0 or -ENOMEM (the references in @pages are dropped then).
+ */
+int dmaplane_mr_test_add(struct dmaplane_mr_cache *c, unsigned long start,
+			 struct page **pages, unsigned long npages, bool write)
+{
+	struct dmaplane_mr_entry *e = mr_entry_alloc(c, start, npages, write);
+
+	if (!e) {
+		if (pages)
+			mr_release_pages(pages, npages, false, false);
+		return -ENOMEM;
+	}
+	if (pages) {
+		e->pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
+		if (!e->pages) {
+			mr_release_pages(pages, npages, false, false);
+			kfree(e);
+			mr_cache_kref_put(c);
+			return -ENOMEM;
+		}
+		memcpy(e->pages, pages, npages * sizeof(*pages));
+	}
+	spin_lock(&c->lock);
+	e->state = MR_ENTRY_VALID;
+	interval_tree_insert(&e->it, &c->tree);
+	c->nr_entries++;
+	mr_entry_unused_locked(c, e);
+	spin_unlock(&c->lock);
+	flush_work(&c->teardown_work);
+	return 0;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_add);
+
+/**
+ * dmaplane_mr_test_lookup() - register [addr, addr + len) from the cache
+ * @c: cache
+ * @addr: byte address
+ * @len: bytes
+ * @access: access bits
+ *
+ * Return: a region (one reference) on a hit, ERR_PTR(-ENOENT) on a miss.
+ */
+struct dmaplane_region *dmaplane_mr_test_lookup(struct dmaplane_mr_cache *c,
+						u64 addr, u64 len, u32 access)
+{
+	struct dmaplane_mr *mr = mr_alloc(addr, len, access);
+
+	if (!mr)
+		return ERR_PTR(-ENOMEM);
+	if (!mr_try_cached(c, mr)) {
+		dmaplane_region_put(&mr->region);
+		return ERR_PTR(-ENOENT);
+	}
+	return &mr->region;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_lookup);
+
+/**
+ * dmaplane_mr_test_invalidate() - what the notifiers of every entry
+ * overlapping [start, end) do together when that range is invalidated
+ * @c: cache
+ * @start: first byte
+ * @end: one past the last byte
+ *
+ * Return: the number of entries invalidated.  Their teardown is done.
+ */
+unsigned int dmaplane_mr_test_invalidate(struct dmaplane_mr_cache *c,
+					 unsigned long start, unsigned long end)
+{
+	struct interval_tree_node *it;
+	unsigned int n = 0;
+
+	spin_lock(&c->lock);
+	while ((it = interval_tree_iter_first(&c->tree, start, end - 1))) {
+		mr_entry_invalidate_locked(c, container_of(it, struct dmaplane_mr_entry, it));
+		n++;
+	}
+	spin_unlock(&c->lock);
+	flush_work(&c->teardown_work);
+	return n;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_invalidate);
+
+/**
+ * dmaplane_mr_test_counts() - entries in the tree and on the LRU
+ * @c: cache
+ * @entries: out: VALID entries
+ * @unused: out: of which unreferenced
+ * @invalidations: out: regions invalidated
+ * @hits: out: cache hits
+ */
+void dmaplane_mr_test_counts(struct dmaplane_mr_cache *c, unsigned int *entries,
+			     unsigned int *unused, u64 *invalidations, u64 *hits)
+{
+	flush_work(&c->teardown_work);
+	spin_lock(&c->lock);
+	*entries = c->nr_entries;
+	*unused = c->nr_unused;
+	spin_unlock(&c->lock);
+	*invalidations = atomic64_read(&c->invalidations);
+	*hits = atomic64_read(&c->cache_hits);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_counts);
+#endif /* CONFIG_KUNIT */
