@@ -35,7 +35,7 @@ LIB_SONAME := libdmaplane.so.$(SOVERSION)
 LIB_LINKS  := $(BUILD)/$(LIB_SONAME) $(BUILD)/libdmaplane.so
 PC         := $(BUILD)/dmaplane.pc
 
-TOOLS      := $(BUILD)/dpctl
+TOOLS      := $(BUILD)/dpctl $(BUILD)/dp-bench
 EXAMPLES   := $(BUILD)/dp-demo $(BUILD)/dp-pingpong $(BUILD)/dp-ring
 
 # kselftest harness header, from the test kernel's source tree.
