@@ -121,21 +121,13 @@ $(BUILD)/tests/host/%: tests/host/%.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) -I$(KSFT_DIR) $(CFLAGS) -Wall -Werror -o $@ $< \
 		$(USER_LDFLAGS) -Wl,-rpath,$(CURDIR)/$(BUILD) -ldmaplane
 
-install: all
+install: all install-user
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) \
 		INSTALL_MOD_DIR=extra modules_install
-	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
-		$(DESTDIR)$(BINDIR) $(DESTDIR)$(UDEVDIR)
-	install -m 0644 uapi/linux/dmaplane.h $(DESTDIR)$(INCLUDEDIR)/linux/
-	install -m 0644 libuser/include/dmaplane.h $(DESTDIR)$(INCLUDEDIR)/
-	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/
-	ln -sf $(notdir $(LIB_SO)) $(DESTDIR)$(LIBDIR)/$(LIB_SONAME)
-	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdmaplane.so
-	$(call install_pc)
-	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(UDEVDIR)
 	install -m 0644 udev/60-dmaplane.rules $(DESTDIR)$(UDEVDIR)/
 
-# User-space only install (no kernel tree needed): used by the host tests.
+# The user-space part of install (no kernel tree needed; the host tests use it).
 install-user: lib tools
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/linux \
 		$(DESTDIR)$(BINDIR)
