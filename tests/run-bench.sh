@@ -20,7 +20,7 @@ mkdir -p "$out"
 # The stock kernel's soft-RoCE modules and libibverbs' rxe provider.
 mods=/lib/modules/$stock/kernel
 set -- "$BUILD"/dp-bench
-for m in net/ipv4/udp_tunnel net/ipv6/ip6_udp_tunnel \
+for m in crypto/crc32_generic net/ipv4/udp_tunnel net/ipv6/ip6_udp_tunnel \
 	drivers/infiniband/core/ib_core drivers/infiniband/core/ib_uverbs \
 	drivers/infiniband/sw/rxe/rdma_rxe; do
 	set -- "$@" "$mods/$m.ko:/dmaplane/kmods/$(basename "$m").ko"

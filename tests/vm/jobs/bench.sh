@@ -4,7 +4,7 @@
 # modules shipped with it), add an rxe device on lo and run dp-bench.
 . /dmaplane/jobs/lib.sh
 
-for m in udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe; do
+for m in crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe; do
 	[ -e $D/kmods/$m.ko ] && insmod $D/kmods/$m.ko
 done
 ip link set lo up
