@@ -815,6 +815,93 @@ TEST_F(pair, vector_errors)
 	free(big);
 }
 
+/*
+ * Kill a sender or a receiver at a random point while large and small
+ * messages flow both ways; every round must end with nothing queued or
+ * posted, and the survivor's operations completing (with an error where
+ * the peer went away).
+ */
+TEST(kill_mid_transfer_in_a_loop)
+{
+	long recvs = dp_test_stat("posted_recvs");
+	long unexp = dp_test_stat("unexp_msgs");
+	long eps = dp_test_stat("endpoints");
+	const size_t big = 1 << 20;
+	char *buf = malloc(big);
+
+	srand(getpid());
+	for (int round = 0; round < 20; round++) {
+		struct dmaplane_name *names = mmap(NULL, 2 * sizeof(*names),
+						   PROT_READ | PROT_WRITE,
+						   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		int victim_sends = round % 2;	/* alternate roles */
+		struct dp_ep *me = ep_new(0, 64);
+		struct dmaplane_cqe c[64];
+		uint32_t peer;
+		int status, outstanding = 0;
+		pid_t pid;
+
+		ASSERT_NE(NULL, me);
+		memset(names, 0, 2 * sizeof(*names));
+		ASSERT_EQ(0, dp_getname(me, &names[0]));
+		pid = fork();
+		if (!pid) {
+			struct dp_ep *ep = ep_new(0, 64);
+			char *b = malloc(big);
+			uint32_t to;
+
+			if (!ep || dp_getname(ep, &names[1]) ||
+			    dp_av_insert(ep, &names[0], &to))
+				_exit(1);
+			for (;;) {
+				struct dmaplane_cqe cc[64];
+
+				if (victim_sends) {
+					dp_send(ep, to, 1, b, big, 0);
+					dp_send(ep, to, 2, b, 100, 0);
+				} else {
+					dp_recv(ep, to, 3, 0, b, big, 0);
+				}
+				dp_poll(ep, cc, 64);
+			}
+		}
+		while (!__atomic_load_n(&names[1].ep_uid, __ATOMIC_ACQUIRE))
+			usleep(100);
+		ASSERT_EQ(0, dp_av_insert(me, &names[1], &peer));
+		for (int i = 0; i < 30; i++) {
+			int ret = victim_sends ?
+				dp_recv(me, peer, 0, ~0ull, buf, big, i) :
+				dp_send(me, peer, 3, buf, big, i);
+
+			if (!ret)
+				outstanding++;
+			if (i == 10 + rand() % 15)
+				kill(pid, SIGKILL);
+			outstanding -= dp_poll(me, c, 64);
+		}
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		/* Whatever was accepted completes: no operation hangs. */
+		if (victim_sends) {
+			for (int i = 0; i < 64; i++)
+				dp_cancel(me, i);
+		}
+		while (outstanding > 0) {
+			int n = dp_wait(me, c, 64, 5000);
+
+			ASSERT_LT(0, n) TH_LOG("round %d: %d operations never completed",
+					      round, outstanding);
+			outstanding -= n;
+		}
+		dp_close(me);
+		munmap(names, 2 * sizeof(*names));
+	}
+	EXPECT_EQ(recvs, dp_test_stat("posted_recvs"));
+	EXPECT_EQ(unexp, dp_test_stat("unexp_msgs"));
+	EXPECT_EQ(eps, dp_test_stat("endpoints"));
+	free(buf);
+}
+
 TEST(poll_wakes_on_completion)
 {
 	struct dp_ep *ep = ep_new(0, 0);
