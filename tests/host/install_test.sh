@@ -23,7 +23,7 @@ result() {	# rc description
 }
 
 echo "TAP version 13"
-echo "1..6"
+echo "1..8"
 
 make -s BUILD="$build" DESTDIR="$stage" PREFIX=/usr install-user >"$stage/install.log" 2>&1
 result $? install-user
@@ -66,5 +66,24 @@ result $? builds-with-pkg-config
 
 "$stage/prog"
 result $? links-and-runs-against-installed-library
+
+# The full install: module (against the stock kernel headers), udev rule.
+kver=$(dpkg-query -W -f='${Depends}' linux-image-amd64 2>/dev/null |
+	sed -n 's/.*linux-image-\([0-9][^ ,]*\).*/\1/p')
+kdir=/usr/src/linux-headers-$kver
+if [ -d "$kdir" ]; then
+	make -s BUILD="$build" DESTDIR="$stage/full" PREFIX=/usr KDIR="$kdir" \
+		UDEVDIR=/lib/udev/rules.d install >"$stage/full.log" 2>&1
+	rc=$?
+	[ $rc = 0 ] || tail -20 "$stage/full.log"
+	result $rc "make-install-with-module (KDIR=$kdir)"
+	[ -f "$stage/full/lib/modules/$kver/extra/dmaplane.ko" ] &&
+		grep -q 'MODE="0666"' "$stage/full/lib/udev/rules.d/60-dmaplane.rules"
+	result $? module-and-udev-rule-installed
+	make -s -C "$kdir" M="$(pwd)" clean >/dev/null 2>&1
+else
+	echo "ok 7 # SKIP no $kdir"
+	echo "ok 8 # SKIP no $kdir"
+fi
 
 [ $fails = 0 ]
