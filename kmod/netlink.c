@@ -46,14 +46,24 @@ static const struct genl_multicast_group dmaplane_nl_mcgrps[] = {
 	[DMAPLANE_NL_MCGRP_EVENTS] = { .name = DMAPLANE_GENL_MCGRP_EVENTS },
 };
 
+/* A peer address is a struct in_addr or a struct in6_addr: -EINVAL else. */
+static int nl_validate_peer_addr(const struct nlattr *attr,
+				 struct netlink_ext_ack *extack)
+{
+	if (nla_len(attr) == sizeof(struct in_addr) ||
+	    nla_len(attr) == sizeof(struct in6_addr))
+		return 0;
+	NL_SET_ERR_MSG_ATTR(extack, attr, "address must be 4 or 16 bytes");
+	return -EINVAL;
+}
+
 /*
  * Only the attributes a request may carry have a type here; strict
  * validation rejects every other one (NLA_UNSPEC) with -EINVAL.
  */
 static const struct nla_policy dmaplane_nl_policy[DMAPLANE_ATTR_MAX + 1] = {
 	[DMAPLANE_ATTR_PEER_FAMILY] = { .type = NLA_U16 },
-	[DMAPLANE_ATTR_PEER_ADDR] = NLA_POLICY_RANGE(NLA_BINARY, sizeof(struct in_addr),
-						     sizeof(struct in6_addr)),
+	[DMAPLANE_ATTR_PEER_ADDR] = NLA_POLICY_VALIDATE_FN(NLA_BINARY, nl_validate_peer_addr),
 	[DMAPLANE_ATTR_PEER_PORT] = { .type = NLA_U16 },
 };
 

@@ -12,6 +12,8 @@
 #include <ctype.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -941,6 +943,56 @@ TEST(dpctl_json_and_errors)
 	ASSERT_EQ(0, run_dpctl(show, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "ep ")) TH_LOG("%s", out);
 	dp_close(ep);
+}
+
+/* dpctl -j monitor prints one JSON object per event. */
+TEST_F(nl, dpctl_monitor_prints_events)
+{
+	const char *dpctl = dpctl_path();
+	char *argv[] = { (char *)dpctl, "-j", "monitor", NULL };
+	struct pollfd pfd;
+	char out[512], *nl;
+	int fds[2], status, tries;
+	ssize_t n = 0;
+	pid_t pid;
+
+	NEED_NL();
+	if (!dpctl)
+		SKIP(return, "no dpctl (set DPCTL=)");
+	ASSERT_EQ(0, pipe(fds));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	pfd.fd = fds[0];
+	pfd.events = POLLIN;
+	/* Until dpctl has joined the group, events go nowhere: retry. */
+	for (tries = 0; tries < 20; tries++) {
+		ASSERT_EQ(0, peer_req(&self->t, DMAPLANE_CMD_PEER_ADD, AF_INET, "10.8.8.8", 5));
+		if (poll(&pfd, 1, 500) == 1)
+			break;
+		ASSERT_EQ(0, peer_req(&self->t, DMAPLANE_CMD_PEER_DEL, AF_INET, "10.8.8.8", -1));
+	}
+	ASSERT_LT(tries, 20);
+	usleep(100000);
+	n = read(fds[0], out, sizeof(out) - 1);
+	ASSERT_LT(0, n);
+	out[n] = 0;
+	nl = strchr(out, '\n');
+	ASSERT_NE(NULL, nl);
+	*nl = 0;
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"event\":\"peer_added\"")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"addr\":\"10.8.8.8\"")) TH_LOG("%s", out);
+	kill(pid, SIGTERM);
+	waitpid(pid, &status, 0);
+	close(fds[0]);
+	EXPECT_EQ(0, peer_req(&self->t, DMAPLANE_CMD_PEER_DEL, AF_INET, "10.8.8.8", -1));
 }
 
 TEST_HARNESS_MAIN
