@@ -86,8 +86,13 @@ $(PC): libuser/dmaplane.pc.in Makefile
 	@mkdir -p $(dir $@)
 	$(PC_SED) $< > $@
 
+# dpctl and the in-VM tests speak generic netlink through libnl-genl-3.
+LIBNL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
+LIBNL_LIBS   := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
+
 $(BUILD)/dpctl: tools/dpctl.c $(LIB_LINKS)
-	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
+	$(CC) $(CPPFLAGS_U) $(LIBNL_CFLAGS) $(CFLAGS) $(WARN) -o $@ $< \
+		$(USER_LDFLAGS) -ldmaplane $(LIBNL_LIBS)
 
 # dp-bench compares against ibv_reg_mr() when libibverbs is available.
 IBVERBS_LIBS := $(shell pkg-config --libs libibverbs 2>/dev/null)
@@ -112,8 +117,8 @@ tests: $(TESTS) $(HOST_TESTS)
 $(BUILD)/tests/%: tests/%.c tests/dp_test.h $(LIB_LINKS)
 	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS_U) -I$(KSFT_DIR) $(CFLAGS) -Wall -Werror -o $@ $< \
-		$(USER_LDFLAGS) -ldmaplane
+	$(CC) $(CPPFLAGS_U) $(LIBNL_CFLAGS) -I$(KSFT_DIR) $(CFLAGS) -Wall -Werror -o $@ $< \
+		$(USER_LDFLAGS) -ldmaplane $(LIBNL_LIBS)
 
 $(BUILD)/tests/host/%: tests/host/%.c $(LIB_LINKS)
 	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }

@@ -8,6 +8,7 @@
 
 #include <linux/atomic.h>
 #include <linux/fs.h>
+#include <linux/in6.h>
 #include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
@@ -314,6 +315,23 @@ static inline struct dmaplane_arena *to_dmaplane_arena(struct dmaplane_region *r
 	return container_of(r, struct dmaplane_arena, region);
 }
 
+/**
+ * struct dmaplane_peer - a peer node in the table of netlink.c
+ * @node: on the peer list, under the peer table's mutex
+ * @family: AF_INET or AF_INET6
+ * @port: port, host byte order; 0 for the transport's default
+ * @state: &enum dmaplane_nl_peer_state (down until the transport is up)
+ * @addr: the address; an IPv4 address sits in its first four bytes and
+ *	the rest is zero
+ */
+struct dmaplane_peer {
+	struct list_head node;
+	u16 family;
+	u16 port;
+	u8 state;
+	struct in6_addr addr;
+};
+
 /* main.c */
 extern struct dmaplane_stats dmaplane_stats;
 extern struct miscdevice dmaplane_misc;
@@ -423,5 +441,12 @@ unsigned int dmaplane_eager_threshold(void);
 extern u64 dmaplane_node_id;
 int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info);
 void dmaplane_ep_exit(void);
+int dmaplane_ep_for_each(u32 *pos, int (*fn)(struct dmaplane_ep *ep, void *arg),
+			 void *arg);
+
+/* netlink.c */
+int dmaplane_nl_init(void);
+void dmaplane_nl_exit(void);
+void dmaplane_nl_notify_region_invalidated(const struct dmaplane_region *r);
 
 #endif /* _DMAPLANE_H */

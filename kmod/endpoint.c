@@ -108,6 +108,36 @@ void dmaplane_ep_put(struct dmaplane_ep *ep)
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_put);
 
 /**
+ * dmaplane_ep_for_each() - call @fn for every open endpoint, by id
+ * @pos: in: the first id to visit; out: the id of the endpoint @fn
+ *	stopped at (unchanged when there is none)
+ * @fn: called under the spinlock of the endpoint table, so it must not
+ *	sleep; the endpoint stays alive while it runs.  A non-zero return
+ *	stops the walk.
+ * @arg: passed to @fn
+ *
+ * Return: 0, or what @fn returned to stop the walk.
+ */
+int dmaplane_ep_for_each(u32 *pos, int (*fn)(struct dmaplane_ep *ep, void *arg),
+			 void *arg)
+{
+	struct dmaplane_ep *ep;
+	unsigned long id;
+	int ret = 0;
+
+	xa_lock(&dmaplane_ep_ids);
+	xa_for_each_start(&dmaplane_ep_ids, id, ep, *pos) {
+		ret = fn(ep, arg);
+		if (ret) {
+			*pos = id;
+			break;
+		}
+	}
+	xa_unlock(&dmaplane_ep_ids);
+	return ret;
+}
+
+/**
  * dmaplane_ep_destroy() - the file is released: tear the endpoint down
  * @ep: endpoint from dmaplane_ep_create()
  *

@@ -180,17 +180,21 @@ static int __init dmaplane_init(void)
 	if (ret)
 		return ret;
 
+	ret = dmaplane_nl_init();
+	if (ret)
+		goto err_mr_exit;
+
 	ret = misc_register(&dmaplane_misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", DMAPLANE_DEVICE_NAME, ret);
-		goto err_mr_exit;
+		goto err_nl_exit;
 	}
 	/* Imported dma-bufs are mapped for this device; any address will do. */
 	ret = dma_coerce_mask_and_coherent(dmaplane_misc.this_device, DMA_BIT_MASK(64));
 	if (ret) {
 		pr_err("cannot set the DMA mask: %d\n", ret);
 		misc_deregister(&dmaplane_misc);
-		return ret;
+		goto err_nl_exit;
 	}
 
 	dmaplane_node_id = get_random_u64();
@@ -203,6 +207,8 @@ static int __init dmaplane_init(void)
 	pr_info("loaded, ABI version %d\n", DMAPLANE_ABI_VERSION);
 	return 0;
 
+err_nl_exit:
+	dmaplane_nl_exit();
 err_mr_exit:
 	dmaplane_mr_exit();
 	return ret;
@@ -216,6 +222,8 @@ static void __exit dmaplane_exit(void)
 	dmaplane_mr_exit();
 	/* Regions are freed after a grace period (region.c): wait for them. */
 	rcu_barrier();
+	/* Last: regions released above may still have sent events. */
+	dmaplane_nl_exit();
 }
 
 module_init(dmaplane_init);

@@ -232,8 +232,10 @@ EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_put);
  */
 void dmaplane_region_invalidate(struct dmaplane_region *r)
 {
-	if (!xchg(&r->invalid, true))
+	if (!xchg(&r->invalid, true)) {
 		atomic_long_inc(&dmaplane_stats.invalidations);
+		dmaplane_nl_notify_region_invalidated(r);
+	}
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_invalidate);
 

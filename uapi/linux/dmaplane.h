@@ -649,4 +649,172 @@ struct dmaplane_cancel {
 #define DMAPLANE_IOCTL_CANCEL \
 	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 14, struct dmaplane_cancel)
 
+/*
+ * Generic netlink family "dmaplane" (the control plane; dpctl uses it).
+ *
+ * Every request attribute is validated strictly against the family's
+ * policy: unknown attributes, wrong types and wrong lengths fail with
+ * -EINVAL.  GET_STATS is a doit; GET_ENDPOINT, GET_REGION and GET_PEER
+ * are dumps.  PEER_ADD and PEER_DEL need CAP_NET_ADMIN (-EPERM).  Users
+ * without CAP_NET_ADMIN see only the endpoints (and their regions) opened
+ * with their own effective uid.  Remote keys and auth keys are never
+ * reported.  The family lives in the initial network namespace only.
+ */
+#define DMAPLANE_GENL_NAME		"dmaplane"
+#define DMAPLANE_GENL_VERSION		1
+/* Multicast group of &enum dmaplane_nl_event_cmd notifications. */
+#define DMAPLANE_GENL_MCGRP_EVENTS	"events"
+
+/**
+ * enum dmaplane_nl_cmd - generic netlink commands of the "dmaplane" family
+ * @DMAPLANE_CMD_UNSPEC: invalid
+ * @DMAPLANE_CMD_GET_STATS: doit: every object counter and the module
+ *	parameters (%DMAPLANE_ATTR_STAT_* and %DMAPLANE_ATTR_PARAM_*)
+ * @DMAPLANE_CMD_GET_ENDPOINT: dump: one message per visible endpoint
+ * @DMAPLANE_CMD_GET_REGION: dump: one message per region of a visible
+ *	endpoint
+ * @DMAPLANE_CMD_PEER_ADD: add a peer node (CAP_NET_ADMIN): needs
+ *	%DMAPLANE_ATTR_PEER_FAMILY and %DMAPLANE_ATTR_PEER_ADDR,
+ *	%DMAPLANE_ATTR_PEER_PORT is optional.  -EEXIST when the address is
+ *	known already (whatever the port).
+ * @DMAPLANE_CMD_PEER_DEL: remove a peer node by address (CAP_NET_ADMIN);
+ *	-ENOENT when unknown
+ * @DMAPLANE_CMD_GET_PEER: dump: one message per peer node
+ * @DMAPLANE_CMD_EVENT_PEER_ADDED: event: a peer was added (peer attributes)
+ * @DMAPLANE_CMD_EVENT_PEER_REMOVED: event: a peer was removed
+ * @DMAPLANE_CMD_EVENT_REGION_INVALIDATED: event: a region's memory went
+ *	away (endpoint id, handle, kind)
+ * @__DMAPLANE_CMD_MAX: internal
+ * @DMAPLANE_CMD_MAX: highest command
+ */
+enum dmaplane_nl_cmd {
+	DMAPLANE_CMD_UNSPEC,
+	DMAPLANE_CMD_GET_STATS,
+	DMAPLANE_CMD_GET_ENDPOINT,
+	DMAPLANE_CMD_GET_REGION,
+	DMAPLANE_CMD_PEER_ADD,
+	DMAPLANE_CMD_PEER_DEL,
+	DMAPLANE_CMD_GET_PEER,
+	DMAPLANE_CMD_EVENT_PEER_ADDED,
+	DMAPLANE_CMD_EVENT_PEER_REMOVED,
+	DMAPLANE_CMD_EVENT_REGION_INVALIDATED,
+
+	__DMAPLANE_CMD_MAX,
+	DMAPLANE_CMD_MAX = __DMAPLANE_CMD_MAX - 1
+};
+
+/**
+ * enum dmaplane_nl_attr - attributes of the "dmaplane" family
+ * @DMAPLANE_ATTR_UNSPEC: invalid
+ * @DMAPLANE_ATTR_PAD: padding of 64-bit attributes
+ * @DMAPLANE_ATTR_STAT_ENDPOINTS: u64, &struct dmaplane_stats counters ...
+ * @DMAPLANE_ATTR_STAT_REGIONS: u64
+ * @DMAPLANE_ATTR_STAT_ARENAS: u64
+ * @DMAPLANE_ATTR_STAT_ARENA_PAGES: u64
+ * @DMAPLANE_ATTR_STAT_USER_MRS: u64
+ * @DMAPLANE_ATTR_STAT_PINNED_PAGES: u64
+ * @DMAPLANE_ATTR_STAT_CHARGED_PAGES: u64
+ * @DMAPLANE_ATTR_STAT_DMABUFS: u64
+ * @DMAPLANE_ATTR_STAT_IMPORTS: u64
+ * @DMAPLANE_ATTR_STAT_INVALIDATIONS: u64
+ * @DMAPLANE_ATTR_STAT_POSTED_RECVS: u64
+ * @DMAPLANE_ATTR_STAT_UNEXP_MSGS: u64
+ * @DMAPLANE_ATTR_PARAM_EAGER_THRESHOLD: u64, module parameter
+ * @DMAPLANE_ATTR_PARAM_UNEXP_BUDGET: u64, module parameter
+ * @DMAPLANE_ATTR_PARAM_UNEXP_MAX: u64, module parameter
+ * @DMAPLANE_ATTR_PARAM_MAX_PINNED_MB: u64, module parameter
+ * @DMAPLANE_ATTR_PARAM_MR_CACHE_MAX_ENTRIES: u64, module parameter
+ * @DMAPLANE_ATTR_EP_ID: u32, endpoint id (also the owner of a region)
+ * @DMAPLANE_ATTR_EP_UID: u64, the endpoint's never-reused identity
+ * @DMAPLANE_ATTR_EP_USER: u32, effective uid of the endpoint's opener
+ * @DMAPLANE_ATTR_EP_NR_REGIONS: u32, regions of the endpoint
+ * @DMAPLANE_ATTR_EP_POSTED_RECVS: u32, receives posted and waiting
+ * @DMAPLANE_ATTR_EP_UNEXP_MSGS: u32, unexpected messages queued
+ * @DMAPLANE_ATTR_REGION_HANDLE: u32, handle on the owner endpoint
+ * @DMAPLANE_ATTR_REGION_KIND: u8, &enum dmaplane_nl_region_kind
+ * @DMAPLANE_ATTR_REGION_LEN: u64, bytes
+ * @DMAPLANE_ATTR_REGION_ACCESS: u32, %DMAPLANE_ACCESS_* bits
+ * @DMAPLANE_ATTR_REGION_STATE: u8, &enum dmaplane_nl_region_state
+ * @DMAPLANE_ATTR_PEER_FAMILY: u16, AF_INET or AF_INET6
+ * @DMAPLANE_ATTR_PEER_ADDR: binary, &struct in_addr (4 bytes) for AF_INET
+ *	or &struct in6_addr (16 bytes) for AF_INET6, network byte order
+ * @DMAPLANE_ATTR_PEER_PORT: u16, host byte order; 0 (or absent): the
+ *	transport's default port
+ * @DMAPLANE_ATTR_PEER_STATE: u8, &enum dmaplane_nl_peer_state
+ * @__DMAPLANE_ATTR_MAX: internal
+ * @DMAPLANE_ATTR_MAX: highest attribute
+ */
+enum dmaplane_nl_attr {
+	DMAPLANE_ATTR_UNSPEC,
+	DMAPLANE_ATTR_PAD,
+	DMAPLANE_ATTR_STAT_ENDPOINTS,
+	DMAPLANE_ATTR_STAT_REGIONS,
+	DMAPLANE_ATTR_STAT_ARENAS,
+	DMAPLANE_ATTR_STAT_ARENA_PAGES,
+	DMAPLANE_ATTR_STAT_USER_MRS,
+	DMAPLANE_ATTR_STAT_PINNED_PAGES,
+	DMAPLANE_ATTR_STAT_CHARGED_PAGES,
+	DMAPLANE_ATTR_STAT_DMABUFS,
+	DMAPLANE_ATTR_STAT_IMPORTS,
+	DMAPLANE_ATTR_STAT_INVALIDATIONS,
+	DMAPLANE_ATTR_STAT_POSTED_RECVS,
+	DMAPLANE_ATTR_STAT_UNEXP_MSGS,
+	DMAPLANE_ATTR_PARAM_EAGER_THRESHOLD,
+	DMAPLANE_ATTR_PARAM_UNEXP_BUDGET,
+	DMAPLANE_ATTR_PARAM_UNEXP_MAX,
+	DMAPLANE_ATTR_PARAM_MAX_PINNED_MB,
+	DMAPLANE_ATTR_PARAM_MR_CACHE_MAX_ENTRIES,
+	DMAPLANE_ATTR_EP_ID,
+	DMAPLANE_ATTR_EP_UID,
+	DMAPLANE_ATTR_EP_USER,
+	DMAPLANE_ATTR_EP_NR_REGIONS,
+	DMAPLANE_ATTR_EP_POSTED_RECVS,
+	DMAPLANE_ATTR_EP_UNEXP_MSGS,
+	DMAPLANE_ATTR_REGION_HANDLE,
+	DMAPLANE_ATTR_REGION_KIND,
+	DMAPLANE_ATTR_REGION_LEN,
+	DMAPLANE_ATTR_REGION_ACCESS,
+	DMAPLANE_ATTR_REGION_STATE,
+	DMAPLANE_ATTR_PEER_FAMILY,
+	DMAPLANE_ATTR_PEER_ADDR,
+	DMAPLANE_ATTR_PEER_PORT,
+	DMAPLANE_ATTR_PEER_STATE,
+
+	__DMAPLANE_ATTR_MAX,
+	DMAPLANE_ATTR_MAX = __DMAPLANE_ATTR_MAX - 1
+};
+
+/**
+ * enum dmaplane_nl_region_kind - values of %DMAPLANE_ATTR_REGION_KIND
+ * @DMAPLANE_NL_REGION_ARENA: an arena
+ * @DMAPLANE_NL_REGION_USER: registered (pinned) user memory
+ * @DMAPLANE_NL_REGION_DMABUF: an imported dma-buf
+ */
+enum dmaplane_nl_region_kind {
+	DMAPLANE_NL_REGION_ARENA,
+	DMAPLANE_NL_REGION_USER,
+	DMAPLANE_NL_REGION_DMABUF,
+};
+
+/**
+ * enum dmaplane_nl_region_state - values of %DMAPLANE_ATTR_REGION_STATE
+ * @DMAPLANE_NL_REGION_VALID: usable
+ * @DMAPLANE_NL_REGION_INVALID: the backing memory went away
+ */
+enum dmaplane_nl_region_state {
+	DMAPLANE_NL_REGION_VALID,
+	DMAPLANE_NL_REGION_INVALID,
+};
+
+/**
+ * enum dmaplane_nl_peer_state - values of %DMAPLANE_ATTR_PEER_STATE
+ * @DMAPLANE_NL_PEER_DOWN: no connection (every peer, until the RDMA
+ *	transport brings peers up)
+ * @DMAPLANE_NL_PEER_UP: connected
+ */
+enum dmaplane_nl_peer_state {
+	DMAPLANE_NL_PEER_DOWN,
+	DMAPLANE_NL_PEER_UP,
+};
+
 #endif /* _UAPI_LINUX_DMAPLANE_H */
