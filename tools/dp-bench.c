@@ -525,14 +525,35 @@ static int dp_x_setup(struct xport *x, int rank)
 	return dp_av_insert(x->ep, &x->names[!rank], &x->peer);
 }
 
+/*
+ * Waiting for a completion: poll the ring 1024 times, then sleep in
+ * dp_wait() (-Y: sched_yield() and keep spinning instead, as dp-bench
+ * did first).  dmaplane moves the data in the peer's system call, so a
+ * waiter that keeps spinning competes for a CPU with the copy it waits
+ * for whenever the two share one (2 vCPUs under TCG, a busy host): this
+ * was the 4 MiB bandwidth collapse.  CMA and the pipe block in read().
+ */
+static int spin_yield;
+
+static int dp_take(struct dp_ep *ep, struct dmaplane_cqe *c, int max,
+		   unsigned int spin)
+{
+	if (spin % 1024)
+		return dp_poll(ep, c, max);
+	if (spin_yield) {
+		sched_yield();
+		return dp_poll(ep, c, max);
+	}
+	return dp_wait(ep, c, max, -1);
+}
+
 static int dp_wait_one(struct dp_ep *ep)
 {
 	struct dmaplane_cqe c;
 	int n;
 
-	for (unsigned int spin = 1; !(n = dp_poll(ep, &c, 1)); spin++)
-		if (!(spin % 1024))
-			sched_yield();
+	for (unsigned int spin = 1; !(n = dp_take(ep, &c, 1, spin)); spin++)
+		;
 	return n < 0 ? n : c.status;
 }
 
@@ -584,16 +605,15 @@ static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w
 			return n;
 		done += n;
 	}
-	for (unsigned int spin = 1; got < w; spin++) {
-		n = dp_poll(x->ep, c, 256);
+	for (unsigned int spin = 1; got < w;) {
+		n = dp_take(x->ep, c, 256, spin);
 		if (n < 0)
 			return n;
 		for (int i = 0; i < n; i++)
 			if (c[i].status)
 				return c[i].status;
 		got += n;
-		if (!n && !(spin % 1024))
-			sched_yield();
+		spin = n ? 1 : spin + 1;
 	}
 	return 0;
 }
@@ -842,7 +862,9 @@ static int bench_rate(int windows)
  * bwdiag: the 4 MiB bandwidth anomaly.  dmaplane and CMA streams at
  * 1-4 MiB, window 16 (as bw) and window 1, with the buffers backed by
  * transparent huge pages (the default: a 4 MiB anonymous mapping always
- * holds at least one aligned 2 MiB extent) and without (MADV_NOHUGEPAGE).
+ * holds at least one aligned 2 MiB extent) and without (MADV_NOHUGEPAGE),
+ * dmaplane's waiter spinning (sched_yield every 1024 polls, as bw did at
+ * first) or sleeping in dp_wait() after 1024 polls (now the default).
  */
 static int bench_bwdiag(int windows)
 {
@@ -852,23 +874,25 @@ static int bench_bwdiag(int windows)
 
 	printf("# dp-bench bwdiag: MB/s, %d windows; thp=on: default mappings, thp=off: MADV_NOHUGEPAGE\n",
 	       windows);
-	printf("%-8s %-8s %10s %10s %10s %10s\n", "size", "thp", "dp w16",
-	       "dp w1", "cma w16", "cma w1");
+	printf("%-8s %-5s %12s %12s %12s %10s %10s\n", "size", "thp",
+	       "dp-spin w16", "dp-block w16", "dp-block w1", "cma w16", "cma w1");
 	for (int h = 0; h < 2; h++)
 		for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 			no_thp = h;
-			printf("%-8s %-8s", fmt_size(sizes[i], sz, sizeof(sz)),
+			printf("%-8s %-5s", fmt_size(sizes[i], sz, sizeof(sz)),
 			       h ? "off" : "on");
-			for (int t = 0; t < 4; t++) {
-				struct xport x = xports[t < 2 ? 0 : 3];
-				int w = ws[t % 2];
-				double v = run_stream(&x, sizes[i], w,
-						      windows * 16 / w);
+			for (int t = 0; t < 5; t++) {
+				struct xport x = xports[t < 3 ? 0 : 3];
+				int w = ws[t == 2 || t == 4];
+				double v;
 
+				spin_yield = t == 0;
+				v = run_stream(&x, sizes[i], w, windows * 16 / w);
+				spin_yield = 0;
 				if (v < 0)
-					printf(" %10s", "error");
+					printf(" %*s", t < 3 ? 12 : 10, "error");
 				else
-					printf(" %10.1f", v * sizes[i] / 1e6);
+					printf(" %*.1f", t < 3 ? 12 : 10, v * sizes[i] / 1e6);
 				fflush(stdout);
 			}
 			printf("\n");
@@ -1267,6 +1291,7 @@ static int bench_scaling(int iters)
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]\n"
+		   "       (messaging modes: -Y spins with sched_yield() instead of sleeping in dp_wait())\n"
 		   "       dp-bench lat [-n ITERS]\n"
 		   "       dp-bench bw [-n WINDOWS]\n"
 		   "       dp-bench rate [-n WINDOWS]\n"
@@ -1287,7 +1312,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return usage(stdout);
 	optind = 2;
-	while ((opt = getopt(argc, argv, "m:n:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "m:n:d:Y")) != -1) {
 		switch (opt) {
 		case 'm':
 			max = strtoull(optarg, NULL, 0);
@@ -1299,6 +1324,9 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			ibdev = optarg;
+			break;
+		case 'Y':
+			spin_yield = 1;
 			break;
 		default:
 			return usage(stderr);
