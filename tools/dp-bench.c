@@ -87,6 +87,24 @@ static void *map_touched(size_t len)
 	return p;
 }
 
+/* AnonHugePages of this process, in kB (-1 when unknown). */
+static long anon_huge_kb(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[128];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* run_stream: AnonHugePages of the receiver, with its buffer mapped */
+static long last_rx_thp_kb;
+
 static const char *fmt_size(uint64_t n, char *buf, size_t len)
 {
 	if (n >= 1ULL << 30)
@@ -765,7 +783,7 @@ static int recv_window(struct xport *x, int rank, void *buf, size_t len, int w)
  */
 static double run_stream(struct xport *x, size_t len, int w, int windows)
 {
-	double *res = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE,
+	double *res = mmap(NULL, 2 * sizeof(double), PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	char ack[8];
 	int status, ret;
@@ -782,6 +800,7 @@ static double run_stream(struct xport *x, size_t len, int w, int windows)
 		void *buf = map_touched(len ? len : 1);
 
 		x->pid[1] = getpid();
+		res[1] = anon_huge_kb();
 		if (x->setup(x, 1))
 			_exit(1);
 		for (int i = 0; i < windows + 1; i++)
@@ -806,6 +825,7 @@ static double run_stream(struct xport *x, size_t len, int w, int windows)
 	}
 	waitpid(pid, &status, 0);
 	out = *res;
+	last_rx_thp_kb = (long)res[1];
 	if (x->ep)
 		dp_close(x->ep);
 	x->ep = NULL;
@@ -865,6 +885,8 @@ static int bench_rate(int windows)
  * holds at least one aligned 2 MiB extent) and without (MADV_NOHUGEPAGE),
  * dmaplane's waiter spinning (sched_yield every 1024 polls, as bw did at
  * first) or sleeping in dp_wait() after 1024 polls (now the default).
+ * rx-THP-kB: the receiver's AnonHugePages with its buffer mapped (the
+ * dp-block w16 run).
  */
 static int bench_bwdiag(int windows)
 {
@@ -874,10 +896,13 @@ static int bench_bwdiag(int windows)
 
 	printf("# dp-bench bwdiag: MB/s, %d windows; thp=on: default mappings, thp=off: MADV_NOHUGEPAGE\n",
 	       windows);
-	printf("%-8s %-5s %12s %12s %12s %10s %10s\n", "size", "thp",
-	       "dp-spin w16", "dp-block w16", "dp-block w1", "cma w16", "cma w1");
+	printf("%-8s %-5s %12s %12s %12s %10s %10s %10s\n", "size", "thp",
+	       "dp-spin w16", "dp-block w16", "dp-block w1", "cma w16", "cma w1",
+	       "rx-THP-kB");
 	for (int h = 0; h < 2; h++)
 		for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			long thp_kb = -1;
+
 			no_thp = h;
 			printf("%-8s %-5s", fmt_size(sizes[i], sz, sizeof(sz)),
 			       h ? "off" : "on");
@@ -889,13 +914,15 @@ static int bench_bwdiag(int windows)
 				spin_yield = t == 0;
 				v = run_stream(&x, sizes[i], w, windows * 16 / w);
 				spin_yield = 0;
+				if (t == 1)
+					thp_kb = last_rx_thp_kb;
 				if (v < 0)
 					printf(" %*s", t < 3 ? 12 : 10, "error");
 				else
 					printf(" %*.1f", t < 3 ? 12 : 10, v * sizes[i] / 1e6);
 				fflush(stdout);
 			}
-			printf("\n");
+			printf(" %10ld\n", thp_kb);
 		}
 	no_thp = 0;
 	return 0;
