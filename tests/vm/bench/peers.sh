@@ -24,6 +24,8 @@ mount -o bind /dev $H/dev
 mount -t tmpfs tmpfs $H/dev/shm
 mount -t tmpfs tmpfs $H/tmp
 mount -t tmpfs tmpfs $H/run
+# Open MPI refuses the guest's default node name "(none)".
+hostname dmaplane-bench
 
 in_host() {	# command line, run in the chroot with a timeout
 	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp TMPDIR=/tmp \
