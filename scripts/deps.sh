@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Install the Debian packages dmaplane's build, VM harness and tests need.
 # Idempotent: does nothing when every package is already installed.
-# Usage: scripts/deps.sh [build|vm|all]   (default: all)
+# Usage: scripts/deps.sh [build|vm|all|bench]   (default: all)
+# bench: all, plus the peers make bench runs beside dp-bench (UCX's
+# ucx_perftest, Open MPI and NetPIPE); not part of all, so make check
+# never installs them.
 
 set -e
 
@@ -11,11 +14,13 @@ build_pkgs="gcc make pkg-config libnl-3-dev libnl-genl-3-dev
 vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
 	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64
 	iproute2 binutils libibverbs-dev ibverbs-providers"
+bench_pkgs="ucx-utils openmpi-bin netpipe-openmpi"
 
 case "${1:-all}" in
 build)	pkgs=$build_pkgs ;;
 vm|all)	pkgs="$build_pkgs $vm_pkgs" ;;
-*)	echo "usage: $0 [build|vm|all]" >&2; exit 2 ;;
+bench)	pkgs="$build_pkgs $vm_pkgs $bench_pkgs" ;;
+*)	echo "usage: $0 [build|vm|all|bench]" >&2; exit 2 ;;
 esac
 
 missing=

@@ -7,6 +7,9 @@
  *   dp-bench lat [-n ITERS]
  *   dp-bench bw [-n WINDOWS]
  *   dp-bench rate [-n WINDOWS]
+ *   dp-bench bwdiag [-n WINDOWS]
+ *   dp-bench overlap [-n ITERS]
+ *   dp-bench scaling [-n ITERS]
  *
  * reg: cost of registering N bytes of already-faulted user memory --
  * cold (a fresh mapping: pin + account + notifier), cached (the same range
@@ -32,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -66,16 +70,40 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* bwdiag: map buffers without transparent huge pages */
+static int no_thp;
+
 static void *map_touched(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | (no_thp ? 0 : MAP_POPULATE),
+		       -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
+	if (no_thp)
+		madvise(p, len, MADV_NOHUGEPAGE);
 	memset(p, 0xa5, len);
 	return p;
 }
+
+/* AnonHugePages of this process, in kB (-1 when unknown). */
+static long anon_huge_kb(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[128];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* run_stream: AnonHugePages of the receiver, with its buffer mapped */
+static long last_rx_thp_kb;
 
 static const char *fmt_size(uint64_t n, char *buf, size_t len)
 {
@@ -515,14 +543,35 @@ static int dp_x_setup(struct xport *x, int rank)
 	return dp_av_insert(x->ep, &x->names[!rank], &x->peer);
 }
 
+/*
+ * Waiting for a completion: poll the ring 1024 times, then sleep in
+ * dp_wait() (-Y: sched_yield() and keep spinning instead, as dp-bench
+ * did first).  dmaplane moves the data in the peer's system call, so a
+ * waiter that keeps spinning competes for a CPU with the copy it waits
+ * for whenever the two share one (2 vCPUs under TCG, a busy host): this
+ * was the 4 MiB bandwidth collapse.  CMA and the pipe block in read().
+ */
+static int spin_yield;
+
+static int dp_take(struct dp_ep *ep, struct dmaplane_cqe *c, int max,
+		   unsigned int spin)
+{
+	if (spin % 1024)
+		return dp_poll(ep, c, max);
+	if (spin_yield) {
+		sched_yield();
+		return dp_poll(ep, c, max);
+	}
+	return dp_wait(ep, c, max, -1);
+}
+
 static int dp_wait_one(struct dp_ep *ep)
 {
 	struct dmaplane_cqe c;
 	int n;
 
-	for (unsigned int spin = 1; !(n = dp_poll(ep, &c, 1)); spin++)
-		if (!(spin % 1024))
-			sched_yield();
+	for (unsigned int spin = 1; !(n = dp_take(ep, &c, 1, spin)); spin++)
+		;
 	return n < 0 ? n : c.status;
 }
 
@@ -574,16 +623,15 @@ static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w
 			return n;
 		done += n;
 	}
-	for (unsigned int spin = 1; got < w; spin++) {
-		n = dp_poll(x->ep, c, 256);
+	for (unsigned int spin = 1; got < w;) {
+		n = dp_take(x->ep, c, 256, spin);
 		if (n < 0)
 			return n;
 		for (int i = 0; i < n; i++)
 			if (c[i].status)
 				return c[i].status;
 		got += n;
-		if (!n && !(spin % 1024))
-			sched_yield();
+		spin = n ? 1 : spin + 1;
 	}
 	return 0;
 }
@@ -735,7 +783,7 @@ static int recv_window(struct xport *x, int rank, void *buf, size_t len, int w)
  */
 static double run_stream(struct xport *x, size_t len, int w, int windows)
 {
-	double *res = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE,
+	double *res = mmap(NULL, 2 * sizeof(double), PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	char ack[8];
 	int status, ret;
@@ -752,6 +800,7 @@ static double run_stream(struct xport *x, size_t len, int w, int windows)
 		void *buf = map_touched(len ? len : 1);
 
 		x->pid[1] = getpid();
+		res[1] = anon_huge_kb();
 		if (x->setup(x, 1))
 			_exit(1);
 		for (int i = 0; i < windows + 1; i++)
@@ -776,6 +825,7 @@ static double run_stream(struct xport *x, size_t len, int w, int windows)
 	}
 	waitpid(pid, &status, 0);
 	out = *res;
+	last_rx_thp_kb = (long)res[1];
 	if (x->ep)
 		dp_close(x->ep);
 	x->ep = NULL;
@@ -828,12 +878,453 @@ static int bench_rate(int windows)
 	return 0;
 }
 
+/*
+ * bwdiag: the 4 MiB bandwidth anomaly.  dmaplane and CMA streams at
+ * 1-4 MiB, window 16 (as bw) and window 1, with the buffers backed by
+ * transparent huge pages (the default: a 4 MiB anonymous mapping always
+ * holds at least one aligned 2 MiB extent) and without (MADV_NOHUGEPAGE),
+ * dmaplane's waiter spinning (sched_yield every 1024 polls, as bw did at
+ * first) or sleeping in dp_wait() after 1024 polls (now the default).
+ * rx-THP-kB: the receiver's AnonHugePages with its buffer mapped (the
+ * dp-block w16 run).
+ */
+static int bench_bwdiag(int windows)
+{
+	static const size_t sizes[] = { 1 << 20, 2 << 20, 3 << 20, 4 << 20 };
+	static const int ws[] = { 16, 1 };
+	char sz[32];
+
+	printf("# dp-bench bwdiag: MB/s, %d windows; thp=on: default mappings, thp=off: MADV_NOHUGEPAGE\n",
+	       windows);
+	printf("%-8s %-5s %12s %12s %12s %10s %10s %10s\n", "size", "thp",
+	       "dp-spin w16", "dp-block w16", "dp-block w1", "cma w16", "cma w1",
+	       "rx-THP-kB");
+	for (int h = 0; h < 2; h++)
+		for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			long thp_kb = -1;
+
+			no_thp = h;
+			printf("%-8s %-5s", fmt_size(sizes[i], sz, sizeof(sz)),
+			       h ? "off" : "on");
+			for (int t = 0; t < 5; t++) {
+				struct xport x = xports[t < 3 ? 0 : 3];
+				int w = ws[t == 2 || t == 4];
+				double v;
+
+				spin_yield = t == 0;
+				v = run_stream(&x, sizes[i], w, windows * 16 / w);
+				spin_yield = 0;
+				if (t == 1)
+					thp_kb = last_rx_thp_kb;
+				if (v < 0)
+					printf(" %*s", t < 3 ? 12 : 10, "error");
+				else
+					printf(" %*.1f", t < 3 ? 12 : 10, v * sizes[i] / 1e6);
+				fflush(stdout);
+			}
+			printf(" %10ld\n", thp_kb);
+		}
+	no_thp = 0;
+	return 0;
+}
+
+/* ---- Overlap of communication and computation (Sandia SMB method) ------ */
+
+/*
+ * The receiver posts a receive for a large message, computes for a set
+ * time without calling the library, then waits for the data.  t_xfer:
+ * post and wait, nothing between; t_work: the work alone; t_both: post,
+ * work, wait.  overlap = 1 - (t_both - t_work) / t_xfer, in [0, 1]: the
+ * fraction of the transfer hidden behind the work.  The work is sized to
+ * twice the transfer so that a fully asynchronous transfer can hide.
+ *
+ * dmaplane: the sender's ioctl copies into the posted receive while the
+ * receiver computes.  CMA and shm2copy as an MPI library without a
+ * progress thread does them: the receiver moves the data itself when it
+ * next calls the library -- process_vm_readv() from the sender's buffer
+ * (one copy), or copying out of 64 KiB shared fragments the sender fills
+ * (two copies; 4 fragments in flight) -- so little can hide.
+ */
+#define OV_FRAG		(64 << 10)
+#define OV_NFRAG	4
+
+struct ov_shared {
+	volatile int posted;	/* iteration whose receive is posted */
+	volatile int go;	/* sender: exit when -1 */
+	volatile int frag_full[OV_NFRAG];
+	struct dmaplane_name names[2];
+	char frags[OV_NFRAG][OV_FRAG];
+};
+
+static volatile uint64_t ov_sink;
+
+static void ov_work(uint64_t loops)
+{
+	uint64_t x = ov_sink;
+
+	for (uint64_t i = 0; i < loops; i++)
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+	ov_sink = x;
+}
+
+static void spin_until(volatile int *p, int v)
+{
+	for (unsigned int spin = 1; __atomic_load_n(p, __ATOMIC_ACQUIRE) != v; spin++)
+		if (!(spin % 256))
+			sched_yield();
+}
+
+/* kinds: 0 dmaplane, 1 cma (receiver reads), 2 shm2copy */
+static int ov_sender(int kind, struct ov_shared *sh, char *buf, size_t len,
+		     struct dp_ep *ep, uint32_t peer, int total)
+{
+	for (int it = 1; it <= total; it++) {
+		for (unsigned int spin = 1;
+		     __atomic_load_n(&sh->posted, __ATOMIC_ACQUIRE) < it; spin++)
+			if (!(spin % 256))
+				sched_yield();
+		if (kind == 0) {
+			int ret;
+
+			while ((ret = dp_send(ep, peer, 7, buf, len, 0)) == -EAGAIN)
+				;
+			if (ret || dp_wait_one(ep))
+				return -1;
+		} else if (kind == 2) {
+			for (size_t off = 0, f = 0; off < len; off += OV_FRAG, f++) {
+				size_t n = len - off < OV_FRAG ? len - off : OV_FRAG;
+				int k = f % OV_NFRAG;
+
+				spin_until(&sh->frag_full[k], 0);
+				memcpy(sh->frags[k], buf + off, n);
+				__atomic_store_n(&sh->frag_full[k], 1, __ATOMIC_RELEASE);
+			}
+		}
+		/* cma: nothing to do, the receiver reads buf */
+	}
+	/* stay alive (CMA reads this address space) until the receiver is done */
+	spin_until(&sh->go, -1);
+	return 0;
+}
+
+/* Post (or announce) the receive of iteration @it. */
+static int ov_post(int kind, struct ov_shared *sh, char *rbuf, size_t len,
+		   struct dp_ep *ep, uint32_t peer, int it)
+{
+	int ret = 0;
+
+	if (kind == 0)
+		ret = dp_recv(ep, peer, 7, 0, rbuf, len, 0);
+	__atomic_store_n(&sh->posted, it, __ATOMIC_RELEASE);
+	return ret;
+}
+
+static int ov_complete(int kind, struct ov_shared *sh, char *rbuf, char *sbuf,
+		       size_t len, struct dp_ep *ep, pid_t sender)
+{
+	if (kind == 0)
+		return dp_wait_one(ep);
+	if (kind == 1) {
+		struct iovec local = { rbuf, len }, remote = { sbuf, len };
+
+		return process_vm_readv(sender, &local, 1, &remote, 1, 0) ==
+			(ssize_t)len ? 0 : -errno;
+	}
+	for (size_t off = 0, f = 0; off < len; off += OV_FRAG, f++) {
+		size_t n = len - off < OV_FRAG ? len - off : OV_FRAG;
+		int k = f % OV_NFRAG;
+
+		spin_until(&sh->frag_full[k], 1);
+		memcpy(rbuf + off, sh->frags[k], n);
+		__atomic_store_n(&sh->frag_full[k], 0, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+/* Loops of ov_work() per microsecond, roughly. */
+static double ov_calibrate(void)
+{
+	double t0 = now_us(), t;
+
+	ov_work(10000000);
+	t = now_us() - t0;
+	return 10000000 / (t > 1 ? t : 1);
+}
+
+/* One transport, one size: fills xfer, work, both (median us). */
+static int run_overlap(int kind, size_t len, int iters, double lpus,
+		       double *xfer, double *work, double *both)
+{
+	struct ov_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	double *tx = calloc(3 * iters, sizeof(double));
+	char *sbuf, *rbuf;
+	struct dp_ep *ep = NULL;
+	uint32_t peer = 0;
+	int status, ret = 0, it = 0;
+	uint64_t loops = 0;
+	pid_t pid;
+
+	if (sh == MAP_FAILED || !tx)
+		return -ENOMEM;
+	memset(sh, 0, sizeof(*sh));
+	/* Same address in both processes: CMA reads the sender's sbuf. */
+	sbuf = map_touched(len);
+	if (!sbuf)
+		return -ENOMEM;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (!pid) {
+		int rank = 1;
+
+		if (kind == 0) {
+			if (dp_open(NULL, 0, &ep) || dp_ep_setup(ep, 0, 64) ||
+			    dp_getname(ep, &sh->names[rank]))
+				_exit(1);
+			while (!__atomic_load_n(&sh->names[!rank].ep_uid, __ATOMIC_ACQUIRE))
+				usleep(100);
+			if (dp_av_insert(ep, &sh->names[!rank], &peer))
+				_exit(1);
+		}
+		_exit(ov_sender(kind, sh, sbuf, len, ep, peer, 3 * (iters + 1)) ? 2 : 0);
+	}
+	rbuf = map_touched(len);
+	if (!rbuf)
+		ret = -ENOMEM;
+	if (!ret && kind == 0) {
+		ret = dp_open(NULL, 0, &ep);
+		if (!ret)
+			ret = dp_ep_setup(ep, 0, 64);
+		if (!ret)
+			ret = dp_getname(ep, &sh->names[0]);
+		while (!ret && !__atomic_load_n(&sh->names[1].ep_uid, __ATOMIC_ACQUIRE))
+			usleep(100);
+		if (!ret)
+			ret = dp_av_insert(ep, &sh->names[1], &peer);
+	}
+	/* 1: transfer alone (first round a warm-up) */
+	for (int i = 0; !ret && i <= iters; i++) {
+		double t0 = now_us();
+
+		ret = ov_post(kind, sh, rbuf, len, ep, peer, ++it);
+		if (!ret)
+			ret = ov_complete(kind, sh, rbuf, sbuf, len, ep, pid);
+		if (i)
+			tx[i - 1] = now_us() - t0;
+	}
+	if (!ret) {
+		*xfer = median(tx, iters);
+		loops = (uint64_t)(2 * *xfer * lpus);
+	}
+	/* 2: work alone; 3: post, work, complete */
+	for (int i = 0; !ret && i <= iters; i++) {
+		double t0 = now_us();
+
+		ov_work(loops);
+		if (i)
+			tx[iters + i - 1] = now_us() - t0;
+		/* keep the sender in step: one transfer per round */
+		ret = ov_post(kind, sh, rbuf, len, ep, peer, ++it);
+		if (!ret)
+			ret = ov_complete(kind, sh, rbuf, sbuf, len, ep, pid);
+	}
+	for (int i = 0; !ret && i <= iters; i++) {
+		double t0 = now_us();
+
+		ret = ov_post(kind, sh, rbuf, len, ep, peer, ++it);
+		ov_work(loops);
+		if (!ret)
+			ret = ov_complete(kind, sh, rbuf, sbuf, len, ep, pid);
+		if (i)
+			tx[2 * iters + i - 1] = now_us() - t0;
+	}
+	__atomic_store_n(&sh->go, -1, __ATOMIC_RELEASE);
+	if (ret)
+		kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	if (!ret) {
+		*work = median(tx + iters, iters);
+		*both = median(tx + 2 * iters, iters);
+	}
+	if (ep)
+		dp_close(ep);
+	munmap(sbuf, len);
+	munmap(rbuf, len);
+	munmap(sh, sizeof(*sh));
+	free(tx);
+	if (ret)
+		return ret;
+	return WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : -EIO;
+}
+
+static int bench_overlap(int iters)
+{
+	static const size_t sizes[] = { 1 << 20, 4 << 20, 16 << 20 };
+	static const char *const names[] = { "dmaplane", "cma", "shm2copy" };
+	double lpus = ov_calibrate();
+	char sz[32];
+
+	printf("# dp-bench overlap: receiver posts, computes 2x the transfer time, then waits;\n"
+	       "# median of %d, microseconds; overlap = 1 - (both - work) / xfer, in [0,1]\n",
+	       iters);
+	printf("%-8s %-9s %10s %10s %10s %8s\n", "size", "xport", "xfer",
+	       "work", "both", "overlap");
+	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
+		for (int k = 0; k < 3; k++) {
+			double xfer = 0, work = 0, both = 0, ov;
+			int ret = run_overlap(k, sizes[i], iters, lpus, &xfer,
+					      &work, &both);
+
+			printf("%-8s %-9s", fmt_size(sizes[i], sz, sizeof(sz)), names[k]);
+			if (ret) {
+				printf(" error: %s\n", strerror(-ret));
+				continue;
+			}
+			ov = 1 - (both - work) / xfer;
+			ov = ov < 0 ? 0 : ov > 1 ? 1 : ov;
+			printf(" %10.0f %10.0f %10.0f %8.2f\n", xfer, work, both, ov);
+			fflush(stdout);
+		}
+	return 0;
+}
+
+/* ---- Matcher scaling: latency with N processes' receives posted -------- */
+
+/*
+ * N processes, each with an endpoint; every endpoint posts one receive
+ * for every other process (specific source, tag 0x1000 + source rank), so
+ * each matcher holds N - 1 receives that never match.  Ranks 0 and 1 then
+ * ping-pong 8 bytes on tag 1 while the others sleep.  Reported: half the
+ * round trip, and the ratio to N = 2.
+ */
+struct sc_shared {
+	volatile int ready;	/* ranks with their receives posted */
+	volatile int done;
+	double lat;
+	struct dmaplane_name names[64];
+};
+
+static int sc_rank(struct sc_shared *sh, int rank, int n, int iters)
+{
+	struct dp_ep *ep;
+	uint32_t addr[64];
+	char buf[8] = { 0 };
+	int ret;
+
+	ret = dp_open(NULL, 0, &ep);
+	if (!ret)
+		ret = dp_ep_setup(ep, 0, 256);
+	if (!ret)
+		ret = dp_getname(ep, &sh->names[rank]);
+	if (ret)
+		return ret;
+	for (int r = 0; r < n; r++) {
+		while (!__atomic_load_n(&sh->names[r].ep_uid, __ATOMIC_ACQUIRE))
+			usleep(200);
+		ret = dp_av_insert(ep, &sh->names[r], &addr[r]);
+		if (ret)
+			goto out;
+	}
+	for (int r = 0; r < n && !ret; r++)
+		if (r != rank)
+			ret = dp_recv(ep, addr[r], 0x1000 + r, 0, buf, sizeof(buf), r + 1);
+	if (ret)
+		goto out;
+	__atomic_add_fetch(&sh->ready, 1, __ATOMIC_ACQ_REL);
+	while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < n)
+		usleep(200);
+	if (rank > 1) {
+		while (!sh->done)
+			usleep(1000);
+		goto out;
+	}
+	{
+		uint32_t peer = addr[!rank];
+		double t0 = 0;
+
+		for (int i = 0; !ret && i < iters + 10; i++) {
+			if (rank == 0) {
+				if (i == 10)
+					t0 = now_us();
+				ret = dp_send(ep, peer, 1, buf, 8, 0);
+				if (!ret)
+					ret = dp_wait_one(ep);
+				if (!ret)
+					ret = dp_recv(ep, peer, 1, 0, buf, 8, 0);
+				if (!ret)
+					ret = dp_wait_one(ep);
+			} else {
+				ret = dp_recv(ep, peer, 1, 0, buf, 8, 0);
+				if (!ret)
+					ret = dp_wait_one(ep);
+				if (!ret)
+					ret = dp_send(ep, peer, 1, buf, 8, 0);
+				if (!ret)
+					ret = dp_wait_one(ep);
+			}
+		}
+		if (rank == 0) {
+			sh->lat = ret ? -1 : (now_us() - t0) / iters / 2;
+			sh->done = 1;
+		}
+	}
+out:
+	if (ret)
+		sh->done = 1;
+	dp_close(ep);
+	return ret;
+}
+
+static int bench_scaling(int iters)
+{
+	static const int ns[] = { 2, 4, 8, 16 };
+	double base = 0;
+
+	printf("# dp-bench scaling: 8-byte half round trip between ranks 0 and 1, microseconds;\n"
+	       "# every rank holds a posted receive for each other rank (%d iterations)\n", iters);
+	printf("%-4s %14s %10s %10s\n", "N", "posted/ep", "latency", "vs N=2");
+	for (unsigned int i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+		struct sc_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+					    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		int n = ns[i], bad = 0, status;
+		pid_t pids[64];
+
+		if (sh == MAP_FAILED)
+			return 1;
+		memset(sh, 0, sizeof(*sh));
+		for (int r = 0; r < n; r++) {
+			pids[r] = fork();
+			if (!pids[r])
+				_exit(sc_rank(sh, r, n, iters) ? 1 : 0);
+		}
+		for (int r = 0; r < n; r++) {
+			waitpid(pids[r], &status, 0);
+			bad |= !WIFEXITED(status) || WEXITSTATUS(status);
+		}
+		if (bad || sh->lat <= 0) {
+			printf("%-4d %14d %10s\n", n, n - 1, "error");
+		} else {
+			if (!base)
+				base = sh->lat;
+			printf("%-4d %14d %10.1f %10.2f\n", n, n - 1, sh->lat, sh->lat / base);
+		}
+		fflush(stdout);
+		munmap(sh, sizeof(*sh));
+	}
+	return 0;
+}
+
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]\n"
+		   "       (messaging modes: -Y spins with sched_yield() instead of sleeping in dp_wait())\n"
 		   "       dp-bench lat [-n ITERS]\n"
 		   "       dp-bench bw [-n WINDOWS]\n"
-		   "       dp-bench rate [-n WINDOWS]\n");
+		   "       dp-bench rate [-n WINDOWS]\n"
+		   "       dp-bench bwdiag [-n WINDOWS]\n"
+		   "       dp-bench overlap [-n ITERS]\n"
+		   "       dp-bench scaling [-n ITERS]\n");
 	return f == stderr ? 2 : 0;
 }
 
@@ -848,7 +1339,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return usage(stdout);
 	optind = 2;
-	while ((opt = getopt(argc, argv, "m:n:d:")) != -1) {
+	while ((opt = getopt(argc, argv, "m:n:d:Y")) != -1) {
 		switch (opt) {
 		case 'm':
 			max = strtoull(optarg, NULL, 0);
@@ -860,6 +1351,9 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			ibdev = optarg;
+			break;
+		case 'Y':
+			spin_yield = 1;
 			break;
 		default:
 			return usage(stderr);
@@ -873,5 +1367,11 @@ int main(int argc, char **argv)
 		return bench_bw(iters ? iters : 50);
 	if (!strcmp(argv[1], "rate"))
 		return bench_rate(iters ? iters : 200);
+	if (!strcmp(argv[1], "bwdiag"))
+		return bench_bwdiag(iters ? iters : 3);
+	if (!strcmp(argv[1], "overlap"))
+		return bench_overlap(iters ? iters : 5);
+	if (!strcmp(argv[1], "scaling"))
+		return bench_scaling(iters ? iters : 200);
 	return usage(stderr);
 }

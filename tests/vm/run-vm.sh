@@ -3,7 +3,10 @@
 # Boot one or two dmaplane test VMs under QEMU (TCG) and run a guest job.
 #
 # Usage: run-vm.sh -k BZIMAGE -i INITRD -j JOB -o OUTDIR
-#                  [-n NODES] [-t TIMEOUT_S] [-m MEM_MB] [-a EXTRA_CMDLINE]
+#                  [-n NODES] [-t TIMEOUT_S] [-m MEM_MB] [-a EXTRA_CMDLINE] [-R]
+#
+# -R shares the host's / read-only with the guest over virtio-9p (mount
+# tag hostroot), for make bench's peers; off by default.
 #
 # Node N writes the kernel console to OUTDIR/console-N.log and the job's
 # output (second serial port) to OUTDIR/results-N.log.  With -n 2 the two
@@ -19,7 +22,8 @@ nodes=1
 timeout=600
 mem=2048
 extra=
-while getopts k:i:j:o:n:t:m:a: opt; do
+hostroot=
+while getopts k:i:j:o:n:t:m:a:R opt; do
 	case $opt in
 	k) kernel=$OPTARG ;;
 	i) initrd=$OPTARG ;;
@@ -29,6 +33,7 @@ while getopts k:i:j:o:n:t:m:a: opt; do
 	t) timeout=$OPTARG ;;
 	m) mem=$OPTARG ;;
 	a) extra=$OPTARG ;;
+	R) hostroot="-fsdev local,id=hostroot,path=/,security_model=none,readonly=on -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot" ;;
 	*) echo "usage: see $0" >&2; exit 2 ;;
 	esac
 done
@@ -59,7 +64,7 @@ start_node() {
 		-append "console=ttyS0 panic=-1 mitigations=off dmaplane.job=$job dmaplane.node=$n $extra" \
 		-serial "file:$out/console-$n.log" \
 		-serial "file:$out/results-$n.log" \
-		$net >"$out/qemu-$n.log" 2>&1 &
+		$net $hostroot >"$out/qemu-$n.log" 2>&1 &
 	eval "pid$n=\$!"
 }
 

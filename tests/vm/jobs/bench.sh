@@ -24,6 +24,14 @@ echo
 $D/dp-bench bw -n 50 || rc=$?
 echo
 $D/dp-bench rate -n 200 || rc=$?
+echo
+$D/dp-bench overlap -n 5 || rc=$?
+echo
+$D/dp-bench scaling -n 200 || rc=$?
+echo
+$D/dp-bench bwdiag -n 3 || rc=$?
+echo
+sh $D/bench/peers.sh
 echo "DMAPLANE-BENCH-END"
 case_result dp-bench-reg $rc
 rmmod dmaplane
