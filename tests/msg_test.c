@@ -902,6 +902,55 @@ TEST(kill_mid_transfer_in_a_loop)
 	free(buf);
 }
 
+TEST_F(pair, probe_cancel_getname_bad_input)
+{
+	struct dmaplane_probe p;
+	struct dmaplane_cancel cn;
+	int fd = dp_fd(self->b);
+
+	memset(&p, 0, sizeof(p));
+	p.peer = DMAPLANE_AV_ANY;
+	p.flags = 2;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, &p));
+	p.flags = 0;
+	p.pad = 1;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, &p));
+	p.pad = 0;
+	p.claim = 1;	/* outputs must come in zeroed */
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, &p));
+	p.claim = 0;
+	p.peer = 4242;
+	EXPECT_EQ(-ENOENT, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, &p));
+	EXPECT_EQ(-EFAULT, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, NULL));
+
+	memset(&cn, 0, sizeof(cn));
+	cn.flags = 1;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_CANCEL, &cn));
+	cn.flags = 0;
+	cn.pad = 1;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_CANCEL, &cn));
+	EXPECT_EQ(-EFAULT, dp_test_ioctl(fd, DMAPLANE_IOCTL_CANCEL, NULL));
+	EXPECT_EQ(-EFAULT, dp_test_ioctl(fd, DMAPLANE_IOCTL_GETNAME, NULL));
+	EXPECT_EQ(-EFAULT, dp_test_ioctl(fd, DMAPLANE_IOCTL_AV_INSERT, NULL));
+	EXPECT_EQ(-EFAULT, dp_test_ioctl(fd, DMAPLANE_IOCTL_AV_REMOVE, NULL));
+	EXPECT_EQ(-EFAULT, dp_test_ioctl(fd, DMAPLANE_IOCTL_SUBMIT, NULL));
+}
+
+TEST(probe_and_cancel_need_setup)
+{
+	struct dmaplane_probe p;
+	struct dmaplane_cancel cn;
+	struct dp_ep *ep;
+
+	ASSERT_EQ(0, dp_open(NULL, 0, &ep));
+	memset(&p, 0, sizeof(p));
+	p.peer = DMAPLANE_AV_ANY;
+	memset(&cn, 0, sizeof(cn));
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(dp_fd(ep), DMAPLANE_IOCTL_PROBE, &p));
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(dp_fd(ep), DMAPLANE_IOCTL_CANCEL, &cn));
+	dp_close(ep);
+}
+
 TEST(poll_wakes_on_completion)
 {
 	struct dp_ep *ep = ep_new(0, 0);
