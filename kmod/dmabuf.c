@@ -131,31 +131,36 @@ static void dmaplane_dmabuf_unmap(struct dma_buf_attachment *attach,
 	dma_unmap_sgtable(attach->dev, sgt, dir, 0);
 }
 
-static int dmaplane_dmabuf_begin_cpu(struct dma_buf *dmabuf,
-				     enum dma_data_direction dir)
+/* Sync every mapped attachment for the CPU or back for the devices. */
+static void dmaplane_dmabuf_sync(struct dma_buf *dmabuf,
+				 enum dma_data_direction dir, bool for_cpu)
 {
 	struct dmaplane_dmabuf *buf = dmabuf->priv;
 	struct dmaplane_dmabuf_attachment *a;
 
 	mutex_lock(&buf->lock);
-	list_for_each_entry(a, &buf->attachments, node)
-		if (a->mapped)
+	list_for_each_entry(a, &buf->attachments, node) {
+		if (!a->mapped)
+			continue;
+		if (for_cpu)
 			dma_sync_sgtable_for_cpu(a->dev, &a->sgt, dir);
+		else
+			dma_sync_sgtable_for_device(a->dev, &a->sgt, dir);
+	}
 	mutex_unlock(&buf->lock);
+}
+
+static int dmaplane_dmabuf_begin_cpu(struct dma_buf *dmabuf,
+				     enum dma_data_direction dir)
+{
+	dmaplane_dmabuf_sync(dmabuf, dir, true);
 	return 0;
 }
 
 static int dmaplane_dmabuf_end_cpu(struct dma_buf *dmabuf,
 				   enum dma_data_direction dir)
 {
-	struct dmaplane_dmabuf *buf = dmabuf->priv;
-	struct dmaplane_dmabuf_attachment *a;
-
-	mutex_lock(&buf->lock);
-	list_for_each_entry(a, &buf->attachments, node)
-		if (a->mapped)
-			dma_sync_sgtable_for_device(a->dev, &a->sgt, dir);
-	mutex_unlock(&buf->lock);
+	dmaplane_dmabuf_sync(dmabuf, dir, false);
 	return 0;
 }
 

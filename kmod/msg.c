@@ -266,6 +266,19 @@ static void msg_free(struct dmaplane_msg *msg)
 	atomic_long_dec(&dmaplane_stats.unexp_msgs);
 }
 
+/*
+ * Complete the send of a rendezvous message on its sender's ring, or give
+ * back the sender's credit when the sender is gone.
+ */
+static void rendezvous_send_done(struct dmaplane_msg *msg, int status, u64 len)
+{
+	if (!READ_ONCE(msg->sender->dead))
+		msg_complete(msg->sender, DMAPLANE_OP_SEND, msg->ctx, status,
+			     len, msg->len, msg->m.tag, 0);
+	else
+		dmaplane_cq_unreserve(msg->sender->cq);
+}
+
 /* Unexpected message @msg meets receive @r: move the data, complete. */
 static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 			       struct dmaplane_msg *msg)
@@ -292,12 +305,8 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 		/* The rendezvous send completes now, with the sender's view. */
 		int sret = ret == -EMSGSIZE ? 0 : ret;
 
-		if (!READ_ONCE(msg->sender->dead))
-			msg_complete(msg->sender, DMAPLANE_OP_SEND, msg->ctx,
-				     sret == -ECONNRESET ? -ECONNRESET : sret ? -EIO : 0,
-				     msg->len, msg->len, msg->m.tag, 0);
-		else
-			dmaplane_cq_unreserve(msg->sender->cq);
+		rendezvous_send_done(msg, sret == -ECONNRESET ? -ECONNRESET :
+					  sret ? -EIO : 0, msg->len);
 	}
 	msg_free(msg);
 }
@@ -636,13 +645,8 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 /* A message dropped undelivered: its rendezvous sender learns so. */
 static void msg_drop(struct dmaplane_msg *msg)
 {
-	if (!msg->data) {
-		if (!READ_ONCE(msg->sender->dead))
-			msg_complete(msg->sender, DMAPLANE_OP_SEND, msg->ctx,
-				     -ECONNRESET, 0, msg->len, msg->m.tag, 0);
-		else
-			dmaplane_cq_unreserve(msg->sender->cq);
-	}
+	if (!msg->data)
+		rendezvous_send_done(msg, -ECONNRESET, 0);
 	msg_free(msg);
 }
 

@@ -274,7 +274,9 @@ static int nl_dump_end(struct dmaplane_nl_dump *d, int ret, bool next_ep)
 	return next_ep ? d->skb->len : 0;
 }
 
-static int dmaplane_nl_dump_ep(struct sk_buff *skb, struct netlink_callback *cb)
+/* A dump that walks the endpoints, @fill adding each one's entries. */
+static int nl_dump_eps(struct sk_buff *skb, struct netlink_callback *cb,
+		       int (*fill)(struct dmaplane_ep *ep, void *arg))
 {
 	struct dmaplane_nl_dump d;
 	u32 pos;
@@ -284,8 +286,13 @@ static int dmaplane_nl_dump_ep(struct sk_buff *skb, struct netlink_callback *cb)
 		return 0;
 	nl_dump_init(&d, skb, cb);
 	pos = d.ep_id;
-	ret = dmaplane_ep_for_each(&pos, nl_fill_ep, &d);
+	ret = dmaplane_ep_for_each(&pos, fill, &d);
 	return nl_dump_end(&d, ret, true);
+}
+
+static int dmaplane_nl_dump_ep(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	return nl_dump_eps(skb, cb, nl_fill_ep);
 }
 
 static u8 nl_region_kind(enum dmaplane_region_kind kind)
@@ -356,16 +363,7 @@ static int nl_fill_regions(struct dmaplane_ep *ep, void *arg)
 
 static int dmaplane_nl_dump_region(struct sk_buff *skb, struct netlink_callback *cb)
 {
-	struct dmaplane_nl_dump d;
-	u32 pos;
-	int ret;
-
-	if (cb->args[0] == U32_MAX)
-		return 0;
-	nl_dump_init(&d, skb, cb);
-	pos = d.ep_id;
-	ret = dmaplane_ep_for_each(&pos, nl_fill_regions, &d);
-	return nl_dump_end(&d, ret, true);
+	return nl_dump_eps(skb, cb, nl_fill_regions);
 }
 
 /* ---- Peers -------------------------------------------------------------- */

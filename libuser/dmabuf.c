@@ -3,7 +3,6 @@
  * libdmaplane: dma-buf export of arena slices, import of foreign dma-bufs.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -29,29 +28,14 @@ int dp_mr_import_dmabuf(struct dp_ep *ep, int fd, uint64_t offset,
 			uint64_t len, unsigned int access, struct dp_mr **mrp)
 {
 	struct dmaplane_mr_import_dmabuf args;
-	struct dp_mr *mr;
-	int ret;
 
 	if (!ep || !mrp)
 		return -EINVAL;
-	mr = malloc(sizeof(*mr));
-	if (!mr)
-		return -ENOMEM;
-
 	memset(&args, 0, sizeof(args));
 	args.fd = fd;
 	args.access = access;
 	args.offset = offset;
 	args.len = len;
-	ret = dp_ioctl(ep, DMAPLANE_IOCTL_MR_IMPORT_DMABUF, &args);
-	if (ret) {
-		free(mr);
-		return ret;
-	}
-	mr->ep = ep;
-	mr->handle = args.handle;
-	mr->lkey = args.lkey;
-	mr->rkey = args.rkey;
-	*mrp = mr;
-	return 0;
+	return dp_mr_create(ep, DMAPLANE_IOCTL_MR_IMPORT_DMABUF, &args,
+			    &args.handle, &args.lkey, &args.rkey, mrp);
 }

@@ -48,4 +48,9 @@ static inline int dp_ioctl(const struct dp_ep *ep, unsigned long cmd, void *arg)
 	return ioctl(ep->fd, cmd, arg) < 0 ? -errno : 0;
 }
 
+/* mr.c: create a region with @cmd and wrap it (see there). */
+int dp_mr_create(struct dp_ep *ep, unsigned long cmd, void *arg,
+		 const __u32 *handle, const __u32 *lkey,
+		 const __u64 *rkey, struct dp_mr **mrp);
+
 #endif /* LIBDMAPLANE_INTERNAL_H */

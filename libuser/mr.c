@@ -8,34 +8,45 @@
 
 #include "internal.h"
 
-int dp_mr_reg(struct dp_ep *ep, void *addr, uint64_t len,
-	      unsigned int access, struct dp_mr **mrp)
+/*
+ * Issue an ioctl that creates a region (@arg is its argument; @handle,
+ * @lkey and @rkey point at its output fields) and wrap the result.
+ */
+int dp_mr_create(struct dp_ep *ep, unsigned long cmd, void *arg,
+		 const __u32 *handle, const __u32 *lkey,
+		 const __u64 *rkey, struct dp_mr **mrp)
 {
-	struct dmaplane_mr_reg arg;
-	struct dp_mr *mr;
+	struct dp_mr *mr = malloc(sizeof(*mr));
 	int ret;
 
-	if (!ep || !mrp)
-		return -EINVAL;
-	mr = malloc(sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
-
-	memset(&arg, 0, sizeof(arg));
-	arg.addr = (uintptr_t)addr;
-	arg.len = len;
-	arg.access = access;
-	ret = dp_ioctl(ep, DMAPLANE_IOCTL_MR_REG, &arg);
+	ret = dp_ioctl(ep, cmd, arg);
 	if (ret) {
 		free(mr);
 		return ret;
 	}
 	mr->ep = ep;
-	mr->handle = arg.handle;
-	mr->lkey = arg.lkey;
-	mr->rkey = arg.rkey;
+	mr->handle = *handle;
+	mr->lkey = *lkey;
+	mr->rkey = *rkey;
 	*mrp = mr;
 	return 0;
+}
+
+int dp_mr_reg(struct dp_ep *ep, void *addr, uint64_t len,
+	      unsigned int access, struct dp_mr **mrp)
+{
+	struct dmaplane_mr_reg arg;
+
+	if (!ep || !mrp)
+		return -EINVAL;
+	memset(&arg, 0, sizeof(arg));
+	arg.addr = (uintptr_t)addr;
+	arg.len = len;
+	arg.access = access;
+	return dp_mr_create(ep, DMAPLANE_IOCTL_MR_REG, &arg, &arg.handle,
+			    &arg.lkey, &arg.rkey, mrp);
 }
 
 int dp_mr_dereg(struct dp_mr *mr)
