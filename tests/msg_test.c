@@ -431,6 +431,7 @@ TEST(setup_and_addressing_errors)
 	struct dmaplane_ep_setup s;
 	struct dmaplane_name name, stale;
 	struct dmaplane_av_insert av;
+	struct dmaplane_handle_arg h;
 	struct dp_ep *ep, *other;
 	uint32_t addr;
 	int fd;
@@ -492,6 +493,13 @@ TEST(setup_and_addressing_errors)
 	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_AV_INSERT, &av));
 	av.flags = 0;
 	ASSERT_EQ(0, dp_test_ioctl(fd, DMAPLANE_IOCTL_AV_INSERT, &av));
+	memset(&h, 0, sizeof(h));
+	h.handle = av.handle;
+	h.flags = 1;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_AV_REMOVE, &h));
+	h.flags = 0;
+	h.reserved = 1;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_AV_REMOVE, &h));
 	EXPECT_EQ(0, dp_av_remove(ep, av.handle));
 	EXPECT_EQ(-ENOENT, dp_av_remove(ep, av.handle));
 	EXPECT_EQ(-ENOENT, dp_send(ep, av.handle, 0, NULL, 0, 0));
