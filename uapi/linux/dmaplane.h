@@ -55,6 +55,11 @@
 #define DMAPLANE_CAP_MSG	_BITULL(5)
 /** DMAPLANE_CAP_RMA - SUBMIT of PUT and GET into peers' regions */
 #define DMAPLANE_CAP_RMA	_BITULL(6)
+/**
+ * DMAPLANE_CAP_REMOTE - SEND, RECV, PUT and GET reach endpoints of other
+ * nodes over RDMA (kernel verbs and rdma_cm); peers are added over netlink
+ */
+#define DMAPLANE_CAP_REMOTE	_BITULL(7)
 
 /**
  * struct dmaplane_info - argument of %DMAPLANE_IOCTL_GET_INFO
@@ -362,12 +367,28 @@ struct dmaplane_mr_import_dmabuf {
  * struct dmaplane_name - an endpoint's name; opaque to applications
  * @node_id: identity of the node (random, chosen when the module loads)
  * @ep_uid: identity of the endpoint on that node; never reused while the
- *	module stays loaded, so the name of a closed endpoint stays invalid
+ *	module stays loaded, so the name of a closed endpoint stays invalid.
+ *	Below 2^%DMAPLANE_SRC_NODE_SHIFT.
  */
 struct dmaplane_name {
 	__u64 node_id;
 	__u64 ep_uid;
 };
+
+/*
+ * Sources.  A receive completion's &dmaplane_cqe.src (and a probe's
+ * &dmaplane_probe.src) names the sender as seen from the receiving node:
+ * the sender's &dmaplane_name.ep_uid in the low %DMAPLANE_SRC_NODE_SHIFT
+ * bits and, above them, the slot of the sender's node in this node's
+ * peer table (0: this node).  Slots are never reused while the module
+ * stays loaded, so a source value names one endpoint for good.
+ */
+/** DMAPLANE_SRC_NODE_SHIFT - bit where the node slot of a source starts */
+#define DMAPLANE_SRC_NODE_SHIFT	47
+/** DMAPLANE_SRC_EP_UID - the sender's &dmaplane_name.ep_uid */
+#define DMAPLANE_SRC_EP_UID(src) ((src) & (_BITULL(DMAPLANE_SRC_NODE_SHIFT) - 1))
+/** DMAPLANE_SRC_NODE_SLOT - the sender's node slot; 0 is this node */
+#define DMAPLANE_SRC_NODE_SLOT(src) ((src) >> DMAPLANE_SRC_NODE_SHIFT)
 
 /** DMAPLANE_CQ_DEFAULT_ENTRIES - ring size when &dmaplane_ep_setup asks 0 */
 #define DMAPLANE_CQ_DEFAULT_ENTRIES	1024
@@ -561,7 +582,8 @@ struct dmaplane_av_insert {
  *
  * Errors: -ECONNREFUSED (no such endpoint: closed, or never existed),
  * -EACCES (the peer is in another security domain), -ENETUNREACH (the
- * name is of another node and no transport reaches it), -EINVAL
+ * name is of another node and no connected peer node has that node_id),
+ * -ECONNRESET (the connection to that node broke while asking), -EINVAL
  * (flags; the endpoint is not set up), -ENOMEM, -EFAULT.
  */
 #define DMAPLANE_IOCTL_AV_INSERT \
@@ -682,6 +704,9 @@ struct dmaplane_cancel {
  * @DMAPLANE_CMD_GET_PEER: dump: one message per peer node
  * @DMAPLANE_CMD_EVENT_PEER_ADDED: event: a peer was added (peer attributes)
  * @DMAPLANE_CMD_EVENT_PEER_REMOVED: event: a peer was removed
+ * @DMAPLANE_CMD_EVENT_PEER_UP: event: a peer's connection came up
+ *	(peer attributes, with %DMAPLANE_ATTR_PEER_NODE_ID)
+ * @DMAPLANE_CMD_EVENT_PEER_DOWN: event: a peer's connection went away
  * @DMAPLANE_CMD_EVENT_REGION_INVALIDATED: event: a region's memory went
  *	away (endpoint id, handle, kind)
  * @__DMAPLANE_CMD_MAX: internal
@@ -698,6 +723,8 @@ enum dmaplane_nl_cmd {
 	DMAPLANE_CMD_EVENT_PEER_ADDED,
 	DMAPLANE_CMD_EVENT_PEER_REMOVED,
 	DMAPLANE_CMD_EVENT_REGION_INVALIDATED,
+	DMAPLANE_CMD_EVENT_PEER_UP,
+	DMAPLANE_CMD_EVENT_PEER_DOWN,
 
 	__DMAPLANE_CMD_MAX,
 	DMAPLANE_CMD_MAX = __DMAPLANE_CMD_MAX - 1
@@ -741,6 +768,19 @@ enum dmaplane_nl_cmd {
  * @DMAPLANE_ATTR_PEER_PORT: u16, host byte order; 0 (or absent): the
  *	transport's default port
  * @DMAPLANE_ATTR_PEER_STATE: u8, &enum dmaplane_nl_peer_state
+ * @DMAPLANE_ATTR_PEER_NODE_ID: u64, the peer's node_id (once connected)
+ * @DMAPLANE_ATTR_PEER_SLOT: u32, the peer's node slot in sources
+ *	(%DMAPLANE_SRC_NODE_SLOT), 0 before the first connection
+ * @DMAPLANE_ATTR_PEER_TX_MSGS: u64, messages sent to the peer
+ * @DMAPLANE_ATTR_PEER_RX_MSGS: u64, messages received from the peer
+ * @DMAPLANE_ATTR_PEER_TX_BYTES: u64, bytes sent (headers, payloads and
+ *	RDMA transfers this node started)
+ * @DMAPLANE_ATTR_PEER_RX_BYTES: u64, bytes received
+ * @DMAPLANE_ATTR_PEER_DROPS: u64, connections dropped because the peer
+ *	sent something malformed or unknown
+ * @DMAPLANE_ATTR_PEER_MEM_BYTES: u64, kernel memory the connection holds
+ *	(receive buffers, queues); does not grow with remote processes
+ * @DMAPLANE_ATTR_PARAM_PORT: u64, module parameter: rdma_cm port
  * @__DMAPLANE_ATTR_MAX: internal
  * @DMAPLANE_ATTR_MAX: highest attribute
  */
@@ -779,6 +819,15 @@ enum dmaplane_nl_attr {
 	DMAPLANE_ATTR_PEER_ADDR,
 	DMAPLANE_ATTR_PEER_PORT,
 	DMAPLANE_ATTR_PEER_STATE,
+	DMAPLANE_ATTR_PEER_NODE_ID,
+	DMAPLANE_ATTR_PEER_SLOT,
+	DMAPLANE_ATTR_PEER_TX_MSGS,
+	DMAPLANE_ATTR_PEER_RX_MSGS,
+	DMAPLANE_ATTR_PEER_TX_BYTES,
+	DMAPLANE_ATTR_PEER_RX_BYTES,
+	DMAPLANE_ATTR_PEER_DROPS,
+	DMAPLANE_ATTR_PEER_MEM_BYTES,
+	DMAPLANE_ATTR_PARAM_PORT,
 
 	__DMAPLANE_ATTR_MAX,
 	DMAPLANE_ATTR_MAX = __DMAPLANE_ATTR_MAX - 1
@@ -808,13 +857,15 @@ enum dmaplane_nl_region_state {
 
 /**
  * enum dmaplane_nl_peer_state - values of %DMAPLANE_ATTR_PEER_STATE
- * @DMAPLANE_NL_PEER_DOWN: no connection (every peer, until the RDMA
- *	transport brings peers up)
+ * @DMAPLANE_NL_PEER_DOWN: no connection (not tried yet, or it broke; the
+ *	transport retries every second)
  * @DMAPLANE_NL_PEER_UP: connected
+ * @DMAPLANE_NL_PEER_CONNECTING: resolving the address or connecting
  */
 enum dmaplane_nl_peer_state {
 	DMAPLANE_NL_PEER_DOWN,
 	DMAPLANE_NL_PEER_UP,
+	DMAPLANE_NL_PEER_CONNECTING,
 };
 
 #endif /* _UAPI_LINUX_DMAPLANE_H */

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * dmaplane wire format between two nodes (ib.c).
+ *
+ * One reliable connection (RC) per pair of nodes carries every message
+ * between their endpoints.  Each side posts DMAPLANE_WIRE_RECVS receive
+ * buffers of DMAPLANE_WIRE_BUF_SIZE bytes: DMAPLANE_WIRE_CREDITS of them
+ * for requests, the rest for acknowledgements.  A request (every type but
+ * ACK) costs the sender one credit; the receiver gives credits back in
+ * ACK messages once it has consumed the requests, so a SEND always finds
+ * a posted buffer (no receiver-not-ready, ever).  ACKs cost no credit: a
+ * node sends at most one per request it received, so at most
+ * DMAPLANE_WIRE_CREDITS of them are ever in flight.
+ *
+ * Every integer is little endian.  Every message starts with a
+ * &struct dmaplane_wire_hdr whose @len is the number of bytes after it;
+ * a receiver checks the type, the version and every length against the
+ * bytes that arrived before it looks further, and drops the connection
+ * (counting it) on anything malformed or unknown.
+ *
+ * Also included by user-space tests (a malicious peer), hence only uapi
+ * types here.
+ */
+#ifndef _DMAPLANE_IB_WIRE_H
+#define _DMAPLANE_IB_WIRE_H
+
+#include <linux/types.h>
+
+#define DMAPLANE_WIRE_MAGIC	0x4c504d44	/* "DMPL" */
+#define DMAPLANE_WIRE_VERSION	1
+#define DMAPLANE_WIRE_BUF_SIZE	16384
+#define DMAPLANE_WIRE_CREDITS	32
+#define DMAPLANE_WIRE_RECVS	(2 * DMAPLANE_WIRE_CREDITS)
+/* Segments of a rendezvous sender's buffer, each with its own rkey. */
+#define DMAPLANE_WIRE_MAX_SEGS	16
+
+/**
+ * struct dmaplane_wire_cm - rdma_cm private data of CONNECT and ACCEPT
+ * @magic: %DMAPLANE_WIRE_MAGIC
+ * @version: %DMAPLANE_WIRE_VERSION
+ * @pad: zero
+ * @node_id: the sending node's &dmaplane_name.node_id
+ * @credits: requests the sender may have outstanding towards this node
+ *	(%DMAPLANE_WIRE_CREDITS)
+ * @buf_size: size of each posted receive buffer
+ */
+struct dmaplane_wire_cm {
+	__le32 magic;
+	__u8 version;
+	__u8 pad[3];
+	__le64 node_id;
+	__le32 credits;
+	__le32 buf_size;
+};
+
+/**
+ * enum dmaplane_wire_type - message types
+ * @DMAPLANE_WIRE_EAGER: request: &struct dmaplane_wire_msg + the payload
+ * @DMAPLANE_WIRE_RTS: request: &struct dmaplane_wire_msg +
+ *	&struct dmaplane_wire_rts: a large message, to be pulled with RDMA
+ *	READ from the segments described
+ * @DMAPLANE_WIRE_FIN: request: &struct dmaplane_wire_fin: the receiver
+ *	pulled a rendezvous message (or failed to); its sender completes
+ * @DMAPLANE_WIRE_RMA_REQ: request: &struct dmaplane_wire_rma: PUT/GET
+ *	asks the target for access to a region
+ * @DMAPLANE_WIRE_RMA_GRANT: request: &struct dmaplane_wire_grant: the
+ *	target checked the request and registered the range (or refused)
+ * @DMAPLANE_WIRE_RMA_DONE: request: &struct dmaplane_wire_done: the
+ *	initiator finished its RDMA WRITE/READ; the target revokes access
+ * @DMAPLANE_WIRE_RESOLVE: request: &struct dmaplane_wire_resolve: does
+ *	this endpoint exist, in the asker's security domain? (AV_INSERT)
+ * @DMAPLANE_WIRE_RESOLVED: request: &struct dmaplane_wire_resolve, the
+ *	answer
+ * @DMAPLANE_WIRE_ACK: &struct dmaplane_wire_ack: requests consumed, their
+ *	credits returned, and the failed eager and rendezvous deliveries
+ * @__DMAPLANE_WIRE_MAX: internal
+ */
+enum dmaplane_wire_type {
+	DMAPLANE_WIRE_EAGER = 1,
+	DMAPLANE_WIRE_RTS,
+	DMAPLANE_WIRE_FIN,
+	DMAPLANE_WIRE_RMA_REQ,
+	DMAPLANE_WIRE_RMA_GRANT,
+	DMAPLANE_WIRE_RMA_DONE,
+	DMAPLANE_WIRE_RESOLVE,
+	DMAPLANE_WIRE_RESOLVED,
+	DMAPLANE_WIRE_ACK,
+	__DMAPLANE_WIRE_MAX,
+};
+
+/**
+ * struct dmaplane_wire_hdr - start of every message
+ * @type: &enum dmaplane_wire_type
+ * @version: %DMAPLANE_WIRE_VERSION
+ * @flags: zero
+ * @len: bytes following this header
+ * @seq: requests: 1, 2, 3, ... on each direction of a connection;
+ *	ACK: zero
+ */
+struct dmaplane_wire_hdr {
+	__u8 type;
+	__u8 version;
+	__le16 flags;
+	__le32 len;
+	__le64 seq;
+};
+
+/**
+ * struct dmaplane_wire_msg - EAGER and RTS: a tagged message
+ * @src: the sender's ep_uid (below 2^%DMAPLANE_SRC_NODE_SHIFT)
+ * @dst: the receiver's ep_uid
+ * @tag: tag
+ * @msg_len: length of the message; EAGER: the payload that follows
+ * @auth_key: the sender's auth key (0: none)
+ * @uid: the sender's uid, in the initial user namespace
+ * @pad: zero
+ */
+struct dmaplane_wire_msg {
+	__le64 src;
+	__le64 dst;
+	__le64 tag;
+	__le64 msg_len;
+	__le64 auth_key;
+	__le32 uid;
+	__le32 pad;
+};
+
+/**
+ * struct dmaplane_wire_seg - a piece of registered memory
+ * @addr: address in the rkey's space
+ * @rkey: remote key of the device
+ * @len: bytes
+ */
+struct dmaplane_wire_seg {
+	__le64 addr;
+	__le32 rkey;
+	__le32 len;
+};
+
+/**
+ * struct dmaplane_wire_rts - follows &struct dmaplane_wire_msg in an RTS
+ * @cookie: the sender's handle of the send, echoed in the FIN
+ * @nsegs: 1 .. %DMAPLANE_WIRE_MAX_SEGS segments follow; their lengths
+ *	add up to &dmaplane_wire_msg.msg_len
+ * @pad: zero
+ * @segs: the segments
+ */
+struct dmaplane_wire_rts {
+	__le64 cookie;
+	__le32 nsegs;
+	__le32 pad;
+	struct dmaplane_wire_seg segs[];
+};
+
+/**
+ * struct dmaplane_wire_fin - the receiver is done with a rendezvous
+ * @cookie: &dmaplane_wire_rts.cookie
+ * @status: 0, or a negative errno for the sender's completion
+ * @pad: zero
+ */
+struct dmaplane_wire_fin {
+	__le64 cookie;
+	__le32 status;
+	__le32 pad;
+};
+
+/**
+ * struct dmaplane_wire_rma - PUT/GET request
+ * @cookie: the initiator's handle, echoed in the grant
+ * @src: the initiator's ep_uid
+ * @dst: the target's ep_uid
+ * @rkey: dmaplane remote key of the target's region
+ * @roffset: offset in the region
+ * @len: bytes
+ * @auth_key: the initiator's auth key
+ * @uid: the initiator's uid
+ * @write: 1 for PUT (the initiator writes), 0 for GET
+ * @pad: zero
+ */
+struct dmaplane_wire_rma {
+	__le64 cookie;
+	__le64 src;
+	__le64 dst;
+	__le64 rkey;
+	__le64 roffset;
+	__le64 len;
+	__le64 auth_key;
+	__le32 uid;
+	__u8 write;
+	__u8 pad[3];
+};
+
+/**
+ * struct dmaplane_wire_grant - the target's answer to an RMA request
+ * @cookie: &dmaplane_wire_rma.cookie
+ * @grant: the target's handle of the grant, for RMA_DONE
+ * @status: 0, or the negative errno the initiator completes with
+ * @pad: zero
+ * @seg: where to write or read, valid when @status is 0
+ */
+struct dmaplane_wire_grant {
+	__le64 cookie;
+	__le64 grant;
+	__le32 status;
+	__le32 pad;
+	struct dmaplane_wire_seg seg;
+};
+
+/**
+ * struct dmaplane_wire_done - the initiator finished with a grant
+ * @grant: &dmaplane_wire_grant.grant
+ */
+struct dmaplane_wire_done {
+	__le64 grant;
+};
+
+/**
+ * struct dmaplane_wire_resolve - RESOLVE and RESOLVED
+ * @cookie: the asker's handle, echoed
+ * @ep_uid: the endpoint asked about
+ * @auth_key: the asker's auth key
+ * @uid: the asker's uid
+ * @status: RESOLVED: 0, -ECONNREFUSED or -EACCES; RESOLVE: zero
+ */
+struct dmaplane_wire_resolve {
+	__le64 cookie;
+	__le64 ep_uid;
+	__le64 auth_key;
+	__le32 uid;
+	__le32 status;
+};
+
+/**
+ * struct dmaplane_wire_nack - a request that failed at its receiver
+ * @seq: &dmaplane_wire_hdr.seq of the EAGER or RTS request
+ * @status: the negative errno its sender completes with
+ * @pad: zero
+ */
+struct dmaplane_wire_nack {
+	__le64 seq;
+	__le32 status;
+	__le32 pad;
+};
+
+/**
+ * struct dmaplane_wire_ack - requests consumed by the receiver
+ * @upto: every request up to this seq was consumed; EAGER messages
+ *	among them are delivered or queued unless listed in @nacks
+ * @credits: credits given back (one per request consumed)
+ * @nnacks: entries in @nacks, at most %DMAPLANE_WIRE_CREDITS
+ * @nacks: failed EAGER and RTS requests
+ */
+struct dmaplane_wire_ack {
+	__le64 upto;
+	__le32 credits;
+	__le32 nnacks;
+	struct dmaplane_wire_nack nacks[];
+};
+
+/* Largest eager payload: what fits in one buffer after the headers. */
+#define DMAPLANE_WIRE_EAGER_MAX	(DMAPLANE_WIRE_BUF_SIZE - \
+				 sizeof(struct dmaplane_wire_hdr) - \
+				 sizeof(struct dmaplane_wire_msg))
+
+#ifdef __KERNEL__
+int dmaplane_wire_check(const void *buf, u32 byte_len);
+
+/**
+ * struct dmaplane_credits - credit accounting of one connection
+ * @avail: requests this side may still send
+ * @owed: requests consumed whose credits are not given back yet
+ * @max: credits the peer granted at connection time
+ */
+struct dmaplane_credits {
+	u32 avail;
+	u32 owed;
+	u32 max;
+};
+
+void dmaplane_credits_init(struct dmaplane_credits *c, u32 max);
+bool dmaplane_credits_take(struct dmaplane_credits *c);
+int dmaplane_credits_return(struct dmaplane_credits *c, u32 n);
+void dmaplane_credits_consumed(struct dmaplane_credits *c);
+u32 dmaplane_credits_owed(struct dmaplane_credits *c);
+#endif
+
+#endif /* _DMAPLANE_IB_WIRE_H */
