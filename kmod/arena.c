@@ -169,8 +169,22 @@ static void arena_release(struct dmaplane_region *r)
 	atomic_long_dec(&dmaplane_stats.arenas);
 }
 
+static int arena_pages(struct dmaplane_region *r, u64 off, u64 len,
+		       struct page ***pages, unsigned int *npages,
+		       unsigned int *first_off)
+{
+	struct dmaplane_arena *arena = to_dmaplane_arena(r);
+	unsigned long first = off >> PAGE_SHIFT;
+	unsigned long last = (off + len - 1) >> PAGE_SHIFT;
+
+	*npages = last - first + 1;
+	*first_off = offset_in_page(off);
+	return dmaplane_pages_get(arena->pages + first, *npages, pages);
+}
+
 static const struct dmaplane_region_ops arena_region_ops = {
 	.copy = arena_copy,
+	.pages = arena_pages,
 	.release = arena_release,
 };
 

@@ -228,6 +228,12 @@ struct dmaplane_region;
  *	region and @iter; @to_region says the direction.  The caller holds
  *	a reference and has checked the bounds.  Returns 0, or -EFAULT when
  *	the region was invalidated (or @iter faults).  May sleep.
+ * @pages: optional: a kvmalloc()ed array of the pages under bytes
+ *	[@off, @off + @len), each with a reference taken (the caller
+ *	put_page()s them and kvfree()s the array), and the offset of byte
+ *	@off in the first one, for DMA by the transport.  The caller holds
+ *	a reference and has checked the bounds; @len is not zero.  Absent:
+ *	the transport cannot reach the region (-EOPNOTSUPP).
  * @release: free the kind-specific part; called once, in process context,
  *	when the last reference is dropped.  Must not free the region
  *	itself: region.c does that after an RCU grace period.
@@ -235,6 +241,9 @@ struct dmaplane_region;
 struct dmaplane_region_ops {
 	int (*copy)(struct dmaplane_region *r, u64 off, struct iov_iter *iter,
 		    bool to_region);
+	int (*pages)(struct dmaplane_region *r, u64 off, u64 len,
+		     struct page ***pages, unsigned int *npages,
+		     unsigned int *first_off);
 	void (*release)(struct dmaplane_region *r);
 };
 
@@ -316,20 +325,61 @@ static inline struct dmaplane_arena *to_dmaplane_arena(struct dmaplane_region *r
 }
 
 /**
+ * struct dmaplane_ubuf - a user buffer: one range or an iovec's pieces
+ * @segs: the pieces; points at @one for a single range
+ * @one: storage for a single range
+ * @nsegs: number of pieces
+ * @len: total bytes
+ */
+struct dmaplane_ubuf {
+	struct iovec *segs;
+	struct iovec one;
+	u32 nsegs;
+	u64 len;
+};
+
+struct dmaplane_rdv;
+struct dmaplane_ib_peer;
+
+/**
  * struct dmaplane_peer - a peer node in the table of netlink.c
  * @node: on the peer list, under the peer table's mutex
  * @family: AF_INET or AF_INET6
  * @port: port, host byte order; 0 for the transport's default
- * @state: &enum dmaplane_nl_peer_state (down until the transport is up)
  * @addr: the address; an IPv4 address sits in its first four bytes and
  *	the rest is zero
+ * @ib: the transport's side of the peer (ib.c); NULL without a transport
  */
 struct dmaplane_peer {
 	struct list_head node;
 	u16 family;
 	u16 port;
-	u8 state;
 	struct in6_addr addr;
+	struct dmaplane_ib_peer *ib;
+};
+
+/**
+ * struct dmaplane_peer_info - what the transport reports about a peer
+ * @state: &enum dmaplane_nl_peer_state
+ * @slot: node slot (%DMAPLANE_SRC_NODE_SLOT), 0 before the first connection
+ * @node_id: the peer's node_id, 0 before the first connection
+ * @tx_msgs: messages sent
+ * @rx_msgs: messages received
+ * @tx_bytes: bytes sent
+ * @rx_bytes: bytes received
+ * @drops: connections dropped for malformed input
+ * @mem_bytes: kernel memory held by the connection
+ */
+struct dmaplane_peer_info {
+	u8 state;
+	u32 slot;
+	u64 node_id;
+	u64 tx_msgs;
+	u64 rx_msgs;
+	u64 tx_bytes;
+	u64 rx_bytes;
+	u64 drops;
+	u64 mem_bytes;
 };
 
 /* main.c */
@@ -420,6 +470,11 @@ bool dmaplane_cq_pending(struct dmaplane_cq *cq);
 int dmaplane_cq_mmap(struct dmaplane_cq *cq, struct vm_area_struct *vma);
 
 /* msg.c */
+void dmaplane_msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
+			   int status, u64 len, u64 msg_len, u64 tag, u64 src);
+int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
+			       u64 tag, u64 len, const void *data,
+			       struct dmaplane_rdv *rdv);
 int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg);
@@ -433,6 +488,7 @@ void dmaplane_ep_put(struct dmaplane_ep *ep);
 struct dmaplane_cq *dmaplane_ep_cq(struct dmaplane_ep *ep);
 int dmaplane_av_lookup(struct dmaplane_ep *ep, u32 handle, u64 *ep_uid);
 bool dmaplane_ep_same_domain(const struct dmaplane_ep *a, const struct dmaplane_ep *b);
+bool dmaplane_ep_domain_ok(const struct dmaplane_ep *ep, u32 uid, u64 auth_key);
 int dmaplane_ioctl_ep_setup(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_getname(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_av_insert(struct dmaplane_ep *ep, void __user *uarg);
@@ -444,9 +500,75 @@ void dmaplane_ep_exit(void);
 int dmaplane_ep_for_each(u32 *pos, int (*fn)(struct dmaplane_ep *ep, void *arg),
 			 void *arg);
 
+/* ib.c: the transport to other nodes */
+#if IS_ENABLED(CONFIG_INFINIBAND_ADDR_TRANS)
+int dmaplane_ib_init(void);
+void dmaplane_ib_exit(void);
+struct dmaplane_ib_peer *dmaplane_ib_peer_add(const struct dmaplane_peer *p);
+void dmaplane_ib_peer_del(struct dmaplane_ib_peer *ip);
+void dmaplane_ib_peer_info(struct dmaplane_ib_peer *ip, struct dmaplane_peer_info *info);
+int dmaplane_ib_resolve(struct dmaplane_ep *ep, u64 node_id, u64 ep_uid, u64 *src);
+int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *op,
+		     struct dmaplane_ubuf *buf);
+int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *op);
+void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
+		      struct dmaplane_ubuf *buf, u64 ctx);
+void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status);
+unsigned int dmaplane_ib_port(void);
+#define DMAPLANE_HAVE_REMOTE true
+#else
+static inline int dmaplane_ib_init(void) { return 0; }
+static inline void dmaplane_ib_exit(void) { }
+static inline struct dmaplane_ib_peer *dmaplane_ib_peer_add(const struct dmaplane_peer *p)
+{
+	return NULL;
+}
+
+static inline void dmaplane_ib_peer_del(struct dmaplane_ib_peer *ip) { }
+static inline void dmaplane_ib_peer_info(struct dmaplane_ib_peer *ip,
+					 struct dmaplane_peer_info *info)
+{
+	memset(info, 0, sizeof(*info));
+}
+
+static inline int dmaplane_ib_resolve(struct dmaplane_ep *ep, u64 node_id,
+				      u64 ep_uid, u64 *src)
+{
+	return -ENETUNREACH;
+}
+
+static inline int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst,
+				   const struct dmaplane_op *op,
+				   struct dmaplane_ubuf *buf)
+{
+	return -ECONNRESET;
+}
+
+static inline int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst,
+				  const struct dmaplane_op *op)
+{
+	return -ECONNRESET;
+}
+
+static inline void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
+				    struct dmaplane_ubuf *buf, u64 ctx) { }
+static inline void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status) { }
+static inline unsigned int dmaplane_ib_port(void) { return 0; }
+#define DMAPLANE_HAVE_REMOTE false
+#endif
+
+/* region.c, for the transport: the pages under a range of a region */
+int dmaplane_region_pages(struct dmaplane_region *r, u64 off, u64 len,
+			  struct page ***pages, unsigned int *npages,
+			  unsigned int *first_off);
+int dmaplane_pages_get(struct page **src, unsigned int n, struct page ***pages);
+
 /* netlink.c */
 int dmaplane_nl_init(void);
 void dmaplane_nl_exit(void);
 void dmaplane_nl_notify_region_invalidated(const struct dmaplane_region *r);
+void dmaplane_nl_notify_peer_state(u16 family, const struct in6_addr *addr,
+				   u16 port, u64 node_id, u32 slot, bool up);
+void dmaplane_nl_peers_flush(void);
 
 #endif /* _DMAPLANE_H */

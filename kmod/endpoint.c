@@ -68,8 +68,12 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 			      &dmaplane_ep_next_id, GFP_KERNEL);
 	if (ret < 0)
 		goto err_free_ep;
-	/* ep_uid < 2^63, so that it fits xa_mk_value() in address vectors. */
-	ep->ep_uid = ((u64)((u32)atomic_inc_return(&dmaplane_ep_gen) & 0x7fffffff) << 32) |
+	/*
+	 * ep_uid < 2^DMAPLANE_SRC_NODE_SHIFT: a 15-bit generation above the
+	 * 31-bit id, leaving room for the node slot in source values (which
+	 * address vectors store with xa_mk_value()).
+	 */
+	ep->ep_uid = ((u64)((u32)atomic_inc_return(&dmaplane_ep_gen) & 0x7fff) << 32) |
 		     ep->id;
 	xa_store(&dmaplane_ep_ids, ep->id, ep, GFP_KERNEL);
 
@@ -204,6 +208,22 @@ bool dmaplane_ep_same_domain(const struct dmaplane_ep *a, const struct dmaplane_
 	return uid_eq(a->uid, b->uid);
 }
 
+/**
+ * dmaplane_ep_domain_ok() - may an endpoint of another node talk to @ep?
+ * @ep: endpoint of this node
+ * @uid: the other endpoint's uid, in the initial user namespace
+ * @auth_key: the other endpoint's auth key
+ *
+ * The rule of dmaplane_ep_same_domain(); uids are compared as numbers,
+ * as the nodes of a cluster share their user database.
+ */
+bool dmaplane_ep_domain_ok(const struct dmaplane_ep *ep, u32 uid, u64 auth_key)
+{
+	if (ep->auth_key || auth_key)
+		return ep->auth_key == auth_key;
+	return from_kuid(&init_user_ns, ep->uid) == uid;
+}
+
 int dmaplane_ioctl_ep_setup(struct dmaplane_ep *ep, void __user *uarg)
 {
 	struct dmaplane_ep_setup arg;
@@ -263,8 +283,19 @@ int dmaplane_ioctl_av_insert(struct dmaplane_ep *ep, void __user *uarg)
 		return -EINVAL;
 	if (!dmaplane_ep_cq(ep))
 		return -EINVAL;
-	if (arg.name.node_id != dmaplane_node_id)
-		return -ENETUNREACH;
+	if (arg.name.ep_uid >> DMAPLANE_SRC_NODE_SHIFT)
+		return -ECONNREFUSED;
+	if (arg.name.node_id != dmaplane_node_id) {
+		u64 src;
+
+		ret = dmaplane_ib_resolve(ep, arg.name.node_id, arg.name.ep_uid, &src);
+		if (ret)
+			return ret;
+		ret = xa_alloc_cyclic(&ep->av, &arg.handle, xa_mk_value(src),
+				      XA_LIMIT(0, DMAPLANE_AV_ANY - 1), &ep->next_av,
+				      GFP_KERNEL);
+		goto out_copy;
+	}
 
 	peer = dmaplane_ep_get_by_uid(arg.name.ep_uid);
 	if (!peer)
@@ -279,6 +310,7 @@ int dmaplane_ioctl_av_insert(struct dmaplane_ep *ep, void __user *uarg)
 				      XA_LIMIT(0, DMAPLANE_AV_ANY - 1), &ep->next_av,
 				      GFP_KERNEL);
 	dmaplane_ep_put(peer);
+out_copy:
 	if (ret < 0)
 		return ret;
 
@@ -304,7 +336,8 @@ int dmaplane_ioctl_av_remove(struct dmaplane_ep *ep, void __user *uarg)
  * dmaplane_av_lookup() - the peer an address handle names
  * @ep: endpoint
  * @handle: address handle
- * @ep_uid: set to the peer's ep_uid
+ * @ep_uid: set to the peer's source value: its ep_uid, with the node slot
+ *	above %DMAPLANE_SRC_NODE_SHIFT for an endpoint of another node
  *
  * Return: 0 or -ENOENT.
  */
@@ -340,7 +373,8 @@ int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info)
 	info->abi_version = DMAPLANE_ABI_VERSION;
 	info->caps = DMAPLANE_CAP_INFO | DMAPLANE_CAP_MSG | DMAPLANE_CAP_RMA |
 		     DMAPLANE_CAP_ARENA | DMAPLANE_CAP_DMABUF_EXPORT |
-		     DMAPLANE_CAP_DMABUF_IMPORT | DMAPLANE_CAP_MR;
+		     DMAPLANE_CAP_DMABUF_IMPORT | DMAPLANE_CAP_MR |
+		     (DMAPLANE_HAVE_REMOTE ? DMAPLANE_CAP_REMOTE : 0);
 	info->endpoint_id = ep->id;
 	info->page_size = PAGE_SIZE;
 	return 0;

@@ -31,12 +31,27 @@ static int check_msg(const struct dmaplane_wire_msg *m, u32 len, bool eager)
 	return mlen ? 0 : -EBADMSG;
 }
 
+/* Segments whose lengths add up to @total; 0 segments only for 0 bytes. */
+static int check_segs(const struct dmaplane_wire_seg *segs, u32 nsegs, u64 total)
+{
+	u64 sum = 0;
+	u32 i;
+
+	if (nsegs > DMAPLANE_WIRE_MAX_SEGS || (!nsegs && total))
+		return -EBADMSG;
+	for (i = 0; i < nsegs; i++) {
+		if (!segs[i].len)
+			return -EBADMSG;
+		sum += le32_to_cpu(segs[i].len);
+	}
+	return sum == total ? 0 : -EBADMSG;
+}
+
 static int check_rts(const void *body, u32 len)
 {
 	const struct dmaplane_wire_msg *m = body;
 	const struct dmaplane_wire_rts *rts = body + sizeof(*m);
-	u64 total = 0;
-	u32 i, nsegs;
+	u32 nsegs;
 
 	if (len < sizeof(*m) + sizeof(*rts) || check_msg(m, len, false))
 		return -EBADMSG;
@@ -44,12 +59,25 @@ static int check_rts(const void *body, u32 len)
 	if (!nsegs || nsegs > DMAPLANE_WIRE_MAX_SEGS || rts->pad ||
 	    len != sizeof(*m) + struct_size(rts, segs, nsegs))
 		return -EBADMSG;
-	for (i = 0; i < nsegs; i++) {
-		if (!rts->segs[i].len)
-			return -EBADMSG;
-		total += le32_to_cpu(rts->segs[i].len);
-	}
-	return total == le64_to_cpu(m->msg_len) ? 0 : -EBADMSG;
+	return check_segs(rts->segs, nsegs, le64_to_cpu(m->msg_len));
+}
+
+static int check_rma(const void *body, u32 len)
+{
+	const struct dmaplane_wire_rma *r = body;
+	const struct dmaplane_wire_seglist *sl = body + sizeof(*r);
+	u32 nsegs;
+
+	if (len < sizeof(*r) + sizeof(*sl) || r->write > 1 ||
+	    memchr_inv(r->pad, 0, sizeof(r->pad)) || sl->pad ||
+	    le64_to_cpu(r->src) >> DMAPLANE_SRC_NODE_SHIFT ||
+	    le64_to_cpu(r->dst) >> DMAPLANE_SRC_NODE_SHIFT)
+		return -EBADMSG;
+	nsegs = le32_to_cpu(sl->nsegs);
+	if (nsegs > DMAPLANE_WIRE_MAX_SEGS ||
+	    len != sizeof(*r) + struct_size(sl, segs, nsegs))
+		return -EBADMSG;
+	return check_segs(sl->segs, nsegs, le64_to_cpu(r->len));
 }
 
 static int check_ack(const struct dmaplane_wire_ack *ack, u32 len)
@@ -96,7 +124,8 @@ int dmaplane_wire_check(const void *buf, u32 byte_len)
 	len = le32_to_cpu(h->len);
 	if (len != byte_len - sizeof(*h))
 		return -EBADMSG;
-	if (!h->seq != (h->type == DMAPLANE_WIRE_ACK))
+	/* Requests are numbered, ACKs are not. */
+	if (h->type == DMAPLANE_WIRE_ACK ? h->seq != 0 : h->seq == 0)
 		return -EBADMSG;
 
 	switch (h->type) {
@@ -114,22 +143,8 @@ int dmaplane_wire_check(const void *buf, u32 byte_len)
 		      0 : -EBADMSG;
 		break;
 	}
-	case DMAPLANE_WIRE_RMA_REQ: {
-		const struct dmaplane_wire_rma *r = body;
-
-		ret = len == sizeof(*r) && r->write <= 1 &&
-		      !memchr_inv(r->pad, 0, sizeof(r->pad)) ? 0 : -EBADMSG;
-		break;
-	}
-	case DMAPLANE_WIRE_RMA_GRANT: {
-		const struct dmaplane_wire_grant *g = body;
-
-		ret = len == sizeof(*g) && wire_status_ok(g->status) && !g->pad ?
-		      0 : -EBADMSG;
-		break;
-	}
-	case DMAPLANE_WIRE_RMA_DONE:
-		ret = len == sizeof(struct dmaplane_wire_done) ? 0 : -EBADMSG;
+	case DMAPLANE_WIRE_RMA_REQ:
+		ret = check_rma(body, len);
 		break;
 	case DMAPLANE_WIRE_RESOLVE:
 	case DMAPLANE_WIRE_RESOLVED: {

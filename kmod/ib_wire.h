@@ -32,7 +32,7 @@
 #define DMAPLANE_WIRE_CREDITS	32
 #define DMAPLANE_WIRE_RECVS	(2 * DMAPLANE_WIRE_CREDITS)
 /* Segments of a rendezvous sender's buffer, each with its own rkey. */
-#define DMAPLANE_WIRE_MAX_SEGS	16
+#define DMAPLANE_WIRE_MAX_SEGS	64
 
 /**
  * struct dmaplane_wire_cm - rdma_cm private data of CONNECT and ACCEPT
@@ -61,12 +61,13 @@ struct dmaplane_wire_cm {
  *	READ from the segments described
  * @DMAPLANE_WIRE_FIN: request: &struct dmaplane_wire_fin: the receiver
  *	pulled a rendezvous message (or failed to); its sender completes
- * @DMAPLANE_WIRE_RMA_REQ: request: &struct dmaplane_wire_rma: PUT/GET
- *	asks the target for access to a region
- * @DMAPLANE_WIRE_RMA_GRANT: request: &struct dmaplane_wire_grant: the
- *	target checked the request and registered the range (or refused)
- * @DMAPLANE_WIRE_RMA_DONE: request: &struct dmaplane_wire_done: the
- *	initiator finished its RDMA WRITE/READ; the target revokes access
+ * @DMAPLANE_WIRE_RMA_REQ: request: &struct dmaplane_wire_rma +
+ *	&struct dmaplane_wire_seglist: PUT/GET.  The initiator registered
+ *	its own buffer and describes it; the target checks key, owner,
+ *	access and bounds, then moves the data itself with RDMA READ (PUT)
+ *	or RDMA WRITE (GET) between the region's pages and those segments,
+ *	and answers with a FIN.  The target never hands out device keys
+ *	of its memory.
  * @DMAPLANE_WIRE_RESOLVE: request: &struct dmaplane_wire_resolve: does
  *	this endpoint exist, in the asker's security domain? (AV_INSERT)
  * @DMAPLANE_WIRE_RESOLVED: request: &struct dmaplane_wire_resolve, the
@@ -80,8 +81,6 @@ enum dmaplane_wire_type {
 	DMAPLANE_WIRE_RTS,
 	DMAPLANE_WIRE_FIN,
 	DMAPLANE_WIRE_RMA_REQ,
-	DMAPLANE_WIRE_RMA_GRANT,
-	DMAPLANE_WIRE_RMA_DONE,
 	DMAPLANE_WIRE_RESOLVE,
 	DMAPLANE_WIRE_RESOLVED,
 	DMAPLANE_WIRE_ACK,
@@ -153,8 +152,9 @@ struct dmaplane_wire_rts {
 };
 
 /**
- * struct dmaplane_wire_fin - the receiver is done with a rendezvous
- * @cookie: &dmaplane_wire_rts.cookie
+ * struct dmaplane_wire_fin - the receiver of an RTS or the target of an
+ *	RMA_REQ is done with the initiator's buffer
+ * @cookie: &dmaplane_wire_rts.cookie or &dmaplane_wire_rma.cookie
  * @status: 0, or a negative errno for the sender's completion
  * @pad: zero
  */
@@ -165,16 +165,16 @@ struct dmaplane_wire_fin {
 };
 
 /**
- * struct dmaplane_wire_rma - PUT/GET request
- * @cookie: the initiator's handle, echoed in the grant
+ * struct dmaplane_wire_rma - PUT/GET request; a seglist follows
+ * @cookie: the initiator's handle, echoed in the FIN
  * @src: the initiator's ep_uid
  * @dst: the target's ep_uid
  * @rkey: dmaplane remote key of the target's region
  * @roffset: offset in the region
- * @len: bytes
+ * @len: bytes; the segments that follow add up to it
  * @auth_key: the initiator's auth key
  * @uid: the initiator's uid
- * @write: 1 for PUT (the initiator writes), 0 for GET
+ * @write: 1 for PUT (data goes to the target), 0 for GET
  * @pad: zero
  */
 struct dmaplane_wire_rma {
@@ -191,27 +191,16 @@ struct dmaplane_wire_rma {
 };
 
 /**
- * struct dmaplane_wire_grant - the target's answer to an RMA request
- * @cookie: &dmaplane_wire_rma.cookie
- * @grant: the target's handle of the grant, for RMA_DONE
- * @status: 0, or the negative errno the initiator completes with
+ * struct dmaplane_wire_seglist - the initiator's buffer of an RMA_REQ
+ * @nsegs: 0 .. %DMAPLANE_WIRE_MAX_SEGS segments follow (0 only when the
+ *	length is 0)
  * @pad: zero
- * @seg: where to write or read, valid when @status is 0
+ * @segs: the segments
  */
-struct dmaplane_wire_grant {
-	__le64 cookie;
-	__le64 grant;
-	__le32 status;
+struct dmaplane_wire_seglist {
+	__le32 nsegs;
 	__le32 pad;
-	struct dmaplane_wire_seg seg;
-};
-
-/**
- * struct dmaplane_wire_done - the initiator finished with a grant
- * @grant: &dmaplane_wire_grant.grant
- */
-struct dmaplane_wire_done {
-	__le64 grant;
+	struct dmaplane_wire_seg segs[];
 };
 
 /**

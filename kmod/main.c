@@ -176,6 +176,9 @@ static int __init dmaplane_init(void)
 {
 	int ret;
 
+	/* The transport announces it to peers: choose it first. */
+	dmaplane_node_id = get_random_u64();
+
 	ret = dmaplane_mr_init();
 	if (ret)
 		return ret;
@@ -184,20 +187,22 @@ static int __init dmaplane_init(void)
 	if (ret)
 		goto err_mr_exit;
 
+	ret = dmaplane_ib_init();
+	if (ret)
+		goto err_nl_exit;
+
 	ret = misc_register(&dmaplane_misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d\n", DMAPLANE_DEVICE_NAME, ret);
-		goto err_nl_exit;
+		goto err_ib_exit;
 	}
 	/* Imported dma-bufs are mapped for this device; any address will do. */
 	ret = dma_coerce_mask_and_coherent(dmaplane_misc.this_device, DMA_BIT_MASK(64));
 	if (ret) {
 		pr_err("cannot set the DMA mask: %d\n", ret);
 		misc_deregister(&dmaplane_misc);
-		goto err_nl_exit;
+		goto err_ib_exit;
 	}
-
-	dmaplane_node_id = get_random_u64();
 
 	/* debugfs is optional: failures are not fatal by design. */
 	dmaplane_debugfs = debugfs_create_dir(DMAPLANE_DRV_NAME, NULL);
@@ -207,6 +212,8 @@ static int __init dmaplane_init(void)
 	pr_info("loaded, ABI version %d\n", DMAPLANE_ABI_VERSION);
 	return 0;
 
+err_ib_exit:
+	dmaplane_ib_exit();
 err_nl_exit:
 	dmaplane_nl_exit();
 err_mr_exit:
@@ -218,6 +225,9 @@ static void __exit dmaplane_exit(void)
 {
 	debugfs_remove(dmaplane_debugfs);
 	misc_deregister(&dmaplane_misc);
+	/* Peers first: their connections complete what is pending. */
+	dmaplane_nl_peers_flush();
+	dmaplane_ib_exit();
 	dmaplane_ep_exit();
 	dmaplane_mr_exit();
 	/* Regions are freed after a grace period (region.c): wait for them. */

@@ -511,8 +511,37 @@ out_unlock:
 	return ret;
 }
 
+static int mr_region_pages(struct dmaplane_region *r, u64 off, u64 len,
+			   struct page ***pages, unsigned int *npages,
+			   unsigned int *first_off)
+{
+	struct dmaplane_mr *mr = to_mr(r);
+	struct dmaplane_mr_entry *e = mr->entry;
+	u64 pos = mr->page_off + off;
+	unsigned long first = mr->first_page + (pos >> PAGE_SHIFT);
+	unsigned long last = mr->first_page + ((pos + len - 1) >> PAGE_SHIFT);
+	int ret;
+
+	/*
+	 * The references keep the pages, not the registration: a transfer
+	 * racing with an invalidation lands in pages the process no longer
+	 * maps, as a copy would (the notifier marks the region first).
+	 */
+	down_read(&e->pages_sem);
+	if (!e->pages || READ_ONCE(r->invalid) || WARN_ON_ONCE(last >= e->npages)) {
+		ret = -EFAULT;
+	} else {
+		*npages = last - first + 1;
+		*first_off = offset_in_page(pos);
+		ret = dmaplane_pages_get(e->pages + first, *npages, pages);
+	}
+	up_read(&e->pages_sem);
+	return ret;
+}
+
 static const struct dmaplane_region_ops mr_region_ops = {
 	.copy = mr_region_copy,
+	.pages = mr_region_pages,
 	.release = mr_region_release,
 };
 

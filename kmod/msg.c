@@ -46,28 +46,17 @@ MODULE_PARM_DESC(unexp_max, "Unexpected messages an endpoint may hold");
 #define COPY_CHUNK	16	/* pages pinned at a time by remote copies */
 
 /**
- * struct dmaplane_ubuf - a user buffer: one range or an iovec's pieces
- * @segs: the pieces; points at @one for a single range
- * @one: storage for a single range
- * @nsegs: number of pieces
- * @len: total bytes
- */
-struct dmaplane_ubuf {
-	struct iovec *segs;
-	struct iovec one;
-	u32 nsegs;
-	u64 len;
-};
-
-/**
  * struct dmaplane_msg - a message queued as unexpected at its receiver
- * @m: matcher view (src = sender's ep_uid, tag)
- * @sender: sending endpoint (referenced)
+ * @m: matcher view (src = sender's source value, tag)
+ * @sender: sending endpoint (referenced); NULL for a message from
+ *	another node
  * @len: message length
  * @ctx: sender's context, for its completion (rendezvous)
  * @data: eager payload, or NULL for a rendezvous
  * @buf: rendezvous: the sender's buffer
  * @mm: rendezvous: the sender's address space (mmgrab()ed)
+ * @rdv: rendezvous from another node: the transport's state (ib.c),
+ *	handed to dmaplane_ib_pull() when a receive matches
  */
 struct dmaplane_msg {
 	struct dmaplane_match_msg m;
@@ -77,6 +66,7 @@ struct dmaplane_msg {
 	void *data;
 	struct dmaplane_ubuf buf;
 	struct mm_struct *mm;
+	struct dmaplane_rdv *rdv;
 };
 
 /**
@@ -104,6 +94,29 @@ static void msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 
 	dmaplane_cq_post(ep->cq, &cqe);
 	wake_up_interruptible(&ep->wq);
+}
+
+/**
+ * dmaplane_msg_complete() - complete an operation that finished later,
+ *	in another context (the transport)
+ * @ep: the operation's endpoint (referenced by the caller)
+ * @opcode: %DMAPLANE_OP_*
+ * @ctx: the operation's context
+ * @status: 0 or a negative errno
+ * @len: bytes transferred
+ * @msg_len: message length
+ * @tag: tag
+ * @src: source value (RECV)
+ *
+ * An endpoint whose file is gone gets its ring credit back instead.
+ */
+void dmaplane_msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
+			   int status, u64 len, u64 msg_len, u64 tag, u64 src)
+{
+	if (READ_ONCE(ep->dead))
+		dmaplane_cq_unreserve(ep->cq);
+	else
+		msg_complete(ep, opcode, ctx, status, len, msg_len, tag, src);
 }
 
 /*
@@ -261,7 +274,8 @@ static void msg_free(struct dmaplane_msg *msg)
 		ubuf_free(&msg->buf);
 	if (msg->mm)
 		mmdrop(msg->mm);
-	dmaplane_ep_put(msg->sender);
+	if (msg->sender)
+		dmaplane_ep_put(msg->sender);
 	kfree(msg);
 	atomic_long_dec(&dmaplane_stats.unexp_msgs);
 }
@@ -272,11 +286,8 @@ static void msg_free(struct dmaplane_msg *msg)
  */
 static void rendezvous_send_done(struct dmaplane_msg *msg, int status, u64 len)
 {
-	if (!READ_ONCE(msg->sender->dead))
-		msg_complete(msg->sender, DMAPLANE_OP_SEND, msg->ctx, status,
-			     len, msg->len, msg->m.tag, 0);
-	else
-		dmaplane_cq_unreserve(msg->sender->cq);
+	dmaplane_msg_complete(msg->sender, DMAPLANE_OP_SEND, msg->ctx, status,
+			      len, msg->len, msg->m.tag, 0);
 }
 
 /* Unexpected message @msg meets receive @r: move the data, complete. */
@@ -287,6 +298,13 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	struct iov_iter iter;
 	int ret = 0;
 
+	if (msg->rdv) {
+		/* From another node: the transport pulls and completes. */
+		dmaplane_ib_pull(msg->rdv, ep, &r->buf, r->ctx);
+		msg->rdv = NULL;
+		msg_free(msg);
+		return;
+	}
 	ubuf_iter(&r->buf, ITER_DEST, n, &iter);
 	if (n) {
 		if (msg->data)
@@ -423,6 +441,10 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	ret = ubuf_from_op(&sbuf, op);
 	if (ret)
 		return ret;
+	if (DMAPLANE_SRC_NODE_SLOT(uid)) {
+		ret = dmaplane_ib_send(ep, uid, op, &sbuf);
+		goto out_free_buf;
+	}
 	len = sbuf.len;
 	dest = dmaplane_ep_get_by_uid(uid);
 	if (!dest) {
@@ -525,6 +547,115 @@ out_free_buf:
 	return ret;
 }
 
+/**
+ * dmaplane_msg_arrive_remote() - a message from another node arrived
+ * @dst: the receiving endpoint's ep_uid
+ * @uid: the sender's uid (initial user namespace)
+ * @auth_key: the sender's auth key
+ * @src: the sender's source value (node slot and ep_uid)
+ * @tag: tag
+ * @len: message length
+ * @data: eager: the payload (@len bytes), else NULL
+ * @rdv: rendezvous: the transport's state, else NULL.  On success it
+ *	belongs to this file until it goes back with dmaplane_ib_pull() or
+ *	dmaplane_ib_rdv_drop(); on failure it stays the caller's.
+ *
+ * The same matching as a send on this node: a posted receive takes the
+ * message at once, otherwise it waits as unexpected within the receiver's
+ * budget.  Called by the transport in process context.
+ *
+ * Return: 0, -ECONNRESET (no such endpoint: closed), -EACCES (another
+ * security domain), -EAGAIN (the receiver's unexpected budget is full),
+ * -ENOMEM.
+ */
+int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
+			       u64 tag, u64 len, const void *data,
+			       struct dmaplane_rdv *rdv)
+{
+	struct dmaplane_match_recv *mr;
+	struct dmaplane_ep *dest;
+	struct dmaplane_msg *msg;
+	int ret = 0;
+
+	dest = dmaplane_ep_get_by_uid(dst);
+	if (!dest)
+		return -ECONNRESET;
+	if (!dmaplane_ep_cq(dest) || !dmaplane_ep_domain_ok(dest, uid, auth_key)) {
+		ret = -EACCES;
+		goto out_put_dest;
+	}
+	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
+	if (!msg) {
+		ret = -ENOMEM;
+		goto out_put_dest;
+	}
+	msg->m.src = src;
+	msg->m.tag = tag;
+	msg->len = len;
+
+	mutex_lock(&dest->match_lock);
+	if (dest->dead) {
+		ret = -ECONNRESET;
+		goto err_unlock;
+	}
+	mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
+	if (mr) {
+		struct dmaplane_recv *r = container_of(mr, struct dmaplane_recv, m);
+		u64 n = min(r->buf.len, len);
+		struct iov_iter iter;
+		struct kvec kv = { .iov_base = (void *)data, .iov_len = n };
+
+		atomic_long_dec(&dmaplane_stats.posted_recvs);
+		mutex_unlock(&dest->match_lock);
+		if (rdv) {
+			dmaplane_ib_pull(rdv, dest, &r->buf, r->ctx);
+		} else {
+			iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, n);
+			if (n)
+				ret = copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
+			msg_complete(dest, DMAPLANE_OP_RECV, r->ctx,
+				     ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
+				     len > r->buf.len ? -EMSGSIZE : 0,
+				     ret ? 0 : n, len, tag, src);
+			ret = 0;
+		}
+		recv_free(r);
+		kfree(msg);
+		goto out_put_dest;
+	}
+
+	if (dest->unexp_msgs >= READ_ONCE(unexp_max) ||
+	    (data && dest->unexp_bytes + len > READ_ONCE(unexp_budget))) {
+		ret = -EAGAIN;
+		goto err_unqueue;
+	}
+	if (data) {
+		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL);
+		if (!msg->data) {
+			ret = -ENOMEM;
+			goto err_unqueue;
+		}
+		memcpy(msg->data, data, len);
+		dest->unexp_bytes += len;
+	} else {
+		msg->rdv = rdv;
+		msg->buf.segs = &msg->buf.one;
+	}
+	dest->unexp_msgs++;
+	atomic_long_inc(&dmaplane_stats.unexp_msgs);
+	mutex_unlock(&dest->match_lock);
+	goto out_put_dest;
+
+err_unqueue:
+	dmaplane_match_remove_msg(&dest->matcher, &msg->m);
+err_unlock:
+	mutex_unlock(&dest->match_lock);
+	kfree(msg);
+out_put_dest:
+	dmaplane_ep_put(dest);
+	return ret;
+}
+
 /*
  * PUT/GET: one-sided, one copy between the caller's buffer and the
  * target's region, checked on the target's side: the key must name a
@@ -548,6 +679,8 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		return ret;
 	if (!access_ok(u64_to_user_ptr(op->addr), op->len))
 		return -EFAULT;
+	if (DMAPLANE_SRC_NODE_SLOT(uid))
+		return dmaplane_ib_rma(ep, uid, op);
 	dest = dmaplane_ep_get_by_uid(uid);
 	if (!dest)
 		return -ECONNRESET;
@@ -645,7 +778,9 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 /* A message dropped undelivered: its rendezvous sender learns so. */
 static void msg_drop(struct dmaplane_msg *msg)
 {
-	if (!msg->data)
+	if (msg->rdv)
+		dmaplane_ib_rdv_drop(msg->rdv, -ECONNRESET);
+	else if (!msg->data)
 		rendezvous_send_done(msg, -ECONNRESET, 0);
 	msg_free(msg);
 }

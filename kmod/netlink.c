@@ -105,6 +105,7 @@ static const struct {
 	{ "unexp_max", DMAPLANE_ATTR_PARAM_UNEXP_MAX },
 	{ "max_pinned_mb", DMAPLANE_ATTR_PARAM_MAX_PINNED_MB },
 	{ "mr_cache_max_entries", DMAPLANE_ATTR_PARAM_MR_CACHE_MAX_ENTRIES },
+	{ "port", DMAPLANE_ATTR_PARAM_PORT },
 };
 
 /*
@@ -128,6 +129,8 @@ static int nl_put_params(struct sk_buff *skb)
 			val = *(unsigned int *)kp->arg;
 		else if (kp->ops == &param_ops_ulong)
 			val = *(unsigned long *)kp->arg;
+		else if (kp->ops == &param_ops_ushort)
+			val = *(unsigned short *)kp->arg;
 		else
 			continue;
 		for (j = 0; j < ARRAY_SIZE(dmaplane_nl_params); j++) {
@@ -368,14 +371,33 @@ static int dmaplane_nl_dump_region(struct sk_buff *skb, struct netlink_callback 
 
 /* ---- Peers -------------------------------------------------------------- */
 
+static int nl_put_peer_addr(struct sk_buff *skb, u16 family,
+			    const struct in6_addr *addr, u16 port)
+{
+	int alen = family == AF_INET ? sizeof(struct in_addr) : sizeof(struct in6_addr);
+
+	if (nla_put_u16(skb, DMAPLANE_ATTR_PEER_FAMILY, family) ||
+	    nla_put(skb, DMAPLANE_ATTR_PEER_ADDR, alen, addr) ||
+	    nla_put_u16(skb, DMAPLANE_ATTR_PEER_PORT, port))
+		return -EMSGSIZE;
+	return 0;
+}
+
 static int nl_put_peer(struct sk_buff *skb, const struct dmaplane_peer *p)
 {
-	int alen = p->family == AF_INET ? sizeof(struct in_addr) : sizeof(struct in6_addr);
+	struct dmaplane_peer_info pi;
 
-	if (nla_put_u16(skb, DMAPLANE_ATTR_PEER_FAMILY, p->family) ||
-	    nla_put(skb, DMAPLANE_ATTR_PEER_ADDR, alen, &p->addr) ||
-	    nla_put_u16(skb, DMAPLANE_ATTR_PEER_PORT, p->port) ||
-	    nla_put_u8(skb, DMAPLANE_ATTR_PEER_STATE, p->state))
+	dmaplane_ib_peer_info(p->ib, &pi);
+	if (nl_put_peer_addr(skb, p->family, &p->addr, p->port) ||
+	    nla_put_u8(skb, DMAPLANE_ATTR_PEER_STATE, pi.state) ||
+	    nla_put_u64_64bit(skb, DMAPLANE_ATTR_PEER_NODE_ID, pi.node_id, DMAPLANE_ATTR_PAD) ||
+	    nla_put_u32(skb, DMAPLANE_ATTR_PEER_SLOT, pi.slot) ||
+	    nla_put_u64_64bit(skb, DMAPLANE_ATTR_PEER_TX_MSGS, pi.tx_msgs, DMAPLANE_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, DMAPLANE_ATTR_PEER_RX_MSGS, pi.rx_msgs, DMAPLANE_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, DMAPLANE_ATTR_PEER_TX_BYTES, pi.tx_bytes, DMAPLANE_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, DMAPLANE_ATTR_PEER_RX_BYTES, pi.rx_bytes, DMAPLANE_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, DMAPLANE_ATTR_PEER_DROPS, pi.drops, DMAPLANE_ATTR_PAD) ||
+	    nla_put_u64_64bit(skb, DMAPLANE_ATTR_PEER_MEM_BYTES, pi.mem_bytes, DMAPLANE_ATTR_PAD))
 		return -EMSGSIZE;
 	return 0;
 }
@@ -427,7 +449,6 @@ static int nl_parse_peer(struct genl_info *info, struct dmaplane_peer *p)
 	nla_memcpy(&p->addr, attrs[DMAPLANE_ATTR_PEER_ADDR], alen);
 	p->port = attrs[DMAPLANE_ATTR_PEER_PORT] ?
 		  nla_get_u16(attrs[DMAPLANE_ATTR_PEER_PORT]) : 0;
-	p->state = DMAPLANE_NL_PEER_DOWN;
 	return 0;
 }
 
@@ -465,6 +486,8 @@ static int dmaplane_nl_peer_add(struct sk_buff *skb, struct genl_info *info)
 	}
 	list_add_tail(&p->node, &dmaplane_peers);
 	nl_notify_peer(p, DMAPLANE_CMD_EVENT_PEER_ADDED);
+	/* The transport connects in the background (state "connecting"). */
+	p->ib = dmaplane_ib_peer_add(p);
 	mutex_unlock(&dmaplane_peers_lock);
 	return 0;
 
@@ -492,6 +515,8 @@ static int dmaplane_nl_peer_del(struct sk_buff *skb, struct genl_info *info)
 	list_del(&p->node);
 	nl_notify_peer(p, DMAPLANE_CMD_EVENT_PEER_REMOVED);
 	mutex_unlock(&dmaplane_peers_lock);
+	/* Disconnects and fails what was pending: not under our lock. */
+	dmaplane_ib_peer_del(p->ib);
 	kfree(p);
 	return 0;
 }
@@ -551,6 +576,63 @@ void dmaplane_nl_notify_region_invalidated(const struct dmaplane_region *r)
 	}
 	genlmsg_end(msg, hdr);
 	genlmsg_multicast(&dmaplane_nl_family, msg, 0, DMAPLANE_NL_MCGRP_EVENTS, GFP_ATOMIC);
+}
+
+/**
+ * dmaplane_nl_notify_peer_state() - tell the "events" group that a peer's
+ *	connection came up or went down
+ * @family: AF_INET or AF_INET6
+ * @addr: the peer's address
+ * @port: its port
+ * @node_id: its node_id
+ * @slot: its node slot
+ * @up: came up (else went down)
+ */
+void dmaplane_nl_notify_peer_state(u16 family, const struct in6_addr *addr,
+				   u16 port, u64 node_id, u32 slot, bool up)
+{
+	struct sk_buff *msg;
+	void *hdr;
+
+	if (!READ_ONCE(dmaplane_nl_ready) ||
+	    !genl_has_listeners(&dmaplane_nl_family, &init_net, DMAPLANE_NL_MCGRP_EVENTS))
+		return;
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return;
+	hdr = genlmsg_put(msg, 0, 0, &dmaplane_nl_family, 0,
+			  up ? DMAPLANE_CMD_EVENT_PEER_UP : DMAPLANE_CMD_EVENT_PEER_DOWN);
+	if (!hdr || nl_put_peer_addr(msg, family, addr, port) ||
+	    nla_put_u8(msg, DMAPLANE_ATTR_PEER_STATE,
+		       up ? DMAPLANE_NL_PEER_UP : DMAPLANE_NL_PEER_DOWN) ||
+	    nla_put_u64_64bit(msg, DMAPLANE_ATTR_PEER_NODE_ID, node_id, DMAPLANE_ATTR_PAD) ||
+	    nla_put_u32(msg, DMAPLANE_ATTR_PEER_SLOT, slot)) {
+		nlmsg_free(msg);
+		return;
+	}
+	genlmsg_end(msg, hdr);
+	genlmsg_multicast(&dmaplane_nl_family, msg, 0, DMAPLANE_NL_MCGRP_EVENTS, GFP_KERNEL);
+}
+
+/**
+ * dmaplane_nl_peers_flush() - module unload: remove every peer, which
+ *	disconnects it
+ */
+void dmaplane_nl_peers_flush(void)
+{
+	struct dmaplane_peer *p;
+
+	for (;;) {
+		mutex_lock(&dmaplane_peers_lock);
+		p = list_first_entry_or_null(&dmaplane_peers, struct dmaplane_peer, node);
+		if (p)
+			list_del(&p->node);
+		mutex_unlock(&dmaplane_peers_lock);
+		if (!p)
+			break;
+		dmaplane_ib_peer_del(p->ib);
+		kfree(p);
+	}
 }
 
 /* ---- The family ------------------------------------------------------- */

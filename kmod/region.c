@@ -269,6 +269,48 @@ int dmaplane_region_copy(struct dmaplane_region *r, u64 off, u64 len,
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_copy);
 
 /**
+ * dmaplane_region_pages() - the pages under a range, for DMA
+ * @r: referenced region
+ * @off: offset in the region
+ * @len: bytes, not zero
+ * @pages: set to a kvmalloc()ed array of referenced pages
+ * @npages: set to the number of pages
+ * @first_off: set to the offset of byte @off in the first page
+ *
+ * Return: 0, -ERANGE (outside the region), -EFAULT (invalidated),
+ * -EOPNOTSUPP (a kind the transport cannot reach), -ENOMEM.
+ */
+int dmaplane_region_pages(struct dmaplane_region *r, u64 off, u64 len,
+			  struct page ***pages, unsigned int *npages,
+			  unsigned int *first_off)
+{
+	u64 end;
+
+	if (!len || check_add_overflow(off, len, &end) || end > r->len)
+		return -ERANGE;
+	if (READ_ONCE(r->invalid))
+		return -EFAULT;
+	if (!r->ops->pages)
+		return -EOPNOTSUPP;
+	return r->ops->pages(r, off, len, pages, npages, first_off);
+}
+
+/* Take a reference on @n pages into a new array (helper of ->pages). */
+int dmaplane_pages_get(struct page **src, unsigned int n, struct page ***pages)
+{
+	unsigned int i;
+
+	*pages = kvmalloc_array(n, sizeof(**pages), GFP_KERNEL);
+	if (!*pages)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		get_page(src[i]);
+		(*pages)[i] = src[i];
+	}
+	return 0;
+}
+
+/**
  * dmaplane_ep_release_regions() - endpoint closing: drop every handle
  * @ep: endpoint
  */

@@ -45,6 +45,7 @@ TEST_F(dev, get_info_reports_abi_and_caps)
 	ASSERT_EQ(0, dp_test_ioctl(self->fd, DMAPLANE_IOCTL_GET_INFO, &info));
 	EXPECT_EQ(DMAPLANE_ABI_VERSION, info.abi_version);
 	EXPECT_TRUE(info.caps & DMAPLANE_CAP_INFO);
+	EXPECT_TRUE(info.caps & DMAPLANE_CAP_REMOTE);
 	EXPECT_EQ((unsigned int)sysconf(_SC_PAGESIZE), info.page_size);
 	EXPECT_NE(0, info.endpoint_id);
 	EXPECT_EQ(0, info.flags);
@@ -251,6 +252,7 @@ TEST(library_open_info_close)
 	ASSERT_EQ(0, dp_info(ep, &info));
 	EXPECT_EQ(DMAPLANE_ABI_VERSION, info.abi_version);
 	EXPECT_TRUE(info.caps & DMAPLANE_CAP_INFO);
+	EXPECT_TRUE(info.caps & DMAPLANE_CAP_REMOTE);
 	dp_close(ep);
 }
 

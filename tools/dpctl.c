@@ -285,6 +285,7 @@ static const struct {
 	{ DMAPLANE_ATTR_PARAM_UNEXP_MAX, "unexp_max", true },
 	{ DMAPLANE_ATTR_PARAM_MAX_PINNED_MB, "max_pinned_mb", true },
 	{ DMAPLANE_ATTR_PARAM_MR_CACHE_MAX_ENTRIES, "mr_cache_max_entries", true },
+	{ DMAPLANE_ATTR_PARAM_PORT, "port", true },
 };
 
 static int print_stats(struct nlattr **tb, uint8_t cmd, void *arg)
@@ -481,6 +482,18 @@ static void format_addr(struct nlattr **tb, char *buf, size_t len)
 	inet_ntop(family, nla_data(a), buf, len);
 }
 
+static const char *peer_state_name(uint64_t state)
+{
+	switch (state) {
+	case DMAPLANE_NL_PEER_UP:
+		return "up";
+	case DMAPLANE_NL_PEER_CONNECTING:
+		return "connecting";
+	default:
+		return "down";
+	}
+}
+
 static int print_peer(struct nlattr **tb, uint8_t cmd, void *arg)
 {
 	char addr[INET6_ADDRSTRLEN];
@@ -491,8 +504,15 @@ static int print_peer(struct nlattr **tb, uint8_t cmd, void *arg)
 	out_item_begin("peer");
 	out_str("addr", addr);
 	out_u64("port", get_u(tb, DMAPLANE_ATTR_PEER_PORT));
-	out_str("state", get_u(tb, DMAPLANE_ATTR_PEER_STATE) == DMAPLANE_NL_PEER_UP ?
-		"up" : "down");
+	out_str("state", peer_state_name(get_u(tb, DMAPLANE_ATTR_PEER_STATE)));
+	out_hex("node_id", get_u(tb, DMAPLANE_ATTR_PEER_NODE_ID));
+	out_u64("slot", get_u(tb, DMAPLANE_ATTR_PEER_SLOT));
+	out_u64("tx_msgs", get_u(tb, DMAPLANE_ATTR_PEER_TX_MSGS));
+	out_u64("rx_msgs", get_u(tb, DMAPLANE_ATTR_PEER_RX_MSGS));
+	out_u64("tx_bytes", get_u(tb, DMAPLANE_ATTR_PEER_TX_BYTES));
+	out_u64("rx_bytes", get_u(tb, DMAPLANE_ATTR_PEER_RX_BYTES));
+	out_u64("drops", get_u(tb, DMAPLANE_ATTR_PEER_DROPS));
+	out_u64("mem_bytes", get_u(tb, DMAPLANE_ATTR_PEER_MEM_BYTES));
 	out_item_end();
 	return 0;
 }
@@ -553,6 +573,12 @@ static int print_event(struct nl_msg *msg, void *arg)
 	case DMAPLANE_CMD_EVENT_REGION_INVALIDATED:
 		name = "region_invalidated";
 		break;
+	case DMAPLANE_CMD_EVENT_PEER_UP:
+		name = "peer_up";
+		break;
+	case DMAPLANE_CMD_EVENT_PEER_DOWN:
+		name = "peer_down";
+		break;
 	default:
 		return NL_SKIP;
 	}
@@ -572,6 +598,11 @@ static int print_event(struct nl_msg *msg, void *arg)
 		format_addr(tb, addr, sizeof(addr));
 		out_str("addr", addr);
 		out_u64("port", get_u(tb, DMAPLANE_ATTR_PEER_PORT));
+		if (gh->cmd == DMAPLANE_CMD_EVENT_PEER_UP ||
+		    gh->cmd == DMAPLANE_CMD_EVENT_PEER_DOWN) {
+			out_hex("node_id", get_u(tb, DMAPLANE_ATTR_PEER_NODE_ID));
+			out_u64("slot", get_u(tb, DMAPLANE_ATTR_PEER_SLOT));
+		}
 	}
 	printf(json ? "}\n" : "\n");
 	first_field = true;

@@ -4,6 +4,9 @@
 
 BUILD=${BUILD:-build}
 
+# Modules of Debian's kernel that dmaplane.ko needs, in load order.
+STOCK_RDMA_MODULES="configfs ib_core ib_cm iw_cm rdma_cm"
+
 # stock_version: the Debian kernel linux-image-amd64 points at.
 stock_version() {
 	dpkg-query -W -f='${Depends}' linux-image-amd64 |
@@ -37,6 +40,15 @@ make_initramfs() {
 		"$BUILD"/dp-demo "$BUILD"/dp-pingpong "$BUILD"/dp-ring "$BUILD"/dpctl \
 		"$(command -v rdma)":/usr/sbin/rdma
 	[ -e "$kodir/dmaplane_kunit.ko" ] && set -- "$@" "$kodir/dmaplane_kunit.ko"
+	# Debian's kernel has the RDMA core as modules that dmaplane.ko
+	# needs; the test kernel has it built in.
+	case $kodir in
+	*stock*)
+		for t in $STOCK_RDMA_MODULES; do
+			set -- "$@" "$(modinfo -k "$(stock_version)" -n "$t"):/dmaplane/kmods/$t.ko"
+		done
+		;;
+	esac
 	for t in "$BUILD"/tests/*_test; do
 		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/tests/$(basename "$t")"
 	done

@@ -4,7 +4,7 @@
 . /dmaplane/jobs/lib.sh
 
 echo "== insmod dmaplane.ko on $(uname -r)"
-check insmod insmod $D/dmaplane.ko
+check insmod load_dmaplane
 echo "== dp-demo"
 check demo $D/dp-demo
 echo "== dpctl info"

@@ -69,3 +69,12 @@ run_kunit() {	# module
 	echo "DMAPLANE-END ktap $(basename "$1" .ko) rc=$rc"
 	rmmod "$(basename "$1" .ko)"
 }
+
+# load_dmaplane: insmod dmaplane.ko, after the RDMA core modules when the
+# kernel has them as modules (Debian's; the test kernel has them built in).
+load_dmaplane() {
+	for m in configfs ib_core ib_cm iw_cm rdma_cm; do
+		[ -e $D/kmods/$m.ko ] && insmod $D/kmods/$m.ko
+	done
+	insmod $D/dmaplane.ko "$@"
+}

@@ -5,7 +5,7 @@
 . /dmaplane/jobs/lib.sh
 
 kmemleak_reset
-check insmod insmod $D/dmaplane.ko
+check insmod load_dmaplane
 [ -c /dev/dmaplane ]
 case_result device-node $?
 
