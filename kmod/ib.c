@@ -674,8 +674,7 @@ static void sreg_free(struct dmaplane_conn *c, struct dmaplane_sreg *s)
 /* Complete the operation of @s and free it. */
 static void sreg_complete(struct dmaplane_conn *c, struct dmaplane_sreg *s, int status)
 {
-	dmaplane_msg_complete(s->ep, s->opcode, s->ctx, status,
-			      s->opcode == DMAPLANE_OP_SEND || !status ? s->len : 0,
+	dmaplane_msg_complete(s->ep, s->opcode, s->ctx, status, status ? 0 : s->len,
 			      s->len, s->tag, 0);
 	sreg_free(c, s);
 }
@@ -1543,7 +1542,7 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 				sreg_complete(c, p->sreg, st);
 		} else {
 			dmaplane_msg_complete(p->ep, DMAPLANE_OP_SEND, p->ctx, st,
-					      p->len, p->len, p->tag, 0);
+					      st ? 0 : p->len, p->len, p->tag, 0);
 		}
 		dmaplane_ep_put(p->ep);
 		kfree(p);
@@ -2002,16 +2001,14 @@ static int cm_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		if (p && sa_port(src) < PROT_SOCK)
 			atomic64_inc(&p->drops);
 		mutex_unlock(&ib_lock);
-		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-		return 0;
+		goto err_reject;
 	}
 	/* Both sides connecting at once: the lower node_id's attempt wins. */
 	spin_lock(&p->lock);
 	if (p->connecting && dmaplane_node_id < node_id) {
 		spin_unlock(&p->lock);
 		mutex_unlock(&ib_lock);
-		rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-		return 0;
+		goto err_reject;
 	}
 	mine = p->connecting;
 	p->connecting = NULL;
@@ -2047,8 +2044,9 @@ err_fail:
 	conn_fail(c, false);
 	return 0;
 err_reject:
+	/* Non-zero: rdma_cm destroys @id, which no connection owns. */
 	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-	return -ENOMEM;
+	return -ECONNREFUSED;
 }
 
 static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
