@@ -37,6 +37,10 @@ make_initramfs() {
 		"$BUILD"/dp-demo "$BUILD"/dp-pingpong "$BUILD"/dp-ring "$BUILD"/dpctl \
 		"$(command -v rdma)":/usr/sbin/rdma
 	[ -e "$kodir/dmaplane_kunit.ko" ] && set -- "$@" "$kodir/dmaplane_kunit.ko"
+	# The malicious-peer tool of tests/vm/jobs/twonode.sh, once it exists.
+	for t in "$BUILD"/evil_peer "$BUILD"/tests/evil_peer; do
+		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/evil_peer"
+	done
 	for t in "$BUILD"/tests/*_test; do
 		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/tests/$(basename "$t")"
 	done
