@@ -9,7 +9,8 @@
 #  4. host tests: the library without a module, install + pkg-config
 #  5. test kernel VM (KASAN, lockdep, kmemleak): KUnit + kselftest suite
 #  6. stock kernel VM (linux-image-amd64): the kselftest suite
-#  7. two VMs over a socket netdev: link, soft-RoCE, module on both nodes
+#  7. two VMs over a socket netdev: link, soft-RoCE, module on both nodes,
+#     remote_test across them, peer unload and rxe removal under load
 #
 # Every test prints PASS/FAIL/SKIP; the last line is "N passed, N failed".
 # Exit status 1 when anything failed.  Logs: build/check/.
@@ -127,7 +128,7 @@ if [ "${DMAPLANE_CHECK:-}" = quick ]; then
 fi
 echo "== stock kernel $stock VM: kselftest suite"
 run_vm stock "$STOCK_BZ" "$BUILD/ko-stock" suite 1 600
-echo "== two VMs: network, soft-RoCE, module on both nodes"
-run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 600
+echo "== two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
+run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
 
 finish

@@ -49,6 +49,10 @@ make_initramfs() {
 		done
 		;;
 	esac
+	# The malicious-peer tool of tests/vm/jobs/twonode.sh, once it exists.
+	for t in "$BUILD"/evil_peer "$BUILD"/tests/evil_peer; do
+		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/evil_peer"
+	done
 	for t in "$BUILD"/tests/*_test; do
 		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/tests/$(basename "$t")"
 	done

@@ -11,6 +11,10 @@ case_result device-node $?
 
 run_kunit $D/dmaplane_kunit.ko
 
+# remote_test runs here in its local mode (no DMAPLANE_PEER_IP: it forks
+# its own server on 127.0.0.1), so the two-node suite is exercised on the
+# local transport too; twonode.sh runs it across two VMs.
+unset DMAPLANE_PEER_IP DMAPLANE_ROLE
 for t in $D/tests/*_test; do
 	[ -x "$t" ] && run_kselftest "$t"
 done

@@ -1,11 +1,46 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # Two VMs on one Ethernet segment: bring up the link, reach the peer, add a
-# soft-RoCE device on eth0 and load dmaplane on both nodes.
+# soft-RoCE device on eth0, load dmaplane on both nodes, connect them as
+# peers and run tests/remote_test across them, then take node 1 away twice
+# (module unload, rxe device deletion) while node 0 has operations
+# pending, and check that node 0 recovers.
+#
+# Node 0 (10.77.0.1) is the client: it runs the kselftest suite and the
+# --disrupt/--exchange checks.  Node 1 (10.77.0.2) runs the responder
+# (remote_test --serve) and does the damage.  The two scripts meet at
+# named sync points over TCP (remote_test --signal NAME on one node,
+# --wait-for NAME on the other; bounded by DMAPLANE_SYNC_TIMEOUT).  Every
+# phase signals even when it failed, so a failure never leaves the other
+# node waiting for more than the sync timeout.
+#
+#   node 0                              node 1
+#   ------                              ------
+#                                       insmod; peer add 10.77.0.1
+#   [evil_phase_node0]  <-evil-ready--  [evil-ready]
+#   [evil-done]         --evil-done-->  [evil_phase_node1: drop counters]
+#   insmod; peer add 10.77.0.2
+#   peer up                             peer up; remote_test --serve
+#   (wait)              <-server-up---
+#   suite (client)      --suite-done->  (wait)
+#   --disrupt unload    -pending-ready> kill server; rmmod
+#   (checks errors)     -unload-checked> insmod; peer add; --serve
+#   peer up             <--reloaded---
+#   --exchange
+#   --disrupt linkdel   -pending-ready> rdma link del rxe0
+#   (checks errors)     -linkdel-checked> rdma link add rxe0
+#   peer up             <-link-readded-
+#   --exchange          --exchange-done-> stop server
+#   rmmod, rxe-del, kmemleak            rmmod, rxe-del, kmemleak
 . /dmaplane/jobs/lib.sh
 
 me=$((DMAPLANE_NODE + 1))
 peer=$((2 - DMAPLANE_NODE))
+RT=$D/tests/remote_test
+STALE=/tmp/dmaplane-stale-name
+export DMAPLANE_PEER_IP=10.77.0.$peer
+export DMAPLANE_SYNC_TIMEOUT=${DMAPLANE_SYNC_TIMEOUT:-300}
+
 ip addr add 10.77.0.$me/24 dev eth0
 ip link set eth0 up
 case_result eth0-up $?
@@ -23,11 +58,156 @@ check rxe-add rdma link add rxe0 type rxe netdev eth0
 rdma link show rxe0/1 | grep -q 'state ACTIVE'
 case_result rxe-active $? "$(rdma link show 2>&1)"
 
+# sync_signal NAME / sync_wait NAME: meet the other node's script.
+sync_signal() {
+	$RT --signal "$1"
+	case_result "sync-$1" $?
+}
+
+sync_wait() {
+	$RT --wait-for "$1"
+	case_result "sync-$1" $?
+}
+
+# peer_up: the peer's connection is "up" in our table within 30 s.
+peer_up() {	# case-name
+	ok=1
+	for i in $(seq 30); do
+		if $D/dpctl -j peer list 2>/dev/null |
+		   grep -q "\"addr\":\"$DMAPLANE_PEER_IP\"[^}]*\"state\":\"up\""; then
+			ok=0
+			break
+		fi
+		sleep 1
+	done
+	case_result "$1" $ok "$($D/dpctl -j peer list 2>&1)"
+}
+
+rmmod_retry() {	# the module, once the processes using it are gone
+	for i in $(seq 10); do
+		rmmod dmaplane 2>/dev/null && return 0
+		sleep 1
+	done
+	rmmod dmaplane
+}
+
+start_server() {
+	$RT --serve &
+	server=$!
+}
+
+stop_server() {
+	[ -n "$server" ] || return 0
+	kill "$server"	# SIGTERM: the server kills its sessions too
+	wait "$server" 2>/dev/null
+	server=
+}
+
+# ---- malicious peer phase ---------------------------------------------------
+# Hook for evil_peer (written separately; it lands in the initramfs as
+# $D/evil_peer when built, see tests/vm/common.sh).  It runs before node 0
+# loads its own module: node 1's module is loaded with peer 10.77.0.1
+# added, so node 1 keeps trying to connect to node 0 and accepts node 0's
+# connections, and node 0 speaks the wire protocol itself, badly.
+# Afterwards node 1 checks that it dropped those connections.
+evil_phase_node0() {
+	check evil-peer $D/evil_peer --addr 10.77.0.2 --port 20886
+}
+
+evil_phase_node1() {
+	list=$($D/dpctl -j peer list 2>&1)
+	echo "# after evil_peer: $list"
+	case $list in
+	*'"drops":'*)
+		echo "$list" | grep -q '"drops":[1-9]'
+		case_result evil-peer-drops $? "no drops counted: $list"
+		;;
+	*)
+		echo "DMAPLANE-CASE evil-peer-drops SKIP dpctl reports no drop counter"
+		;;
+	esac
+}
+
 kmemleak_reset
-check insmod insmod $D/dmaplane.ko
+if [ "$DMAPLANE_NODE" = 1 ]; then
+	check insmod insmod $D/dmaplane.ko
+	check peer-add $D/dpctl peer add 10.77.0.1
+	if [ -x $D/evil_peer ]; then
+		sync_signal evil-ready
+		sync_wait evil-done
+		evil_phase_node1
+	fi
+else
+	if [ -x $D/evil_peer ]; then
+		sync_wait evil-ready
+		evil_phase_node0
+		sync_signal evil-done
+	fi
+	check insmod insmod $D/dmaplane.ko
+	check peer-add $D/dpctl peer add 10.77.0.2
+fi
 check demo $D/dp-demo
-check rmmod rmmod dmaplane
-# Keep the node up until the peer has pinged us too.
+peer_up peer-up
+
+# ---- the suite across the nodes ---------------------------------------------
+if [ "$DMAPLANE_NODE" = 1 ]; then
+	start_server
+	sync_signal server-up
+	DMAPLANE_SYNC_TIMEOUT=1800 $RT --wait-for suite-done
+	case_result sync-suite-done $?
+else
+	sync_wait server-up
+	export DMAPLANE_ROLE=client
+	run_kselftest $RT
+	sync_signal suite-done
+fi
+
+# ---- (a) node 1 unloads its module with operations pending ------------------
+if [ "$DMAPLANE_NODE" = 1 ]; then
+	sync_wait pending-ready
+	stop_server
+	check rmmod-under-load rmmod_retry
+	sync_wait unload-checked
+	check reinsmod insmod $D/dmaplane.ko
+	check peer-readd $D/dpctl peer add 10.77.0.1
+	start_server
+	sync_signal reloaded
+else
+	# Signals pending-ready itself, once its operations are in flight.
+	check disrupt-unload $RT --disrupt unload
+	sync_signal unload-checked
+	sync_wait reloaded
+	peer_up peer-up-after-reload
+	check exchange-after-reload $RT --exchange $STALE
+fi
+
+# ---- (b) node 1 deletes its rxe device with operations pending --------------
+if [ "$DMAPLANE_NODE" = 1 ]; then
+	sync_wait pending-ready
+	check rxe-del-under-load rdma link del rxe0
+	sync_wait linkdel-checked
+	check rxe-readd rdma link add rxe0 type rxe netdev eth0
+	sync_signal link-readded
+	sync_wait exchange-done
+	stop_server
+else
+	check disrupt-linkdel $RT --disrupt linkdel
+	sync_signal linkdel-checked
+	sync_wait link-readded
+	peer_up peer-up-after-rxe-readd
+	check exchange-after-rxe-readd $RT --exchange $STALE
+	sync_signal exchange-done
+fi
+
+# Killed sessions may take a moment to close their endpoints.
+for i in $(seq 10); do
+	grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats && break
+	sleep 1
+done
+grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats
+case_result endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
+check rmmod rmmod_retry
+# Keep the node up until the peer is done with us too.
 sleep 5
 check rxe-del rdma link del rxe0
 kmemleak_report

@@ -1,0 +1,2315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Send/recv/put/get across two nodes.
+ *
+ * One program, several roles (DMAPLANE_ROLE, or an option):
+ *
+ *   server (--serve)   a responder: accepts TCP connections on the control
+ *                      port; each connection is a session (a forked
+ *                      process) that opens endpoints, posts receives and
+ *                      sends, registers regions and reports completions
+ *                      and data checks as the client asks.  It runs until
+ *                      killed (SIGTERM kills its sessions too).
+ *   client             the kselftest suite below: every test opens a
+ *                      session on DMAPLANE_PEER_IP and drives the remote
+ *                      endpoints from here, so every assertion is in one
+ *                      place.
+ *   local              server and client on this node (the server is
+ *                      forked on 127.0.0.1): the local transport, slot 0.
+ *                      The default when DMAPLANE_PEER_IP is unset.
+ *
+ * Helpers for tests/vm/jobs/twonode.sh (not kselftests; exit 0 or 1):
+ *
+ *   --signal NAME      connect to DMAPLANE_PEER_IP's sync port and hand it
+ *                      NAME (retried until the peer listens)
+ *   --wait-for NAME    listen on the sync port until the peer signals NAME
+ *   --disrupt MODE     leave operations pending in both directions, signal
+ *                      "pending-ready" to the peer (whose script then
+ *                      unloads its module: MODE unload, or deletes its rxe
+ *                      device: MODE linkdel, or kills the server: MODE
+ *                      kill) and check that everything completes with an
+ *                      error within a bounded time
+ *   --exchange [FILE]  a fresh exchange (both directions, rendezvous and
+ *                      eager, put/get); FILE holds a stale name saved by
+ *                      --disrupt, which must be refused
+ *
+ * Environment: DMAPLANE_PEER_IP, DMAPLANE_ROLE=client|server|local,
+ * DMAPLANE_CTL_PORT (20887), DMAPLANE_SYNC_PORT (20888),
+ * DMAPLANE_SYNC_TIMEOUT (seconds, 600).
+ */
+#include <arpa/inet.h>
+#include <linux/dma-heap.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "dp_test.h"
+#include "kselftest_harness.h"
+
+#define CTL_PORT	20887
+#define SYNC_PORT	20888
+#define GUARD		64	/* bytes after every receive buffer */
+#define GUARD_BYTE	0x5a
+#define MAXEP		8
+#define MAXREG		16
+#define LOCAL_RING	4096
+#define STALE_FILE	"/tmp/dmaplane-stale-name"
+
+#define RW (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_READ | \
+	    DMAPLANE_ACCESS_REMOTE_WRITE)
+
+/* ---- control protocol ------------------------------------------------- */
+
+enum {
+	OP_OPEN = 1,	/* a0 key, a1 ring, a2 no setup -> a[0] idx, name */
+	OP_CLOSE,	/* a0 idx */
+	OP_INSERT,	/* a0 idx, name -> a[0] handle */
+	OP_RECV,	/* a0 idx, a1 peer, a2 tag, a3 ignore, a4 len, a5 ctx,
+			 * a6 count, a7 tag step (ctx += i, tag += i * a7) */
+	OP_SEND,	/* a0 idx, a1 peer, a2 tag, a3 len, a4 seed, a5 ctx,
+			 * a6 count, a7 tag step (seed, ctx += i) */
+	OP_WAIT,	/* a0 idx, a1 n, a2 timeout ms -> ret n, cqes */
+	OP_CHECK,	/* a0 idx, a1 ctx, a2 seed, a3 len received, a4 msg len
+			 * filled -> a[0] first bad byte or -1, a[1] guard ok */
+	OP_PROBE,	/* a0 idx, a1 peer, a2 tag, a3 ignore, a4 flags,
+			 * a5 timeout ms -> ret, struct dmaplane_probe */
+	OP_RECV_CLAIMED, /* a0 idx, a1 claim, a2 len, a3 ctx */
+	OP_CANCEL,	/* a0 idx, a1 ctx */
+	OP_REG,		/* a0 idx, a1 kind, a2 len, a3 access, a4 seed
+			 * -> a[0] rkey, a[1] region id */
+	OP_RCHECK,	/* a0 id, a1 off, a2 len, a3 seed -> a[0] bad byte */
+	OP_RFILL,	/* a0 id, a1 off, a2 len, a3 seed */
+	OP_DEREG,	/* a0 id */
+	OP_STAT,	/* name -> a[0] (debugfs stats) */
+	OP_PARAM,	/* name -> a[0] (module parameter) */
+	OP_GETNAME,	/* a0 idx -> name */
+};
+
+enum { REG_USER, REG_ARENA, REG_DMABUF };
+
+struct ctl_msg {
+	uint32_t op;
+	int32_t ret;
+	uint32_t len;	/* payload bytes that follow */
+	uint32_t pad;
+	uint64_t a[8];
+};
+
+static int io_full(int fd, void *buf, size_t len, int wr)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int msg_send(int fd, struct ctl_msg *m, const void *payload, uint32_t len)
+{
+	m->len = len;
+	if (io_full(fd, m, sizeof(*m), 1))
+		return -1;
+	return len ? io_full(fd, (void *)payload, len, 1) : 0;
+}
+
+/* Receive a message; its payload (if any) lands in a malloc'ed *payload. */
+static int msg_recv(int fd, struct ctl_msg *m, void **payload)
+{
+	*payload = NULL;
+	if (io_full(fd, m, sizeof(*m), 0))
+		return -1;
+	if (m->len > (64u << 20))
+		return -1;
+	*payload = malloc(m->len + 1);
+	if (!*payload)
+		return -1;
+	((char *)*payload)[m->len] = 0;
+	return m->len ? io_full(fd, *payload, m->len, 0) : 0;
+}
+
+static int env_int(const char *name, int def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? atoi(v) : def;
+}
+
+static void sock_timeouts(int fd, int secs)
+{
+	struct timeval tv = { .tv_sec = secs };
+	int one = 1;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static int listen_on(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	sa.sin_addr.s_addr = htonl(INADDR_ANY);
+	if (bind(fd, (void *)&sa, sizeof(sa)) || listen(fd, 16)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static const char *peer_ip(void)
+{
+	const char *ip = getenv("DMAPLANE_PEER_IP");
+
+	return ip && *ip ? ip : "127.0.0.1";
+}
+
+/* Connect to the peer, retrying for up to @secs seconds. */
+static int connect_peer(int port, int secs)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	time_t end = time(NULL) + secs;
+
+	if (inet_pton(AF_INET, peer_ip(), &sa.sin_addr) != 1)
+		return -1;
+	for (;;) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			return -1;
+		if (!connect(fd, (void *)&sa, sizeof(sa))) {
+			sock_timeouts(fd, 300);
+			return fd;
+		}
+		close(fd);
+		if (time(NULL) >= end)
+			return -1;
+		usleep(200000);
+	}
+}
+
+/* ---- the server: one session per connection ---------------------------- */
+
+struct sbuf {
+	struct sbuf *next;
+	int ep;
+	uint64_t ctx;
+	char *p;
+	uint64_t len;	/* buffer bytes, GUARD more allocated */
+};
+
+struct sreg {
+	struct dp_mr *mr;
+	struct dp_arena *arena;
+	char *mem;
+	uint64_t len;
+	int fd;
+};
+
+static struct dp_ep *s_ep[MAXEP];
+static struct sbuf *s_bufs;
+static struct sreg s_reg[MAXREG];
+
+static struct sbuf *sbuf_new(int ep, uint64_t ctx, uint64_t len)
+{
+	struct sbuf *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->p = malloc(len + GUARD);
+	if (!b->p) {
+		free(b);
+		return NULL;
+	}
+	memset(b->p, GUARD_BYTE, len + GUARD);
+	b->ep = ep;
+	b->ctx = ctx;
+	b->len = len;
+	b->next = s_bufs;
+	s_bufs = b;
+	return b;
+}
+
+/* The oldest buffer of (ep, ctx): unlinked, the caller frees it. */
+static struct sbuf *sbuf_take(int ep, uint64_t ctx)
+{
+	struct sbuf **pp, **found = NULL, *b;
+
+	for (pp = &s_bufs; *pp; pp = &(*pp)->next) {
+		if ((*pp)->ep == ep && (*pp)->ctx == ctx)
+			found = pp;	/* the list is newest first */
+	}
+	if (!found)
+		return NULL;
+	b = *found;
+	*found = b->next;
+	return b;
+}
+
+static void sbuf_free(struct sbuf *b)
+{
+	if (b) {
+		free(b->p);
+		free(b);
+	}
+}
+
+static struct dp_ep *sep(uint64_t idx)
+{
+	return idx < MAXEP ? s_ep[idx] : NULL;
+}
+
+static int read_param(const char *name, long *val)
+{
+	char path[256];
+	FILE *f;
+	int ret;
+
+	if (strchr(name, '/'))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/sys/module/dmaplane/parameters/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -ENOENT;
+	ret = fscanf(f, "%ld", val) == 1 ? 0 : -EIO;
+	fclose(f);
+	return ret;
+}
+
+static int s_reg_new(struct dp_ep *ep, uint64_t kind, uint64_t len,
+		     uint32_t access, uint64_t seed, uint64_t *rkey)
+{
+	struct dma_heap_allocation_data alloc = { .len = len, .fd_flags = O_RDWR | O_CLOEXEC };
+	struct sreg *r = NULL;
+	int id, ret = -EINVAL, heap;
+
+	for (id = 0; id < MAXREG; id++) {
+		if (!s_reg[id].mr && !s_reg[id].arena) {
+			r = &s_reg[id];
+			break;
+		}
+	}
+	if (!r || !ep)
+		return -ENOSPC;
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	r->len = len;
+	switch (kind) {
+	case REG_USER:
+		r->mem = malloc(len);
+		if (!r->mem)
+			return -ENOMEM;
+		if (seed)
+			dp_test_fill(r->mem, len, seed);
+		else
+			memset(r->mem, 0, len);
+		ret = dp_mr_reg(ep, r->mem, len, access, &r->mr);
+		if (ret) {
+			free(r->mem);
+			r->mem = NULL;
+			return ret;
+		}
+		*rkey = dp_mr_key(r->mr);
+		break;
+	case REG_ARENA:
+		ret = dp_arena_create(ep, len, 0, DMAPLANE_NUMA_ANY, access, &r->arena);
+		if (ret)
+			return ret;
+		r->mem = dp_arena_ptr(r->arena);
+		if (seed)
+			dp_test_fill(r->mem, len, seed);
+		*rkey = dp_arena_key(r->arena);
+		break;
+	case REG_DMABUF:
+		heap = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
+		if (heap < 0)
+			return -ENOENT;
+		ret = ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &alloc) ? -errno : 0;
+		close(heap);
+		if (ret)
+			return ret;
+		r->fd = alloc.fd;
+		r->mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+		if (r->mem == MAP_FAILED) {
+			r->mem = NULL;
+		} else if (seed) {
+			dp_test_fill(r->mem, len, seed);
+		}
+		ret = dp_mr_import_dmabuf(ep, r->fd, 0, len, access, &r->mr);
+		if (ret) {
+			if (r->mem)
+				munmap(r->mem, len);
+			close(r->fd);
+			r->mem = NULL;
+			return ret;
+		}
+		*rkey = dp_mr_key(r->mr);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return id;
+}
+
+static void s_reg_free(uint64_t id)
+{
+	struct sreg *r;
+
+	if (id >= MAXREG)
+		return;
+	r = &s_reg[id];
+	if (r->arena) {
+		dp_arena_destroy(r->arena);
+	} else if (r->mr) {
+		dp_mr_dereg(r->mr);
+		if (r->fd >= 0) {
+			if (r->mem)
+				munmap(r->mem, r->len);
+			close(r->fd);
+		} else {
+			free(r->mem);
+		}
+	}
+	memset(r, 0, sizeof(*r));
+}
+
+static int s_reg_range(uint64_t id, uint64_t off, uint64_t len, char **p)
+{
+	struct sreg *r = id < MAXREG ? &s_reg[id] : NULL;
+
+	if (!r || !r->mem || off > r->len || len > r->len - off)
+		return -ERANGE;
+	*p = r->mem + off;
+	return 0;
+}
+
+/* Handle one request; fills @rsp and maybe a payload to send back. */
+static void serve_one(struct ctl_msg *m, char *in, struct ctl_msg *rsp,
+		      void **out, uint32_t *out_len)
+{
+	uint64_t *a = m->a;
+	struct dp_ep *ep = sep(a[0]);
+	uint64_t count = a[6] ? a[6] : 1;
+	struct dmaplane_name name;
+	struct sbuf *b;
+	char *p;
+	long val;
+	int ret = 0;
+
+	memset(rsp, 0, sizeof(*rsp));
+	rsp->op = m->op;
+	*out = NULL;
+	*out_len = 0;
+	switch (m->op) {
+	case OP_OPEN: {
+		int i;
+
+		for (i = 0; i < MAXEP && s_ep[i]; i++)
+			;
+		if (i == MAXEP) {
+			ret = -ENOSPC;
+			break;
+		}
+		ret = dp_open(NULL, 0, &s_ep[i]);
+		if (!ret && !a[2]) {
+			ret = dp_ep_setup(s_ep[i], a[0], a[1]);
+			if (ret) {
+				dp_close(s_ep[i]);
+				s_ep[i] = NULL;
+			}
+		}
+		if (ret)
+			break;
+		rsp->a[0] = i;
+		ep = s_ep[i];
+	}
+		/* fall through */
+	case OP_GETNAME:
+		if (!ep) {
+			ret = -EBADF;
+			break;
+		}
+		ret = dp_getname(ep, &name);
+		if (!ret) {
+			*out = malloc(sizeof(name));
+			memcpy(*out, &name, sizeof(name));
+			*out_len = sizeof(name);
+		}
+		break;
+	case OP_CLOSE:
+		if (!ep) {
+			ret = -EBADF;
+			break;
+		}
+		dp_close(ep);
+		s_ep[a[0]] = NULL;
+		break;
+	case OP_INSERT: {
+		uint32_t h;
+
+		if (!ep || m->len != sizeof(name)) {
+			ret = -EBADF;
+			break;
+		}
+		memcpy(&name, in, sizeof(name));
+		ret = dp_av_insert(ep, &name, &h);
+		rsp->a[0] = h;
+		break;
+	}
+	case OP_RECV:
+		for (uint64_t i = 0; i < count && !ret; i++) {
+			b = sbuf_new(a[0], a[5] + i, a[4]);
+			if (!ep || !b) {
+				ret = -ENOMEM;
+				break;
+			}
+			ret = dp_recv(ep, a[1], a[2] + i * a[7], a[3], b->p, a[4], a[5] + i);
+			if (ret)
+				sbuf_free(sbuf_take(a[0], a[5] + i));
+			else
+				rsp->a[0]++;
+		}
+		break;
+	case OP_SEND:
+		for (uint64_t i = 0; i < count && !ret; i++) {
+			b = sbuf_new(a[0], a[5] + i, a[3]);
+			if (!ep || !b) {
+				ret = -ENOMEM;
+				break;
+			}
+			dp_test_fill(b->p, a[3], a[4] + i);
+			ret = dp_send(ep, a[1], a[2] + i * a[7], b->p, a[3], a[5] + i);
+			if (ret)
+				sbuf_free(sbuf_take(a[0], a[5] + i));
+			else
+				rsp->a[0]++;
+		}
+		break;
+	case OP_RECV_CLAIMED:
+		b = sbuf_new(a[0], a[3], a[2]);
+		if (!ep || !b) {
+			ret = -ENOMEM;
+			break;
+		}
+		ret = dp_recv_claimed(ep, a[1], b->p, a[2], a[3]);
+		if (ret)
+			sbuf_free(sbuf_take(a[0], a[3]));
+		break;
+	case OP_WAIT: {
+		struct dmaplane_cqe *c = calloc(a[1] ? a[1] : 1, sizeof(*c));
+		struct timespec t0, t1;
+		int got = 0;
+
+		if (!ep || !c) {
+			free(c);
+			ret = -EBADF;
+			break;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		while ((uint64_t)got < a[1]) {
+			long left;
+			int n;
+
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			left = (long)a[2] - ((t1.tv_sec - t0.tv_sec) * 1000 +
+					     (t1.tv_nsec - t0.tv_nsec) / 1000000);
+			if (left < 0)
+				left = 0;
+			n = dp_wait(ep, c + got, a[1] - got, left);
+			if (n <= 0)
+				break;
+			got += n;
+		}
+		ret = got;
+		*out = c;
+		*out_len = got * sizeof(*c);
+		break;
+	}
+	case OP_CHECK: {
+		/* The buffer of the oldest operation with this ctx: the
+		 * first a3 bytes must be dp_test_fill(seed) of an a4-byte
+		 * message, the rest the guard pattern.
+		 */
+		char *want;
+
+		b = sbuf_take(a[0], a[1]);
+		if (!b) {
+			ret = -ENOENT;
+			break;
+		}
+		rsp->a[0] = (uint64_t)-1;
+		rsp->a[1] = 1;
+		want = malloc(a[4] + 1);
+		dp_test_fill(want, a[4], a[2]);
+		for (uint64_t i = 0; i < a[3] && i < b->len; i++) {
+			if (b->p[i] != want[i]) {
+				rsp->a[0] = i;
+				break;
+			}
+		}
+		for (uint64_t i = a[3]; i < b->len + GUARD; i++) {
+			if ((unsigned char)b->p[i] != GUARD_BYTE) {
+				rsp->a[1] = 0;
+				break;
+			}
+		}
+		free(want);
+		sbuf_free(b);
+		break;
+	}
+	case OP_PROBE: {
+		struct dmaplane_probe *pr = calloc(1, sizeof(*pr));
+		time_t end = time(NULL) + (a[5] + 999) / 1000;
+
+		if (!ep || !pr) {
+			free(pr);
+			ret = -EBADF;
+			break;
+		}
+		for (;;) {
+			ret = dp_probe(ep, a[1], a[2], a[3], a[4], pr);
+			if (ret != -EAGAIN || time(NULL) >= end)
+				break;
+			usleep(10000);
+		}
+		*out = pr;
+		*out_len = sizeof(*pr);
+		break;
+	}
+	case OP_CANCEL:
+		ret = ep ? dp_cancel(ep, a[1]) : -EBADF;
+		break;
+	case OP_REG:
+		ret = s_reg_new(ep, a[1], a[2], a[3], a[4], &rsp->a[0]);
+		if (ret >= 0) {
+			rsp->a[1] = ret;
+			ret = 0;
+		}
+		break;
+	case OP_RCHECK:
+		ret = s_reg_range(a[0], a[1], a[2], &p);
+		rsp->a[0] = (uint64_t)-1;
+		if (!ret) {
+			long bad = dp_test_check(p, a[2], a[3]);
+
+			rsp->a[0] = bad < 0 ? (uint64_t)-1 : (uint64_t)bad;
+		}
+		break;
+	case OP_RFILL:
+		ret = s_reg_range(a[0], a[1], a[2], &p);
+		if (!ret)
+			dp_test_fill(p, a[2], a[3]);
+		break;
+	case OP_DEREG:
+		s_reg_free(a[0]);
+		break;
+	case OP_STAT:
+		val = dp_test_stat(in);
+		ret = val < 0 ? -ENOENT : 0;
+		rsp->a[0] = val;
+		break;
+	case OP_PARAM:
+		ret = read_param(in, &val);
+		rsp->a[0] = val;
+		break;
+	default:
+		ret = -EINVAL;
+	}
+	rsp->ret = ret;
+}
+
+static void serve_session(int fd)
+{
+	struct ctl_msg m, rsp;
+	void *in, *out;
+	uint32_t out_len;
+
+	while (!msg_recv(fd, &m, &in)) {
+		serve_one(&m, in, &rsp, &out, &out_len);
+		free(in);
+		if (msg_send(fd, &rsp, out, out_len)) {
+			free(out);
+			break;
+		}
+		free(out);
+	}
+	/* Client gone: closing the endpoints releases everything. */
+	for (int i = 0; i < MAXEP; i++)
+		dp_close(s_ep[i]);
+	_exit(0);
+}
+
+static void serve_term(int sig)
+{
+	(void)sig;
+	/* Our sessions too, so that the module can be unloaded at once. */
+	kill(0, SIGKILL);
+	_exit(0);
+}
+
+static int serve(void)
+{
+	int lfd, port = env_int("DMAPLANE_CTL_PORT", CTL_PORT);
+
+	setpgid(0, 0);
+	signal(SIGCHLD, SIG_IGN);
+	signal(SIGTERM, serve_term);
+	signal(SIGPIPE, SIG_IGN);
+	lfd = listen_on(port);
+	if (lfd < 0) {
+		fprintf(stderr, "remote_test: cannot listen on port %d: %s\n",
+			port, strerror(errno));
+		return 1;
+	}
+	fprintf(stderr, "remote_test: serving on port %d\n", port);
+	for (;;) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		if (!fork()) {
+			close(lfd);
+			sock_timeouts(fd, 3600);
+			serve_session(fd);
+		}
+		close(fd);
+	}
+}
+
+/* ---- the client side of a session --------------------------------------- */
+
+/* One request; returns its ret, or -EPIPE when the session broke. */
+static int rcall(int fd, uint32_t op, const uint64_t *args, int nargs,
+		 const void *payload, uint32_t plen, struct ctl_msg *rsp,
+		 void **out)
+{
+	struct ctl_msg m, r;
+	void *o;
+
+	memset(&m, 0, sizeof(m));
+	m.op = op;
+	for (int i = 0; i < nargs && i < 8; i++)
+		m.a[i] = args[i];
+	if (msg_send(fd, &m, payload, plen) || msg_recv(fd, &r, &o))
+		return -EPIPE;
+	if (rsp)
+		*rsp = r;
+	if (out)
+		*out = o;
+	else
+		free(o);
+	return r.ret;
+}
+
+#define RCALL(fd, op, rsp, out, ...) ({					\
+	uint64_t _a[] = { __VA_ARGS__ };				\
+	rcall(fd, op, _a, sizeof(_a) / sizeof(_a[0]), NULL, 0, rsp, out); })
+
+/* Open a remote endpoint; returns its index or -errno. */
+static int r_open(int fd, uint64_t key, int nosetup, struct dmaplane_name *name)
+{
+	struct ctl_msg r;
+	void *out = NULL;
+	int ret = RCALL(fd, OP_OPEN, &r, &out, key, LOCAL_RING, nosetup);
+
+	if (!ret && r.len == sizeof(*name))
+		memcpy(name, out, sizeof(*name));
+	else if (!ret)
+		ret = -EPROTO;
+	free(out);
+	return ret ? ret : (int)r.a[0];
+}
+
+static int r_insert(int fd, int idx, const struct dmaplane_name *name, uint32_t *h)
+{
+	uint64_t a[] = { idx };
+	struct ctl_msg r;
+	int ret = rcall(fd, OP_INSERT, a, 1, name, sizeof(*name), &r, NULL);
+
+	*h = r.a[0];
+	return ret;
+}
+
+/* Wait for @n completions of remote endpoint @idx; returns how many. */
+static int r_wait(int fd, int idx, struct dmaplane_cqe *c, int n, int timeout_ms)
+{
+	struct ctl_msg r;
+	void *out = NULL;
+	int ret = RCALL(fd, OP_WAIT, &r, &out, idx, n, timeout_ms);
+
+	if (ret > 0)
+		memcpy(c, out, ret * sizeof(*c));
+	free(out);
+	return ret;
+}
+
+/* Check a remote receive buffer: -1 when good, else the bad offset. */
+static long r_check(int fd, int idx, uint64_t ctx, uint64_t seed, uint64_t got,
+		    uint64_t msg_len)
+{
+	struct ctl_msg r;
+	int ret = RCALL(fd, OP_CHECK, &r, NULL, idx, ctx, seed, got, msg_len);
+
+	if (ret)
+		return -1000 + ret;	/* distinct from -1 */
+	if (!r.a[1])
+		return (long)got + 1000000;	/* guard overwritten */
+	return (long)r.a[0];
+}
+
+static long r_param(int fd, const char *name)
+{
+	struct ctl_msg r;
+	int ret = rcall(fd, OP_PARAM, NULL, 0, name, strlen(name) + 1, &r, NULL);
+
+	return ret ? ret : (long)r.a[0];
+}
+
+static long r_stat(int fd, const char *name)
+{
+	struct ctl_msg r;
+	int ret = rcall(fd, OP_STAT, NULL, 0, name, strlen(name) + 1, &r, NULL);
+
+	return ret ? ret : (long)r.a[0];
+}
+
+/* ---- local helpers ------------------------------------------------------ */
+
+static struct dp_ep *ep_new(uint64_t key, unsigned int entries)
+{
+	struct dp_ep *ep;
+
+	if (dp_open(NULL, 0, &ep))
+		return NULL;
+	if (dp_ep_setup(ep, key, entries)) {
+		dp_close(ep);
+		return NULL;
+	}
+	return ep;
+}
+
+static uint64_t uid_of(struct dp_ep *ep)
+{
+	struct dmaplane_name name;
+
+	return dp_getname(ep, &name) ? 0 : name.ep_uid;
+}
+
+/* Gather @n completions within @timeout_ms overall; returns how many. */
+static int lwait(struct dp_ep *ep, struct dmaplane_cqe *c, int n, int timeout_ms)
+{
+	struct timespec t0, t1;
+	int got = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < n) {
+		long left;
+		int k;
+
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		left = timeout_ms - ((t1.tv_sec - t0.tv_sec) * 1000 +
+				     (t1.tv_nsec - t0.tv_nsec) / 1000000);
+		if (left < 0)
+			left = 0;
+		k = dp_wait(ep, c + got, n - got, left);
+		if (k <= 0)
+			break;
+		got += k;
+	}
+	return got;
+}
+
+/* A local receive buffer with a guard, filled with the guard pattern. */
+static char *lbuf(uint64_t len)
+{
+	char *p = malloc(len + GUARD);
+
+	if (p)
+		memset(p, GUARD_BYTE, len + GUARD);
+	return p;
+}
+
+/* Like r_check, for a local buffer of @len bytes (+ GUARD). */
+static long lcheck(const char *p, uint64_t len, uint64_t seed, uint64_t got,
+		   uint64_t msg_len)
+{
+	char *want = malloc(msg_len + 1);
+	long bad = -1;
+
+	dp_test_fill(want, msg_len, seed);
+	for (uint64_t i = 0; i < got; i++) {
+		if (p[i] != want[i]) {
+			bad = i;
+			break;
+		}
+	}
+	free(want);
+	for (uint64_t i = got; bad < 0 && i < len + GUARD; i++) {
+		if ((unsigned char)p[i] != GUARD_BYTE)
+			bad = (long)got + 1000000;
+	}
+	return bad;
+}
+
+static int cmp_ctx(const void *x, const void *y)
+{
+	const struct dmaplane_cqe *a = x, *b = y;
+
+	return a->ctx < b->ctx ? -1 : a->ctx > b->ctx;
+}
+
+/*
+ * The node slot of the peer in `dpctl -j peer list`, or -1 when the
+ * listing or the field ("slot", added with the RDMA transport) is absent.
+ */
+static long dpctl_peer_slot(void)
+{
+	char line[8192], key[80], *p;
+	long slot = -1;
+	FILE *f = popen("dpctl -j peer list 2>/dev/null", "r");
+
+	if (!f)
+		return -1;
+	if (!fgets(line, sizeof(line), f)) {
+		pclose(f);
+		return -1;
+	}
+	pclose(f);
+	snprintf(key, sizeof(key), "\"addr\":\"%s\"", peer_ip());
+	p = strstr(line, key);
+	if (p) {
+		char *end = strchr(p, '}');
+		char *s = strstr(p, "\"slot\":");
+
+		if (s && (!end || s < end))
+			slot = strtol(s + 7, NULL, 10);
+	}
+	return slot;
+}
+
+/* ---- the fixture --------------------------------------------------------- */
+
+FIXTURE(remote) {
+	int s;			/* control session */
+	struct dp_ep *ep;	/* local endpoint */
+	int rep;		/* remote endpoint index */
+	uint32_t to_r, r_to_l;	/* address handles: here -> there, there -> here */
+	struct dmaplane_name lname, rname;
+	int local;		/* both endpoints on this node */
+	long eager;		/* the remote module's eager_threshold */
+};
+
+FIXTURE_SETUP(remote)
+{
+	self->s = connect_peer(env_int("DMAPLANE_CTL_PORT", CTL_PORT), 60);
+	ASSERT_LE(0, self->s) TH_LOG("no remote_test server at %s", peer_ip());
+	self->ep = ep_new(0, LOCAL_RING);
+	ASSERT_NE(NULL, self->ep);
+	ASSERT_EQ(0, dp_getname(self->ep, &self->lname));
+	self->rep = r_open(self->s, 0, 0, &self->rname);
+	ASSERT_LE(0, self->rep);
+	self->local = self->lname.node_id == self->rname.node_id;
+	ASSERT_EQ(0, dp_av_insert(self->ep, &self->rname, &self->to_r));
+	ASSERT_EQ(0, r_insert(self->s, self->rep, &self->lname, &self->r_to_l));
+	self->eager = r_param(self->s, "eager_threshold");
+	ASSERT_LT(0, self->eager);
+	TH_LOG("%s transport: remote node %#llx, here %#llx",
+	       self->local ? "local" : "remote",
+	       (unsigned long long)self->rname.node_id,
+	       (unsigned long long)self->lname.node_id);
+}
+
+FIXTURE_TEARDOWN(remote)
+{
+	struct dmaplane_cqe c[16];
+
+	if (self->s >= 0)
+		close(self->s);
+	/* Nothing of ours may be left on our ring unconsumed. */
+	if (self->ep)
+		EXPECT_EQ(0, dp_poll(self->ep, c, 16));
+	dp_close(self->ep);
+}
+
+/*
+ * A source as seen by this node (or, from the server's completions, by
+ * the remote node): the ep_uid, and a node slot that is 0 on one node and
+ * non-zero across nodes.  @slot, when not NULL, pins the slot: every
+ * source of one node has the same one.
+ */
+static void check_src(struct __test_metadata *_metadata, int local, uint64_t src,
+		      uint64_t uid, long *slot)
+{
+	uint64_t s = DMAPLANE_SRC_NODE_SLOT(src);
+
+	EXPECT_EQ(uid, DMAPLANE_SRC_EP_UID(src));
+	if (local) {
+		EXPECT_EQ(0, s);
+	} else {
+		EXPECT_NE(0, s);
+	}
+	if (slot && *slot < 0) {
+		*slot = s;
+	} else if (slot) {
+		EXPECT_EQ(*slot, (long)s);
+	}
+}
+
+static const uint64_t sizes[] = {
+	0, 1, 4095, 4096, 16383, 16384, 16385, 65536, 1 << 20, 4 << 20,
+};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+/* Here -> there, receive posted first (@expected) or after the send. */
+static void to_remote(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *self,
+		      uint64_t len, int expected)
+{
+	struct dmaplane_cqe c, sc;
+	uint64_t tag = 0x5e0d000000000000ull | len, seed = len * 7 + expected;
+	char *src = malloc(len + 1);
+	int sent_done = 0;
+
+	ASSERT_NE(NULL, src);
+	dp_test_fill(src, len, seed);
+	if (expected)
+		ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+				   tag, 0, len, 7));
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, tag, src, len, 9));
+	if (!expected) {
+		/* An eager message completes once it is there, unexpected. */
+		if (len <= (uint64_t)self->eager && lwait(self->ep, &sc, 1, 30000) == 1)
+			sent_done = 1;
+		ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+				   tag, 0, len, 7));
+	}
+	ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, 60000))
+		TH_LOG("len %llu", (unsigned long long)len);
+	EXPECT_EQ(7, c.ctx);
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(DMAPLANE_OP_RECV, c.opcode);
+	EXPECT_EQ(len, c.len);
+	EXPECT_EQ(len, c.msg_len);
+	EXPECT_EQ(tag, c.tag);
+	check_src(_metadata, self->local, c.src, self->lname.ep_uid, NULL);
+	EXPECT_EQ(-1, r_check(self->s, self->rep, 7, seed, len, len))
+		TH_LOG("len %llu expected %d", (unsigned long long)len, expected);
+	if (!sent_done)
+		ASSERT_EQ(1, lwait(self->ep, &sc, 1, 60000));
+	EXPECT_EQ(9, sc.ctx);
+	EXPECT_EQ(0, sc.status);
+	EXPECT_EQ(DMAPLANE_OP_SEND, sc.opcode);
+	EXPECT_EQ(len, sc.len);
+	EXPECT_EQ(tag, sc.tag);
+	EXPECT_EQ(0, dp_poll(self->ep, &c, 1));
+	EXPECT_EQ(0, r_wait(self->s, self->rep, &c, 1, 0));
+	free(src);
+}
+
+/* There -> here. */
+static void from_remote(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *self,
+			uint64_t len, int expected)
+{
+	struct dmaplane_cqe c, sc;
+	uint64_t tag = 0xf00d000000000000ull | len, seed = len * 13 + expected;
+	char *dst = lbuf(len);
+	int sent_done = 0;
+
+	ASSERT_NE(NULL, dst);
+	if (expected)
+		ASSERT_EQ(0, dp_recv(self->ep, self->to_r, tag, 0, dst, len, 7));
+	ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep, self->r_to_l,
+			   tag, len, seed, 9));
+	if (!expected) {
+		/* Eager: arrives on its own.  Rendezvous: waits for us. */
+		if (len <= (uint64_t)self->eager &&
+		    r_wait(self->s, self->rep, &sc, 1, 30000) == 1)
+			sent_done = 1;
+		ASSERT_EQ(0, dp_recv(self->ep, self->to_r, tag, 0, dst, len, 7));
+	}
+	ASSERT_EQ(1, lwait(self->ep, &c, 1, 60000))
+		TH_LOG("len %llu", (unsigned long long)len);
+	EXPECT_EQ(7, c.ctx);
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(DMAPLANE_OP_RECV, c.opcode);
+	EXPECT_EQ(len, c.len);
+	EXPECT_EQ(len, c.msg_len);
+	EXPECT_EQ(tag, c.tag);
+	check_src(_metadata, self->local, c.src, self->rname.ep_uid, NULL);
+	EXPECT_EQ(-1, lcheck(dst, len, seed, len, len))
+		TH_LOG("len %llu expected %d", (unsigned long long)len, expected);
+	if (!sent_done)
+		ASSERT_EQ(1, r_wait(self->s, self->rep, &sc, 1, 60000));
+	EXPECT_EQ(9, sc.ctx);
+	EXPECT_EQ(0, sc.status);
+	EXPECT_EQ(DMAPLANE_OP_SEND, sc.opcode);
+	EXPECT_EQ(len, sc.len);
+	EXPECT_EQ(tag, sc.tag);
+	EXPECT_EQ(0, r_wait(self->s, self->rep, &c, 1, 0));
+	EXPECT_EQ(0, dp_poll(self->ep, &c, 1));
+	free(dst);
+}
+
+TEST_F_TIMEOUT(remote, data_to_remote_receive_posted, 600)
+{
+	for (unsigned int i = 0; i < NSIZES; i++)
+		to_remote(_metadata, self, sizes[i], 1);
+}
+
+TEST_F_TIMEOUT(remote, data_to_remote_unexpected, 600)
+{
+	for (unsigned int i = 0; i < NSIZES; i++)
+		to_remote(_metadata, self, sizes[i], 0);
+}
+
+TEST_F_TIMEOUT(remote, data_from_remote_receive_posted, 600)
+{
+	for (unsigned int i = 0; i < NSIZES; i++)
+		from_remote(_metadata, self, sizes[i], 1);
+}
+
+TEST_F_TIMEOUT(remote, data_from_remote_unexpected, 600)
+{
+	for (unsigned int i = 0; i < NSIZES; i++)
+		from_remote(_metadata, self, sizes[i], 0);
+}
+
+/* Truncation there (@there) or here, receive posted first or not. */
+static void truncated(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *self,
+		      int there, uint64_t len, uint64_t room, int expected)
+{
+	struct dmaplane_cqe c, sc;
+	uint64_t seed = len + room + expected;
+	char *src = malloc(len), *dst = lbuf(room);
+	int have_send = 0;
+
+	dp_test_fill(src, len, seed);
+	if (there) {
+		if (expected)
+			ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep,
+					   DP_ANY_SRC, 1, 0, room, 1));
+		ASSERT_EQ(0, dp_send(self->ep, self->to_r, 1, src, len, 2));
+		if (!expected) {
+			if (len <= (uint64_t)self->eager && lwait(self->ep, &sc, 1, 30000) == 1)
+				have_send = 1;
+			ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep,
+					   DP_ANY_SRC, 1, 0, room, 1));
+		}
+		ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, 60000));
+		EXPECT_EQ(-1, r_check(self->s, self->rep, 1, seed, room, len));
+		if (!have_send)
+			ASSERT_EQ(1, lwait(self->ep, &sc, 1, 60000));
+	} else {
+		if (expected)
+			ASSERT_EQ(0, dp_recv(self->ep, DP_ANY_SRC, 1, 0, dst, room, 1));
+		ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep, self->r_to_l,
+				   1, len, seed, 2));
+		if (!expected) {
+			if (len <= (uint64_t)self->eager &&
+			    r_wait(self->s, self->rep, &sc, 1, 30000) == 1)
+				have_send = 1;
+			ASSERT_EQ(0, dp_recv(self->ep, DP_ANY_SRC, 1, 0, dst, room, 1));
+		}
+		ASSERT_EQ(1, lwait(self->ep, &c, 1, 60000));
+		EXPECT_EQ(-1, lcheck(dst, room, seed, room, len));
+		if (!have_send)
+			ASSERT_EQ(1, r_wait(self->s, self->rep, &sc, 1, 60000));
+	}
+	EXPECT_EQ(1, c.ctx);
+	EXPECT_EQ(-EMSGSIZE, c.status);
+	EXPECT_EQ(room, c.len);
+	EXPECT_EQ(len, c.msg_len);
+	EXPECT_EQ(1, c.tag);
+	/* The sender's side is a success with the whole length. */
+	EXPECT_EQ(2, sc.ctx);
+	EXPECT_EQ(0, sc.status);
+	EXPECT_EQ(len, sc.len);
+	free(src);
+	free(dst);
+}
+
+TEST_F_TIMEOUT(remote, truncation_both_directions, 600)
+{
+	for (int there = 0; there < 2; there++) {
+		for (int expected = 0; expected < 2; expected++) {
+			truncated(_metadata, self, there, 1000, 600, expected);
+			truncated(_metadata, self, there, 200000, 70000, expected);
+			truncated(_metadata, self, there, 5, 0, expected);
+			truncated(_metadata, self, there, 1 << 20, 16385, expected);
+		}
+	}
+}
+
+/*
+ * Ignore masks and the source wildcard, there: r0 takes tags 0x100-0x1ff
+ * from our first endpoint only, r1 tag 5 from anyone, r2 anything.
+ */
+TEST_F_TIMEOUT(remote, matching_masks_and_wildcards_there, 300)
+{
+	struct dp_ep *other = ep_new(0, 64);
+	struct dmaplane_name oname;
+	struct dmaplane_cqe c[3];
+	uint32_t o2r;
+	long slot = -1;
+
+	ASSERT_NE(NULL, other);
+	ASSERT_EQ(0, dp_getname(other, &oname));
+	ASSERT_EQ(0, dp_av_insert(other, &self->rname, &o2r));
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   0x100, 0xff, 64, 0));
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, DP_ANY_SRC,
+			   5, 0, 64, 1));
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, DP_ANY_SRC,
+			   0, ~0ull, 64, 2));
+	ASSERT_EQ(0, dp_send(other, o2r, 0x1ab, "other", 6, 0));
+	ASSERT_EQ(1, lwait(other, c, 1, 30000));
+	/* Arrived at r2 before we send anything else: nothing overtakes. */
+	ASSERT_EQ(1, r_wait(self->s, self->rep, c, 1, 30000));
+	EXPECT_EQ(2, c[0].ctx);
+	EXPECT_EQ(0x1ab, c[0].tag);
+	EXPECT_EQ(6, c[0].len);
+	check_src(_metadata, self->local, c[0].src, oname.ep_uid, &slot);
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 5, "five", 5, 1));
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 0x1ab, "mask", 5, 2));
+	ASSERT_EQ(2, r_wait(self->s, self->rep, c, 2, 30000));
+	qsort(c, 2, sizeof(c[0]), cmp_ctx);
+	EXPECT_EQ(0, c[0].ctx);
+	EXPECT_EQ(0x1ab, c[0].tag);
+	EXPECT_EQ(5, c[0].len);
+	check_src(_metadata, self->local, c[0].src, self->lname.ep_uid, &slot);
+	EXPECT_EQ(1, c[1].ctx);
+	EXPECT_EQ(5, c[1].tag);
+	check_src(_metadata, self->local, c[1].src, self->lname.ep_uid, &slot);
+	ASSERT_EQ(2, lwait(self->ep, c, 2, 30000));
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(0, c[1].status);
+	/* A tag outside every mask stays unexpected there. */
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 0x200, "x", 2, 3));
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   0x100, 0xff, 64, 10));
+	EXPECT_EQ(0, r_wait(self->s, self->rep, c, 1, 1000));
+	EXPECT_EQ(0, RCALL(self->s, OP_CANCEL, NULL, NULL, self->rep, 10));
+	ASSERT_EQ(1, r_wait(self->s, self->rep, c, 1, 10000));
+	EXPECT_EQ(-ECANCELED, c[0].status);
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, DP_ANY_SRC,
+			   0x200, 0, 64, 11));
+	ASSERT_EQ(1, r_wait(self->s, self->rep, c, 1, 30000));
+	EXPECT_EQ(11, c[0].ctx);
+	EXPECT_EQ(0, c[0].status);
+	ASSERT_EQ(1, lwait(self->ep, c, 1, 30000));
+	dp_close(other);
+}
+
+/* The same here, with two remote senders. */
+TEST_F_TIMEOUT(remote, matching_masks_and_wildcards_here, 300)
+{
+	struct dmaplane_name r2name;
+	struct dmaplane_cqe c[3];
+	char r[3][64];
+	int rep2;
+	uint32_t r2_to_l, to_r2;
+	long slot = -1;
+
+	rep2 = r_open(self->s, 0, 0, &r2name);
+	ASSERT_LE(0, rep2);
+	ASSERT_EQ(0, r_insert(self->s, rep2, &self->lname, &r2_to_l));
+	ASSERT_EQ(0, dp_av_insert(self->ep, &r2name, &to_r2));
+	ASSERT_EQ(0, dp_recv(self->ep, self->to_r, 0xab00, 0x00ff, r[0], 64, 0));
+	ASSERT_EQ(0, dp_recv(self->ep, DP_ANY_SRC, 5, 0, r[1], 64, 1));
+	ASSERT_EQ(0, dp_recv(self->ep, DP_ANY_SRC, 0, ~0ull, r[2], 64, 2));
+	/* From the second remote endpoint, a tag r0 would take: r2. */
+	ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, rep2, r2_to_l, 0xab42, 32, 1, 0));
+	ASSERT_EQ(1, lwait(self->ep, c, 1, 30000));
+	EXPECT_EQ(2, c[0].ctx);
+	EXPECT_EQ(0xab42, c[0].tag);
+	check_src(_metadata, self->local, c[0].src, r2name.ep_uid, &slot);
+	EXPECT_EQ(-1, dp_test_check(r[2], 32, 1));
+	ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep, self->r_to_l, 5, 16, 2, 1));
+	ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep, self->r_to_l, 0xabcd, 8, 3, 2));
+	ASSERT_EQ(2, lwait(self->ep, c, 2, 30000));
+	qsort(c, 2, sizeof(c[0]), cmp_ctx);
+	EXPECT_EQ(0, c[0].ctx);
+	EXPECT_EQ(0xabcd, c[0].tag);
+	EXPECT_EQ(8, c[0].len);
+	check_src(_metadata, self->local, c[0].src, self->rname.ep_uid, &slot);
+	EXPECT_EQ(-1, dp_test_check(r[0], 8, 3));
+	EXPECT_EQ(1, c[1].ctx);
+	EXPECT_EQ(5, c[1].tag);
+	check_src(_metadata, self->local, c[1].src, self->rname.ep_uid, &slot);
+	EXPECT_EQ(-1, dp_test_check(r[1], 16, 2));
+	ASSERT_EQ(2, r_wait(self->s, self->rep, c, 2, 30000));
+	ASSERT_EQ(1, r_wait(self->s, rep2, c, 1, 30000));
+	EXPECT_EQ(0, c[0].status);
+	/* The slot matches what dpctl reports for the peer, when it does. */
+	if (!self->local) {
+		long want = dpctl_peer_slot();
+
+		if (want >= 0) {
+			EXPECT_EQ(want, slot);
+		} else {
+			TH_LOG("dpctl shows no slot for %s: not compared", peer_ip());
+		}
+	}
+}
+
+/* Messages from one source never overtake, eager and rendezvous mixed. */
+static void no_overtaking(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *self,
+			  int there)
+{
+	enum { N = 40 };
+	struct dmaplane_cqe c[N];
+	uint64_t len[N];
+	char *src[N], *dst[N];
+	uint64_t big = self->eager * 2 + 1;
+
+	for (int i = 0; i < N; i++) {
+		len[i] = (i % 3 == 0) ? big + i : (i % 3 == 1 ? 100 + i : self->eager);
+		src[i] = malloc(len[i] + 1);
+		dst[i] = lbuf(big + N);
+		dp_test_fill(src[i], len[i], 1000 + i);
+	}
+	if (there) {
+		/* All sent before anything is posted there. */
+		for (int i = 0; i < N; i++)
+			ASSERT_EQ(0, dp_send(self->ep, self->to_r, i % 4, src[i], len[i], i));
+		ASSERT_EQ(N, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+				   0, ~0ull, big + N, 1000, N, 0) ? -1 : N);
+		ASSERT_EQ(N, r_wait(self->s, self->rep, c, N, 120000));
+	} else {
+		struct ctl_msg r;
+
+		ASSERT_EQ(0, RCALL(self->s, OP_SEND, &r, NULL, self->rep, self->r_to_l,
+				   0, big, 1000, 0, 1, 0));
+		/* Mixed sizes need one call each. */
+		for (int i = 1; i < N; i++)
+			ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep,
+					   self->r_to_l, i % 4, len[i], 1000 + i, i));
+		for (int i = 0; i < N; i++)
+			ASSERT_EQ(0, dp_recv(self->ep, self->to_r, 0, ~0ull, dst[i],
+					     big + N, 1000 + i));
+		ASSERT_EQ(N, lwait(self->ep, c, N, 120000));
+	}
+	qsort(c, N, sizeof(c[0]), cmp_ctx);
+	for (int i = 0; i < N; i++) {
+		EXPECT_EQ(1000 + i, c[i].ctx);
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(len[i], c[i].len) TH_LOG("receive %d got the wrong message", i);
+		EXPECT_EQ(i % 4, c[i].tag);
+		if (there) {
+			EXPECT_EQ(-1, r_check(self->s, self->rep, 1000 + i, 1000 + i,
+					      len[i], len[i])) TH_LOG("message %d", i);
+		} else {
+			EXPECT_EQ(-1, lcheck(dst[i], big + N, 1000 + i, len[i], len[i]))
+				TH_LOG("message %d", i);
+		}
+	}
+	if (there) {
+		ASSERT_EQ(N, lwait(self->ep, c, N, 120000));
+	} else {
+		ASSERT_EQ(N, r_wait(self->s, self->rep, c, N, 120000));
+	}
+	for (int i = 0; i < N; i++) {
+		EXPECT_EQ(0, c[i].status);
+		free(src[i]);
+		free(dst[i]);
+	}
+}
+
+TEST_F_TIMEOUT(remote, one_source_never_overtakes_to_remote, 600)
+{
+	no_overtaking(_metadata, self, 1);
+}
+
+TEST_F_TIMEOUT(remote, one_source_never_overtakes_from_remote, 600)
+{
+	no_overtaking(_metadata, self, 0);
+}
+
+/* Hundreds of small messages before any receive: all arrive, in order. */
+TEST_F_TIMEOUT(remote, many_small_unexpected_messages_in_order, 600)
+{
+	enum { N = 500, LEN = 64 };
+	static char src[N][LEN];
+	struct dmaplane_cqe *c = calloc(N, sizeof(*c));
+	int sent = 0, done = 0;
+
+	while (sent < N) {
+		int ret;
+
+		dp_test_fill(src[sent], LEN, 5000 + sent);
+		ret = dp_send(self->ep, self->to_r, 0x4000 + sent, src[sent], LEN, sent);
+		if (ret == -EAGAIN) {
+			/* Back-pressure: consume and retry, nothing lost. */
+			int k = lwait(self->ep, c + done, N - done, 10000);
+
+			ASSERT_LT(0, k) TH_LOG("send %d: -EAGAIN and nothing completes", sent);
+			done += k;
+			continue;
+		}
+		ASSERT_EQ(0, ret);
+		sent++;
+	}
+	done += lwait(self->ep, c + done, N - done, 120000);
+	ASSERT_EQ(N, done);
+	for (int i = 0; i < N; i++) {
+		EXPECT_EQ(0, c[i].status) TH_LOG("send %d", (int)c[i].ctx);
+		EXPECT_EQ(LEN, c[i].len);
+	}
+	/* Everything is queued there now. */
+	if (self->local)
+		EXPECT_EQ(N, r_stat(self->s, "unexp_msgs"));
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   0, ~0ull, LEN, 0, N, 0));
+	ASSERT_EQ(N, r_wait(self->s, self->rep, c, N, 120000));
+	qsort(c, N, sizeof(c[0]), cmp_ctx);
+	for (int i = 0; i < N; i++) {
+		ASSERT_EQ(i, c[i].ctx);
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(0x4000 + i, c[i].tag) TH_LOG("receive %d", i);
+		EXPECT_EQ(LEN, c[i].len);
+		EXPECT_EQ(-1, r_check(self->s, self->rep, i, 5000 + i, LEN, LEN));
+	}
+	if (self->local)
+		EXPECT_EQ(0, r_stat(self->s, "unexp_msgs"));
+	free(c);
+}
+
+/*
+ * Eager messages beyond the receiver's unexpected budget: refused with
+ * -EAGAIN -- by the ioctl on one node, in the send's completion across
+ * nodes -- and exactly budget / len of them are delivered, in order.
+ */
+TEST_F_TIMEOUT(remote, unexpected_budget_exhausted_exact_counts, 600)
+{
+	long budget = r_param(self->s, "unexp_budget");
+	long len = self->eager < 16384 ? self->eager : 16384;
+	long fit, n, ok = 0, sync_fail = 0, async_fail = 0, done = 0;
+	struct dmaplane_cqe *c;
+	char *buf;
+	int *okv;
+
+	ASSERT_LT(0, budget);
+	ASSERT_LT(0, len);
+	fit = budget / len;
+	n = fit + 40;
+	ASSERT_LT(n, LOCAL_RING);
+	c = calloc(n, sizeof(*c));
+	okv = calloc(n, sizeof(*okv));
+	buf = malloc(len * n);
+	for (long i = 0; i < n; i++) {
+		int ret;
+
+		dp_test_fill(buf + i * len, len, 7000 + i);
+		ret = dp_send(self->ep, self->to_r, i, buf + i * len, len, i);
+		if (ret == -EAGAIN) {
+			sync_fail++;
+		} else {
+			ASSERT_EQ(0, ret) TH_LOG("send %ld", i);
+		}
+	}
+	done = lwait(self->ep, c, n - sync_fail, 120000);
+	ASSERT_EQ(n - sync_fail, done);
+	for (long i = 0; i < done; i++) {
+		if (c[i].status == 0) {
+			ASSERT_LT(c[i].ctx, (uint64_t)n);
+			okv[c[i].ctx] = 1;
+			ok++;
+		} else {
+			EXPECT_EQ(-EAGAIN, c[i].status);
+			async_fail++;
+		}
+	}
+	TH_LOG("budget %ld, %ld-byte messages: %ld delivered, %ld refused by the ioctl, %ld by completion",
+	       budget, len, ok, sync_fail, async_fail);
+	EXPECT_EQ(fit, ok);
+	EXPECT_EQ(n, ok + sync_fail + async_fail);
+	if (self->local) {
+		EXPECT_EQ(0, async_fail);
+	} else {
+		EXPECT_EQ(0, sync_fail);
+	}
+	/* The receiver gets exactly the accepted ones, in send order. */
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   0, ~0ull, len, 0, ok, 0));
+	ASSERT_EQ(ok, r_wait(self->s, self->rep, c, ok, 120000));
+	qsort(c, ok, sizeof(c[0]), cmp_ctx);
+	for (long i = 0, j = 0; i < ok; i++, j++) {
+		while (j < n && !okv[j])
+			j++;
+		ASSERT_LT(j, n);
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(j, c[i].tag) TH_LOG("receive %ld", i);
+		EXPECT_EQ(-1, r_check(self->s, self->rep, i, 7000 + j, len, len));
+	}
+	EXPECT_EQ(-EAGAIN, RCALL(self->s, OP_PROBE, NULL, NULL, self->rep, DP_ANY_SRC,
+				 0, ~0ull, 0, 1000));
+	/* Room again. */
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 1, buf, len, 1));
+	ASSERT_EQ(1, lwait(self->ep, c, 1, 30000));
+	EXPECT_EQ(0, c[0].status);
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   1, 0, len, 1));
+	ASSERT_EQ(1, r_wait(self->s, self->rep, c, 1, 30000));
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(-1, r_check(self->s, self->rep, 1, 7000, len, len));
+	free(c);
+	free(okv);
+	free(buf);
+}
+
+/* Several forked senders here, one receiver there. */
+TEST_F_TIMEOUT(remote, concurrent_senders_from_forked_processes, 600)
+{
+	enum { P = 4, M = 40 };
+	struct dmaplane_cqe c[P * M];
+	uint64_t uids[P];
+	uint64_t big = self->eager + 4096;
+	int pipefd[2], status, got = 0;
+	pid_t pids[P];
+
+	ASSERT_EQ(0, pipe(pipefd));
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, DP_ANY_SRC,
+			   0, ~0ull, big, 0, P * M / 2, 0));
+	for (int p = 0; p < P; p++) {
+		pids[p] = fork();
+		if (!pids[p]) {
+			struct dp_ep *ep = ep_new(0, 256);
+			struct dmaplane_cqe cc[M];
+			char *b[M];
+			uint32_t to;
+			uint64_t uid;
+
+			if (!ep || dp_av_insert(ep, &self->rname, &to))
+				_exit(1);
+			uid = uid_of(ep);
+			if (write(pipefd[1], &uid, sizeof(uid)) != sizeof(uid))
+				_exit(2);
+			for (int i = 0; i < M; i++) {
+				uint64_t l = (i + p) % 2 ? big : 1000;
+
+				b[i] = malloc(l);
+				dp_test_fill(b[i], l, (p << 16) | i);
+				while (dp_send(ep, to, (p << 16) | i, b[i], l, i) == -EAGAIN)
+					usleep(1000);
+			}
+			if (lwait(ep, cc, M, 120000) != M)
+				_exit(3);
+			for (int i = 0; i < M; i++) {
+				if (cc[i].status)
+					_exit(4);
+			}
+			dp_close(ep);
+			_exit(0);
+		}
+	}
+	for (int p = 0; p < P; p++)
+		ASSERT_EQ(sizeof(uids[p]), read(pipefd[0], &uids[p], sizeof(uids[p])));
+	/* The other half of the receives while the senders run. */
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, DP_ANY_SRC,
+			   0, ~0ull, big, P * M / 2, P * M / 2, 0));
+	got = r_wait(self->s, self->rep, c, P * M, 180000);
+	for (int p = 0; p < P; p++) {
+		waitpid(pids[p], &status, 0);
+		EXPECT_EQ(0, WIFEXITED(status) ? WEXITSTATUS(status) : 100) TH_LOG("sender %d", p);
+	}
+	ASSERT_EQ(P * M, got);
+	qsort(c, P * M, sizeof(c[0]), cmp_ctx);
+	{
+		int next[P] = { 0 };
+		long slot = -1;
+
+		for (int i = 0; i < P * M; i++) {
+			int p = c[i].tag >> 16, k = c[i].tag & 0xffff;
+			uint64_t l = (k + p) % 2 ? big : 1000;
+
+			ASSERT_LT(p, P);
+			EXPECT_EQ(0, c[i].status);
+			check_src(_metadata, self->local, c[i].src, uids[p], &slot);
+			/* Per source, in send order across posted receives. */
+			EXPECT_EQ(next[p], k) TH_LOG("sender %d: message %d in receive %d",
+						     p, k, (int)c[i].ctx);
+			next[p] = k + 1;
+			EXPECT_EQ(l, c[i].len);
+			EXPECT_EQ(-1, r_check(self->s, self->rep, c[i].ctx, c[i].tag, l, l));
+		}
+		for (int p = 0; p < P; p++)
+			EXPECT_EQ(M, next[p]);
+	}
+	close(pipefd[0]);
+	close(pipefd[1]);
+}
+
+TEST_F_TIMEOUT(remote, probe_and_claim_remote_messages, 300)
+{
+	struct dmaplane_probe *pr;
+	struct dmaplane_cqe c[2];
+	uint64_t big = self->eager * 2;
+	char *bsrc = malloc(big), small[16];
+	struct ctl_msg r;
+	void *out;
+	int ret;
+
+	dp_test_fill(bsrc, big, 77);
+	dp_test_fill(small, sizeof(small), 76);
+	EXPECT_EQ(-EAGAIN, RCALL(self->s, OP_PROBE, NULL, NULL, self->rep, DP_ANY_SRC,
+				 0, ~0ull, 0, 0));
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 0x77, small, sizeof(small), 1));
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 0x78, bsrc, big, 2));
+	/* Iprobe with a specific source: details, the message stays. */
+	ret = RCALL(self->s, OP_PROBE, &r, &out, self->rep, self->r_to_l, 0x78, 0, 0, 30000);
+	ASSERT_EQ(0, ret);
+	pr = out;
+	EXPECT_EQ(0x78, pr->tag);
+	EXPECT_EQ(big, pr->len);
+	check_src(_metadata, self->local, pr->src, self->lname.ep_uid, NULL);
+	free(out);
+	ret = RCALL(self->s, OP_PROBE, &r, &out, self->rep, DP_ANY_SRC, 0, ~0ull, 0, 30000);
+	ASSERT_EQ(0, ret);
+	pr = out;
+	EXPECT_EQ(0x77, pr->tag);
+	EXPECT_EQ(sizeof(small), pr->len);
+	free(out);
+	EXPECT_EQ(-EAGAIN, RCALL(self->s, OP_PROBE, NULL, NULL, self->rep, DP_ANY_SRC,
+				 0x79, 0, 0, 0));
+	/* Improbe: the rendezvous message is claimed... */
+	ret = RCALL(self->s, OP_PROBE, &r, &out, self->rep, DP_ANY_SRC, 0x78, 0,
+		    DMAPLANE_PROBE_CLAIM, 30000);
+	ASSERT_EQ(0, ret);
+	pr = out;
+	EXPECT_EQ(big, pr->len);
+	/* ...so an any-tag receive gets the small one. */
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, DP_ANY_SRC,
+			   0, ~0ull, big, 10));
+	ASSERT_EQ(1, r_wait(self->s, self->rep, c, 1, 30000));
+	EXPECT_EQ(10, c[0].ctx);
+	EXPECT_EQ(0x77, c[0].tag);
+	EXPECT_EQ(sizeof(small), c[0].len);
+	EXPECT_EQ(-1, r_check(self->s, self->rep, 10, 76, sizeof(small), sizeof(small)));
+	EXPECT_EQ(-ENOENT, RCALL(self->s, OP_RECV_CLAIMED, NULL, NULL, self->rep,
+				 pr->claim + 1, big, 11));
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV_CLAIMED, NULL, NULL, self->rep,
+			   pr->claim, big, 11));
+	ASSERT_EQ(1, r_wait(self->s, self->rep, c, 1, 60000));
+	EXPECT_EQ(11, c[0].ctx);
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(0x78, c[0].tag);
+	EXPECT_EQ(big, c[0].len);
+	check_src(_metadata, self->local, c[0].src, self->lname.ep_uid, NULL);
+	EXPECT_EQ(-1, r_check(self->s, self->rep, 11, 77, big, big));
+	EXPECT_EQ(-ENOENT, RCALL(self->s, OP_RECV_CLAIMED, NULL, NULL, self->rep,
+				 pr->claim, big, 12));
+	free(out);
+	ASSERT_EQ(2, lwait(self->ep, c, 2, 60000));
+	qsort(c, 2, sizeof(c[0]), cmp_ctx);
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(0, c[1].status);
+	EXPECT_EQ(big, c[1].len);
+	free(bsrc);
+}
+
+TEST_F_TIMEOUT(remote, cancel_receives_from_remote_sources, 300)
+{
+	struct dmaplane_cqe c;
+	char buf[8];
+
+	/* There: the earliest unmatched receive with that ctx. */
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   1, 0, 8, 20));
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   1, 0, 8, 21));
+	EXPECT_EQ(0, RCALL(self->s, OP_CANCEL, NULL, NULL, self->rep, 20));
+	EXPECT_EQ(-ENOENT, RCALL(self->s, OP_CANCEL, NULL, NULL, self->rep, 20));
+	ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, 10000));
+	EXPECT_EQ(20, c.ctx);
+	EXPECT_EQ(-ECANCELED, c.status);
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 1, "abcdefg", 8, 3));
+	ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, 30000));
+	EXPECT_EQ(21, c.ctx);
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(8, c.len);
+	EXPECT_EQ(-ENOENT, RCALL(self->s, OP_CANCEL, NULL, NULL, self->rep, 21));
+	ASSERT_EQ(1, lwait(self->ep, &c, 1, 30000));
+	EXPECT_EQ(0, c.status);
+	/* Here: a receive from the remote source, cancelled, then none. */
+	ASSERT_EQ(0, dp_recv(self->ep, self->to_r, 2, 0, buf, 8, 30));
+	EXPECT_EQ(0, dp_cancel(self->ep, 30));
+	ASSERT_EQ(1, lwait(self->ep, &c, 1, 10000));
+	EXPECT_EQ(30, c.ctx);
+	EXPECT_EQ(-ECANCELED, c.status);
+	ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep, self->r_to_l, 2, 8, 4, 5));
+	ASSERT_EQ(0, dp_recv(self->ep, self->to_r, 2, 0, buf, 8, 31));
+	ASSERT_EQ(1, lwait(self->ep, &c, 1, 30000));
+	EXPECT_EQ(31, c.ctx);
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(-1, dp_test_check(buf, 8, 4));
+	ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, 30000));
+}
+
+/* Submit one put/get and return its completion status. */
+static int rma(struct dp_ep *ep, int put, uint32_t dest, uint64_t rkey,
+	       uint64_t off, void *buf, uint64_t len)
+{
+	struct dmaplane_cqe c;
+	int ret = put ? dp_put(ep, dest, rkey, off, buf, len, 5) :
+			dp_get(ep, dest, rkey, off, buf, len, 5);
+
+	if (ret)
+		return 1000 + ret;	/* rejected at submission */
+	if (lwait(ep, &c, 1, 60000) != 1)
+		return 2000;
+	if (c.ctx != 5 || c.opcode != (put ? DMAPLANE_OP_PUT : DMAPLANE_OP_GET))
+		return 3000;
+	if (!c.status && c.len != len)
+		return 4000;
+	return c.status;
+}
+
+static void put_get(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *self,
+		    int kind, uint64_t len)
+{
+	char *buf = malloc(len), *back = malloc(len);
+	uint64_t tail = len > 12345 ? 12345 : len - 1;
+	struct ctl_msg r;
+	uint64_t key;
+	int id;
+
+	ASSERT_EQ(0, RCALL(self->s, OP_REG, &r, NULL, self->rep, kind, len, RW, 0));
+	key = r.a[0];
+	id = r.a[1];
+	/* Whole region. */
+	dp_test_fill(buf, len, 11);
+	ASSERT_EQ(0, rma(self->ep, 1, self->to_r, key, 0, buf, len));
+	EXPECT_EQ(-1, (long)RCALL(self->s, OP_RCHECK, &r, NULL, id, 0, len, 11) ?: (long)r.a[0]);
+	/* An odd slice, read back. */
+	dp_test_fill(buf, 777, 12);
+	ASSERT_EQ(0, rma(self->ep, 1, self->to_r, key, 4095, buf, 777));
+	EXPECT_EQ(-1, (long)RCALL(self->s, OP_RCHECK, &r, NULL, id, 4095, 777, 12) ?: (long)r.a[0]);
+	EXPECT_EQ(-1, (long)RCALL(self->s, OP_RCHECK, &r, NULL, id, 0, 4095, 11) ?: (long)r.a[0]);
+	memset(back, 0, len);
+	ASSERT_EQ(0, rma(self->ep, 0, self->to_r, key, 4095, back, 777));
+	EXPECT_EQ(0, memcmp(back, buf, 777));
+	/* Data written there, read here: whole and an unaligned tail. */
+	ASSERT_EQ(0, RCALL(self->s, OP_RFILL, NULL, NULL, id, 0, len, 13));
+	ASSERT_EQ(0, rma(self->ep, 0, self->to_r, key, 0, back, len));
+	EXPECT_EQ(-1, dp_test_check(back, len, 13));
+	ASSERT_EQ(0, rma(self->ep, 0, self->to_r, key, len - tail, back, tail));
+	dp_test_fill(buf, len, 13);
+	EXPECT_EQ(0, memcmp(back, buf + len - tail, tail));
+	/* Zero bytes at the very end. */
+	EXPECT_EQ(0, rma(self->ep, 1, self->to_r, key, len, buf, 0));
+	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, id));
+	/* A deregistered key stops working. */
+	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, key, 0, buf, 8));
+	free(buf);
+	free(back);
+}
+
+TEST_F_TIMEOUT(remote, put_get_remote_user_memory, 300)
+{
+	put_get(_metadata, self, REG_USER, 1 << 20);
+	put_get(_metadata, self, REG_USER, 3 * 4096 + 17);
+}
+
+TEST_F_TIMEOUT(remote, put_get_remote_arena, 300)
+{
+	put_get(_metadata, self, REG_ARENA, 4 << 20);
+}
+
+TEST_F_TIMEOUT(remote, put_get_target_side_checks, 300)
+{
+	const uint64_t len = 65536;
+	char *buf = malloc(len);
+	struct ctl_msg r;
+	uint64_t kro, kwo, kother;
+	int idro, idwo, rep2, idother;
+	struct dmaplane_name n2;
+	uint32_t to_r2;
+
+	memset(buf, 1, len);
+	ASSERT_EQ(0, RCALL(self->s, OP_REG, &r, NULL, self->rep, REG_USER, len,
+			   DMAPLANE_ACCESS_REMOTE_READ, 0));
+	kro = r.a[0];
+	idro = r.a[1];
+	ASSERT_EQ(0, RCALL(self->s, OP_REG, &r, NULL, self->rep, REG_USER, len,
+			   DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_WRITE, 0));
+	kwo = r.a[0];
+	idwo = r.a[1];
+	EXPECT_EQ(-EACCES, rma(self->ep, 1, self->to_r, kro, 0, buf, 8));
+	EXPECT_EQ(0, rma(self->ep, 0, self->to_r, kro, 0, buf, 8));
+	EXPECT_EQ(-EACCES, rma(self->ep, 0, self->to_r, kwo, 0, buf, 8));
+	EXPECT_EQ(0, rma(self->ep, 1, self->to_r, kwo, 0, buf, 8));
+	/* Bounds, overflow-safe. */
+	EXPECT_EQ(-ERANGE, rma(self->ep, 1, self->to_r, kwo, len - 7, buf, 8));
+	EXPECT_EQ(-ERANGE, rma(self->ep, 1, self->to_r, kwo, len + 1, buf, 0));
+	EXPECT_EQ(-ERANGE, rma(self->ep, 1, self->to_r, kwo, ~0ull, buf, 2));
+	EXPECT_EQ(-ERANGE, rma(self->ep, 0, self->to_r, kro, 1, buf, len));
+	/* Keys that are not the target's. */
+	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, 0, 0, buf, 8));
+	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, kwo ^ 1, 0, buf, 8));
+	rep2 = r_open(self->s, 0, 0, &n2);
+	ASSERT_LE(0, rep2);
+	ASSERT_EQ(0, RCALL(self->s, OP_REG, &r, NULL, rep2, REG_USER, len, RW, 0));
+	kother = r.a[0];
+	idother = r.a[1];
+	ASSERT_EQ(0, dp_av_insert(self->ep, &n2, &to_r2));
+	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, kother, 0, buf, 8));
+	EXPECT_EQ(0, rma(self->ep, 1, to_r2, kother, 0, buf, 8));
+	/* Revoked at once. */
+	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, idwo));
+	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, kwo, 0, buf, 8));
+	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, idro));
+	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, idother));
+	free(buf);
+}
+
+/* One node: works.  Across nodes: not supported (rxe has no dma-buf MRs). */
+TEST_F_TIMEOUT(remote, put_get_remote_imported_dmabuf, 300)
+{
+	const uint64_t len = 1 << 20;
+	char *buf = malloc(len);
+	struct ctl_msg r;
+	int ret, want;
+
+	ret = RCALL(self->s, OP_REG, &r, NULL, self->rep, REG_DMABUF, len, RW, 0);
+	if (ret == -ENOENT)
+		SKIP(return, "no /dev/dma_heap/system on the remote node");
+	ASSERT_EQ(0, ret);
+	want = self->local ? 0 : -EOPNOTSUPP;
+	dp_test_fill(buf, len, 21);
+	EXPECT_EQ(want, rma(self->ep, 1, self->to_r, r.a[0], 0, buf, len));
+	EXPECT_EQ(want, rma(self->ep, 0, self->to_r, r.a[0], 4096, buf, 8192));
+	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, r.a[1]));
+	free(buf);
+}
+
+TEST_F_TIMEOUT(remote, address_vector_errors, 300)
+{
+	struct dmaplane_name stale, name, kname, pname, ln;
+	struct dp_ep *keyed, *wrong;
+	struct dmaplane_cqe c;
+	struct ctl_msg r;
+	uint64_t a[1];
+	uint32_t h;
+	int idx, kidx;
+	char buf[16];
+
+	/* A closed remote endpoint's name. */
+	idx = r_open(self->s, 0, 0, &stale);
+	ASSERT_LE(0, idx);
+	ASSERT_EQ(0, RCALL(self->s, OP_CLOSE, NULL, NULL, idx));
+	EXPECT_EQ(-ECONNREFUSED, dp_av_insert(self->ep, &stale, &h));
+	name = self->rname;
+	name.ep_uid = (1ull << DMAPLANE_SRC_NODE_SHIFT) - 1;
+	EXPECT_EQ(-ECONNREFUSED, dp_av_insert(self->ep, &name, &h));
+	/* Open but not set up: not an endpoint one can talk to. */
+	idx = r_open(self->s, 0, 1, &pname);
+	ASSERT_LE(0, idx);
+	EXPECT_EQ(-ECONNREFUSED, dp_av_insert(self->ep, &pname, &h));
+	/* An unknown node. */
+	name = self->rname;
+	name.node_id ^= 1;
+	EXPECT_EQ(-ENETUNREACH, dp_av_insert(self->ep, &name, &h));
+	name.node_id ^= 0xfff0000000000000ull;
+	EXPECT_EQ(-ENETUNREACH, dp_av_insert(self->ep, &name, &h));
+	/* Security domains: a keyed endpoint there. */
+	kidx = r_open(self->s, 0x5ec0de, 0, &kname);
+	ASSERT_LE(0, kidx);
+	EXPECT_EQ(-EACCES, dp_av_insert(self->ep, &kname, &h));
+	wrong = ep_new(0x5ec0df, 16);
+	ASSERT_NE(NULL, wrong);
+	EXPECT_EQ(-EACCES, dp_av_insert(wrong, &kname, &h));
+	EXPECT_EQ(-EACCES, dp_av_insert(wrong, &self->rname, &h));
+	keyed = ep_new(0x5ec0de, 16);
+	ASSERT_NE(NULL, keyed);
+	ASSERT_EQ(0, dp_av_insert(keyed, &kname, &h));
+	/* The keyed remote endpoint refuses our plain one, accepts the keyed. */
+	a[0] = kidx;
+	ASSERT_EQ(0, dp_getname(self->ep, &ln));
+	EXPECT_EQ(-EACCES, rcall(self->s, OP_INSERT, a, 1, &ln, sizeof(ln), &r, NULL));
+	ASSERT_EQ(0, dp_getname(keyed, &ln));
+	EXPECT_EQ(0, rcall(self->s, OP_INSERT, a, 1, &ln, sizeof(ln), &r, NULL));
+	/* Stale and unknown names are refused there too. */
+	ASSERT_EQ(0, dp_getname(wrong, &ln));
+	dp_close(wrong);
+	EXPECT_EQ(-ECONNREFUSED, rcall(self->s, OP_INSERT, a, 1, &ln, sizeof(ln),
+				       &r, NULL));
+	ln.node_id ^= 1;
+	EXPECT_EQ(-ENETUNREACH, rcall(self->s, OP_INSERT, a, 1, &ln, sizeof(ln),
+				      &r, NULL));
+	/* And a message moves within the domain. */
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, kidx, DP_ANY_SRC, 42, 0, 16, 1));
+	dp_test_fill(buf, sizeof(buf), 3);
+	ASSERT_EQ(0, dp_send(keyed, h, 42, buf, sizeof(buf), 2));
+	ASSERT_EQ(1, r_wait(self->s, kidx, &c, 1, 30000));
+	EXPECT_EQ(0, c.status);
+	check_src(_metadata, self->local, c.src, uid_of(keyed), NULL);
+	EXPECT_EQ(-1, r_check(self->s, kidx, 1, 3, 16, 16));
+	ASSERT_EQ(1, lwait(keyed, &c, 1, 30000));
+	EXPECT_EQ(0, c.status);
+	dp_close(keyed);
+}
+
+/*
+ * The remote receiver goes away with a rendezvous send of ours queued
+ * there and an eager one delivered: the pending send completes with
+ * -ECONNRESET, the address fails, nothing hangs.
+ */
+TEST_F_TIMEOUT(remote, remote_endpoint_close_fails_pending_sends, 300)
+{
+	uint64_t big = self->eager * 4;
+	char *b = malloc(big);
+	struct dmaplane_cqe c;
+	int ret;
+
+	dp_test_fill(b, big, 1);
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 1, b, big, 1));
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 2, b, 100, 2));
+	ASSERT_EQ(1, lwait(self->ep, &c, 1, 30000));
+	EXPECT_EQ(2, c.ctx);
+	EXPECT_EQ(0, c.status);
+	/* Make sure the rendezvous is queued there before closing. */
+	ASSERT_EQ(0, RCALL(self->s, OP_PROBE, NULL, NULL, self->rep, DP_ANY_SRC, 1, 0, 0, 30000));
+	ASSERT_EQ(0, RCALL(self->s, OP_CLOSE, NULL, NULL, self->rep));
+	ASSERT_EQ(1, lwait(self->ep, &c, 1, 30000)) TH_LOG("pending rendezvous send hangs");
+	EXPECT_EQ(1, c.ctx);
+	EXPECT_EQ(-ECONNRESET, c.status);
+	/* Sending to it again: refused, at once or in the completion. */
+	ret = dp_send(self->ep, self->to_r, 3, b, 10, 3);
+	if (!ret) {
+		ASSERT_EQ(1, lwait(self->ep, &c, 1, 30000));
+		ret = c.status;
+	}
+	EXPECT_EQ(-ECONNRESET, ret);
+	EXPECT_EQ(-ECONNREFUSED, dp_av_insert(self->ep, &self->rname, &self->to_r));
+	free(b);
+}
+
+/* ---- two-node script helpers --------------------------------------------- */
+
+static int sync_signal(const char *name)
+{
+	int secs = env_int("DMAPLANE_SYNC_TIMEOUT", 600);
+	int fd = connect_peer(env_int("DMAPLANE_SYNC_PORT", SYNC_PORT), secs);
+	char ack[8] = "";
+	uint32_t len = strlen(name);
+
+	if (fd < 0) {
+		fprintf(stderr, "remote_test: signal %s: no peer at %s\n", name, peer_ip());
+		return 1;
+	}
+	if (io_full(fd, &len, sizeof(len), 1) || io_full(fd, (void *)name, len, 1) ||
+	    io_full(fd, ack, 2, 0) || strncmp(ack, "ok", 2)) {
+		fprintf(stderr, "remote_test: signal %s: peer did not take it\n", name);
+		close(fd);
+		return 1;
+	}
+	close(fd);
+	return 0;
+}
+
+static int sync_wait(const char *name)
+{
+	int secs = env_int("DMAPLANE_SYNC_TIMEOUT", 600);
+	int lfd = listen_on(env_int("DMAPLANE_SYNC_PORT", SYNC_PORT));
+	struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+	time_t end = time(NULL) + secs;
+
+	if (lfd < 0) {
+		perror("remote_test: wait-for: listen");
+		return 1;
+	}
+	while (time(NULL) < end) {
+		char got[256];
+		uint32_t len;
+		int fd;
+
+		if (poll(&pfd, 1, 1000) <= 0)
+			continue;
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		sock_timeouts(fd, 30);
+		if (io_full(fd, &len, sizeof(len), 0) || len >= sizeof(got) ||
+		    io_full(fd, got, len, 0)) {
+			close(fd);
+			continue;
+		}
+		got[len] = 0;
+		if (strcmp(got, name)) {
+			fprintf(stderr, "remote_test: waiting for %s, peer signalled %s\n",
+				name, got);
+			io_full(fd, "no", 2, 1);
+			close(fd);
+			close(lfd);
+			return 1;
+		}
+		io_full(fd, "ok", 2, 1);
+		close(fd);
+		close(lfd);
+		return 0;
+	}
+	fprintf(stderr, "remote_test: no %s from the peer within %d s\n", name, secs);
+	close(lfd);
+	return 1;
+}
+
+#define FAILIF(cond, ...) do {						\
+		if (cond) {						\
+			fprintf(stderr, "remote_test: FAIL %s:%d: ",	\
+				__func__, __LINE__);			\
+			fprintf(stderr, __VA_ARGS__);			\
+			fputc('\n', stderr);				\
+			fails++;					\
+		}							\
+	} while (0)
+
+/*
+ * Set up a session with one endpoint on each side and the address
+ * handles both ways.  Returns the control socket, or -1.
+ */
+static int pair_up(struct dp_ep **ep, int *rep, struct dmaplane_name *ln,
+		   struct dmaplane_name *rn, uint32_t *to_r, uint32_t *r_to_l)
+{
+	int s = connect_peer(env_int("DMAPLANE_CTL_PORT", CTL_PORT), 120);
+	int ret;
+
+	if (s < 0) {
+		fprintf(stderr, "remote_test: no server at %s\n", peer_ip());
+		return -1;
+	}
+	*ep = ep_new(0, 1024);
+	*rep = r_open(s, 0, 0, rn);
+	if (!*ep || *rep < 0 || dp_getname(*ep, ln)) {
+		fprintf(stderr, "remote_test: endpoints: %d\n", *rep);
+		close(s);
+		return -1;
+	}
+	ret = dp_av_insert(*ep, rn, to_r);
+	if (!ret)
+		ret = r_insert(s, *rep, ln, r_to_l);
+	if (ret) {
+		fprintf(stderr, "remote_test: AV_INSERT: %s\n", strerror(-ret));
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* Completions by ctx, for operations whose completion order is not fixed. */
+#define NCTX 256
+struct dstate {
+	int done[NCTX];
+	int status[NCTX];
+};
+
+static void dstate_add(struct dstate *d, const struct dmaplane_cqe *c, int n)
+{
+	for (int k = 0; k < n; k++) {
+		if (c[k].ctx < NCTX) {
+			d->done[c[k].ctx]++;
+			d->status[c[k].ctx] = c[k].status;
+		}
+	}
+}
+
+static int dstate_all(const struct dstate *d, int lo, int hi)
+{
+	for (int i = lo; i <= hi; i++) {
+		if (!d->done[i])
+			return 0;
+	}
+	return 1;
+}
+
+/* Take completions here (@s < 0) or there until ctx lo..hi are all done. */
+static void collect(struct dp_ep *ep, int s, int rep, struct dstate *d, int lo,
+		    int hi, int secs)
+{
+	time_t end = time(NULL) + secs;
+	struct dmaplane_cqe c[16];
+
+	while (!dstate_all(d, lo, hi) && time(NULL) < end) {
+		int n = s < 0 ? dp_wait(ep, c, 16, 1000) : r_wait(s, rep, c, 1, 1000);
+
+		if (n < 0)
+			break;
+		dstate_add(d, c, n);
+	}
+}
+
+/*
+ * Operations left pending in both directions when the peer goes away
+ * (MODE: unload, linkdel, kill -- what the peer's script does once we
+ * signal "pending-ready"); all must complete with an error within a
+ * bounded time, each exactly once.
+ *
+ * Here: 4 rendezvous sends queued there (ctx 0-3), 4 receives from there
+ * (ctx 10-13).  There: 2 rendezvous sends queued here (ctx 100-101), 2
+ * receives from here (ctx 200-201).
+ */
+static int disrupt(const char *mode)
+{
+	enum { NS = 4, NR = 4, BIG = 1 << 20 };
+	static struct dstate here, there;
+	struct dmaplane_name ln, rn;
+	struct dmaplane_cqe c[16];
+	struct dp_ep *ep;
+	uint32_t to_r, r_to_l;
+	int s, rep, fails = 0, n, ret, same_node;
+	char *big = malloc(BIG), rbuf[NR][64], *rv = malloc(BIG);
+	FILE *f;
+
+	s = pair_up(&ep, &rep, &ln, &rn, &to_r, &r_to_l);
+	if (s < 0) {
+		/* Let the other node's script go on all the same. */
+		sync_signal("pending-ready");
+		return 1;
+	}
+	same_node = ln.node_id == rn.node_id;
+	dp_test_fill(big, BIG, 1);
+	for (int i = 0; i < NS; i++)
+		FAILIF(dp_send(ep, to_r, 100 + i, big, BIG, i), "send %d", i);
+	for (int i = 0; i < NR; i++)
+		FAILIF(dp_recv(ep, to_r, 200 + i, 0, rbuf[i], 64, 10 + i), "recv %d", i);
+	FAILIF(RCALL(s, OP_SEND, NULL, NULL, rep, r_to_l, 300, BIG, 2, 100, 2, 1),
+	       "remote sends");
+	FAILIF(RCALL(s, OP_RECV, NULL, NULL, rep, r_to_l, 400, 0, 64, 200, 2, 1),
+	       "remote receives");
+	/* Theirs must be here, ours there, before the peer goes away. */
+	for (int t = 0; t < 300; t++) {
+		struct dmaplane_probe p;
+
+		if (!dp_probe(ep, to_r, 301, 0, 0, &p))
+			break;
+		usleep(100000);
+	}
+	FAILIF(RCALL(s, OP_PROBE, NULL, NULL, rep, r_to_l, 100 + NS - 1, 0, 0, 30000),
+	       "our last send is not queued there");
+	f = fopen(STALE_FILE, "w");
+	if (f) {
+		fwrite(&rn, sizeof(rn), 1, f);
+		fclose(f);
+	}
+	fprintf(stderr, "remote_test: %d sends and %d receives pending here, 2 and 2 there\n",
+		NS, NR);
+	if (sync_signal("pending-ready"))
+		return 1;
+
+	/* Our sends: an error each, within a bounded time. */
+	collect(ep, -1, 0, &here, 0, NS - 1, 90);
+	for (int i = 0; i < NS; i++) {
+		fprintf(stderr, "remote_test: send %d: %s, status %d\n", i,
+			here.done[i] ? "completed" : "PENDING", here.status[i]);
+		FAILIF(here.done[i] != 1 || !here.status[i],
+		       "send %d: %d completions, status %d", i, here.done[i], here.status[i]);
+	}
+	/*
+	 * Their rendezvous messages queued here: the data is gone, so a
+	 * receive completes with an error -- or, if the transport dropped
+	 * them, stays posted until cancelled.  Never with data.
+	 */
+	FAILIF(dp_recv(ep, to_r, 300, 0, rv, BIG, 50), "recv of queued rendezvous");
+	collect(ep, -1, 0, &here, 50, 50, 30);
+	if (!here.done[50]) {
+		FAILIF(dp_cancel(ep, 50), "receive 50 neither completed nor cancellable");
+		collect(ep, -1, 0, &here, 50, 50, 10);
+	}
+	FAILIF(here.done[50] != 1 || !here.status[50],
+	       "receive of a dead rendezvous: %d completions, status %d",
+	       here.done[50], here.status[50]);
+	/* Our receives from there: failed already, or cancellable. */
+	for (int i = 10; i < 10 + NR; i++) {
+		if (here.done[i])
+			continue;
+		ret = dp_cancel(ep, i);
+		FAILIF(ret && ret != -ENOENT, "cancel %d: %d", i, ret);
+	}
+	collect(ep, -1, 0, &here, 10, 10 + NR - 1, 30);
+	for (int i = 10; i < 10 + NR; i++)
+		FAILIF(here.done[i] != 1 || !here.status[i],
+		       "receive %d: %d completions, status %d", i, here.done[i],
+		       here.status[i]);
+	/* The address no longer works, at once or in the completion. */
+	ret = dp_send(ep, to_r, 1, big, 10, 99);
+	if (!ret) {
+		collect(ep, -1, 0, &here, 99, 99, 30);
+		FAILIF(!here.done[99], "send to a dead peer never completed");
+		ret = here.status[99];
+	}
+	FAILIF(!ret, "send to a dead peer succeeded");
+	fprintf(stderr, "remote_test: send to the gone peer: %d\n", ret);
+	/* Its name: the node is gone (or, on one node, the endpoint). */
+	ret = dp_av_insert(ep, &rn, &to_r);
+	FAILIF(ret != (same_node ? -ECONNREFUSED : -ENETUNREACH),
+	       "AV_INSERT of the gone peer's name: %d", ret);
+	/* With the link deleted the server lives on: its side failed too. */
+	if (!strcmp(mode, "linkdel")) {
+		collect(NULL, s, rep, &there, 100, 101, 90);
+		for (int i = 200; i <= 201; i++) {
+			if (there.done[i])
+				continue;
+			ret = RCALL(s, OP_CANCEL, NULL, NULL, rep, i);
+			FAILIF(ret && ret != -ENOENT, "cancel %d there: %d", i, ret);
+		}
+		collect(NULL, s, rep, &there, 200, 201, 30);
+		for (int i = 100; i <= 201; i += (i == 101 ? 99 : 1))
+			FAILIF(there.done[i] != 1 || !there.status[i],
+			       "there: ctx %d: %d completions, status %d", i,
+			       there.done[i], there.status[i]);
+	}
+	n = dp_poll(ep, c, 16);
+	FAILIF(n, "%d unexpected completions", n);
+	for (int i = 0; i < NCTX; i++)
+		FAILIF(here.done[i] > 1, "ctx %d completed %d times", i, here.done[i]);
+	close(s);
+	dp_close(ep);
+	free(big);
+	free(rv);
+	fprintf(stderr, "remote_test: disrupt %s: %s\n", mode, fails ? "FAIL" : "ok");
+	return !!fails;
+}
+
+/* A fresh exchange with the peer: both directions, eager and rendezvous, put/get. */
+static int exchange(const char *stale_file)
+{
+	static const uint64_t lens[] = { 100, 1 << 20 };
+	struct dmaplane_name ln, rn;
+	struct dmaplane_cqe c[4];
+	struct dp_ep *ep;
+	struct ctl_msg r;
+	uint32_t to_r, r_to_l, h;
+	int s, rep, fails = 0, n;
+	char *b = lbuf(1 << 20), *src = malloc(1 << 20);
+
+	s = pair_up(&ep, &rep, &ln, &rn, &to_r, &r_to_l);
+	if (s < 0)
+		return 1;
+	if (stale_file) {
+		struct dmaplane_name old;
+		FILE *f = fopen(stale_file, "r");
+
+		if (f && fread(&old, sizeof(old), 1, f) == 1) {
+			int want = old.node_id == rn.node_id ? -ECONNREFUSED : -ENETUNREACH;
+			int ret = dp_av_insert(ep, &old, &h);
+
+			FAILIF(ret != want, "stale name: %d, want %d", ret, want);
+		} else {
+			FAILIF(1, "no stale name in %s", stale_file);
+		}
+		if (f)
+			fclose(f);
+	}
+	for (int i = 0; i < 2; i++) {
+		uint64_t len = lens[i];
+
+		/* There -> here. */
+		memset(b, GUARD_BYTE, len + GUARD);
+		FAILIF(dp_recv(ep, to_r, 1, 0, b, len, 1), "recv");
+		FAILIF(RCALL(s, OP_SEND, NULL, NULL, rep, r_to_l, 1, len, 50 + i, 2), "remote send");
+		n = lwait(ep, c, 1, 60000);
+		FAILIF(n != 1 || c[0].status || c[0].len != len, "receive: n %d status %d",
+		       n, n ? c[0].status : 0);
+		FAILIF(lcheck(b, len, 50 + i, len, len) != -1, "data from there, %llu bytes",
+		       (unsigned long long)len);
+		n = r_wait(s, rep, c, 1, 60000);
+		FAILIF(n != 1 || c[0].status, "remote send completion");
+		/* Here -> there. */
+		dp_test_fill(src, len, 60 + i);
+		FAILIF(RCALL(s, OP_RECV, NULL, NULL, rep, r_to_l, 2, 0, len, 3), "remote recv");
+		FAILIF(dp_send(ep, to_r, 2, src, len, 4), "send");
+		n = r_wait(s, rep, c, 1, 60000);
+		FAILIF(n != 1 || c[0].status || c[0].len != len, "remote receive");
+		FAILIF(r_check(s, rep, 3, 60 + i, len, len) != -1, "data there");
+		n = lwait(ep, c, 1, 60000);
+		FAILIF(n != 1 || c[0].status, "send completion");
+	}
+	FAILIF(RCALL(s, OP_REG, &r, NULL, rep, REG_USER, 65536, RW, 0), "remote MR");
+	dp_test_fill(src, 65536, 70);
+	FAILIF(rma(ep, 1, to_r, r.a[0], 0, src, 65536), "put");
+	FAILIF(rma(ep, 0, to_r, r.a[0], 0, b, 65536), "get");
+	FAILIF(memcmp(b, src, 65536), "get data");
+	close(s);
+	dp_close(ep);
+	free(b);
+	free(src);
+	fprintf(stderr, "remote_test: exchange with %s: %s\n", peer_ip(), fails ? "FAIL" : "ok");
+	return !!fails;
+}
+
+/* Local mode: the forked server goes when the suite exits (ksft_exit). */
+static pid_t local_server, local_main;
+
+static void stop_local_server(void)
+{
+	int status;
+
+	if (local_server > 0 && getpid() == local_main) {
+		kill(local_server, SIGTERM);
+		waitpid(local_server, &status, 0);
+		local_server = 0;
+	}
+}
+
+static void __attribute__((constructor)) __constructor_order_last(void)
+{
+	if (!__constructor_order)
+		__constructor_order = _CONSTRUCTOR_ORDER_BACKWARD;
+}
+
+int main(int argc, char **argv)
+{
+	const char *role = getenv("DMAPLANE_ROLE");
+
+	signal(SIGPIPE, SIG_IGN);
+	if (argc > 1 && !strcmp(argv[1], "--serve"))
+		return serve();
+	if (argc > 2 && !strcmp(argv[1], "--signal"))
+		return sync_signal(argv[2]);
+	if (argc > 2 && !strcmp(argv[1], "--wait-for"))
+		return sync_wait(argv[2]);
+	if (argc > 2 && !strcmp(argv[1], "--disrupt"))
+		return disrupt(argv[2]);
+	if (argc > 1 && !strcmp(argv[1], "--exchange"))
+		return exchange(argc > 2 ? argv[2] : NULL);
+	if (argc > 1 && argv[1][0] == '-' && strcmp(argv[1], "--local")) {
+		fprintf(stderr, "usage: %s [--local | --serve | --signal NAME | --wait-for NAME |"
+			" --disrupt unload|linkdel|kill | --exchange [STALE_FILE]]\n", argv[0]);
+		return 2;
+	}
+	if (role && !strcmp(role, "server"))
+		return serve();
+	if ((role && !strcmp(role, "client")) ||
+	    (!(argc > 1 && !strcmp(argv[1], "--local")) &&
+	     !(role && !strcmp(role, "local")) && getenv("DMAPLANE_PEER_IP")))
+		return test_harness_run(argc, argv);
+
+	/* Local: a server on this node, the suite against 127.0.0.1. */
+	setenv("DMAPLANE_PEER_IP", "127.0.0.1", 1);
+	fflush(NULL);
+	local_main = getpid();
+	local_server = fork();
+	if (!local_server)
+		_exit(serve());
+	atexit(stop_local_server);
+	return test_harness_run(argc, argv);	/* exits */
+}
