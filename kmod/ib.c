@@ -147,17 +147,22 @@ enum conn_state {
 };
 
 /**
- * struct dmaplane_rx - a posted receive buffer
+ * struct dmaplane_rx - a posted receive buffer, in two pieces
  * @cqe: completion
  * @conn: its connection
- * @buf: DMAPLANE_WIRE_BUF_SIZE bytes
+ * @buf: the first DMAPLANE_WIRE_HDR_BYTES of a message
+ * @payload: the rest: an eager payload (DMAPLANE_WIRE_EAGER_MAX bytes,
+ *	an order-2 page block), or the tail of a control message
  * @dma: DMA address of @buf
+ * @payload_dma: DMA address of @payload
  */
 struct dmaplane_rx {
 	struct ib_cqe cqe;
 	struct dmaplane_conn *conn;
 	void *buf;
+	void *payload;
 	u64 dma;
+	u64 payload_dma;
 };
 
 /**
@@ -190,6 +195,7 @@ struct dmaplane_rx {
  * @rx_upto: seq of the last request consumed, for the next ACK
  * @nnacks: entries in @nacks
  * @nacks: failed requests to report in the next ACK
+ * @scratch: a control message put back together (receive handler only)
  * @rx: the receive buffers
  */
 struct dmaplane_conn {
@@ -220,6 +226,7 @@ struct dmaplane_conn {
 	u64 rx_upto;
 	u32 nnacks;
 	struct dmaplane_wire_nack nacks[DMAPLANE_WIRE_CREDITS];
+	u8 scratch[DMAPLANE_WIRE_CTRL_MAX];
 	struct dmaplane_rx rx[DMAPLANE_WIRE_RECVS];
 };
 
@@ -1316,7 +1323,8 @@ static void nack(struct dmaplane_conn *c, u64 seq, int status)
 	mutex_unlock(&c->ack_lock);
 }
 
-static int rx_msg(struct dmaplane_conn *c, u64 seq, const void *body, bool eager)
+static int rx_msg(struct dmaplane_conn *c, u64 seq, const void *body, bool eager,
+		  const void *payload)
 {
 	const struct dmaplane_wire_msg *m = body;
 	u64 src = src_value(c->slot, le64_to_cpu(m->src));
@@ -1342,7 +1350,7 @@ static int rx_msg(struct dmaplane_conn *c, u64 seq, const void *body, bool eager
 	ret = dmaplane_msg_arrive_remote(le64_to_cpu(m->dst), le32_to_cpu(m->uid),
 					 le64_to_cpu(m->auth_key), src,
 					 le64_to_cpu(m->tag), le64_to_cpu(m->msg_len),
-					 eager ? m + 1 : NULL, rdv);
+					 eager ? payload : NULL, rdv);
 	if (ret) {
 		if (rdv)
 			rdv_free(rdv);
@@ -1555,7 +1563,8 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
  * a negative errno for a malformed message or one naming what we never
  * issued (the connection is dropped).
  */
-static int rx_handle(struct dmaplane_conn *c, const void *buf, u32 byte_len)
+static int rx_handle(struct dmaplane_conn *c, const void *buf, u32 byte_len,
+		     const void *payload)
 {
 	const struct dmaplane_wire_hdr *h = buf;
 	const void *body = buf + sizeof(*h);
@@ -1574,7 +1583,7 @@ static int rx_handle(struct dmaplane_conn *c, const void *buf, u32 byte_len)
 	switch (type) {
 	case DMAPLANE_WIRE_EAGER:
 	case DMAPLANE_WIRE_RTS:
-		ret = rx_msg(c, seq, body, type == DMAPLANE_WIRE_EAGER);
+		ret = rx_msg(c, seq, body, type == DMAPLANE_WIRE_EAGER, payload);
 		break;
 	case DMAPLANE_WIRE_FIN:
 		ret = rx_fin(c, body);
@@ -1595,15 +1604,51 @@ static int rx_handle(struct dmaplane_conn *c, const void *buf, u32 byte_len)
 static int rx_post(struct dmaplane_conn *c, struct dmaplane_rx *rx)
 {
 	struct ib_recv_wr wr = {};
-	struct ib_sge sge = {
-		.addr = rx->dma, .length = DMAPLANE_WIRE_BUF_SIZE,
-		.lkey = c->dev->pd->local_dma_lkey,
+	struct ib_sge sge[2] = {
+		{ .addr = rx->dma, .length = DMAPLANE_WIRE_HDR_BYTES,
+		  .lkey = c->dev->pd->local_dma_lkey },
+		{ .addr = rx->payload_dma, .length = DMAPLANE_WIRE_EAGER_MAX,
+		  .lkey = c->dev->pd->local_dma_lkey },
 	};
 
 	wr.wr_cqe = &rx->cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr.sg_list = sge;
+	wr.num_sge = 2;
 	return ib_post_recv(c->qp, &wr, NULL);
+}
+
+static void rx_free(struct dmaplane_conn *c, struct dmaplane_rx *rx)
+{
+	struct ib_device *ibdev = c->dev->ibdev;
+
+	if (rx->dma)
+		ib_dma_unmap_single(ibdev, rx->dma, DMAPLANE_WIRE_HDR_BYTES, DMA_FROM_DEVICE);
+	if (rx->payload_dma)
+		ib_dma_unmap_single(ibdev, rx->payload_dma, DMAPLANE_WIRE_EAGER_MAX,
+				    DMA_FROM_DEVICE);
+	kfree(rx->buf);
+	kfree(rx->payload);
+}
+
+static int rx_alloc(struct dmaplane_conn *c, struct dmaplane_rx *rx)
+{
+	struct ib_device *ibdev = c->dev->ibdev;
+	u64 dma;
+
+	rx->buf = kmalloc(DMAPLANE_WIRE_HDR_BYTES, GFP_KERNEL);
+	/* 16 KiB: straight from the page allocator, page aligned. */
+	rx->payload = kmalloc(DMAPLANE_WIRE_EAGER_MAX, GFP_KERNEL);
+	if (!rx->buf || !rx->payload)
+		return -ENOMEM;
+	dma = ib_dma_map_single(ibdev, rx->buf, DMAPLANE_WIRE_HDR_BYTES, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(ibdev, dma))
+		return -ENOMEM;
+	rx->dma = dma;
+	dma = ib_dma_map_single(ibdev, rx->payload, DMAPLANE_WIRE_EAGER_MAX, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(ibdev, dma))
+		return -ENOMEM;
+	rx->payload_dma = dma;
+	return 0;
 }
 
 static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -1611,6 +1656,7 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct dmaplane_rx *rx = container_of(wc->wr_cqe, struct dmaplane_rx, cqe);
 	struct dmaplane_conn *c = rx->conn;
 	struct ib_device *ibdev = c->dev->ibdev;
+	const void *msg;
 	int ret;
 
 	if (wc->status != IB_WC_SUCCESS) {
@@ -1632,15 +1678,33 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	atomic64_inc(&c->peer->rx_msgs);
 	atomic64_add(wc->byte_len, &c->peer->rx_bytes);
-	ib_dma_sync_single_for_cpu(ibdev, rx->dma, DMAPLANE_WIRE_BUF_SIZE, DMA_FROM_DEVICE);
-	ret = rx_handle(c, rx->buf, wc->byte_len);
+	ib_dma_sync_single_for_cpu(ibdev, rx->dma, DMAPLANE_WIRE_HDR_BYTES, DMA_FROM_DEVICE);
+	ib_dma_sync_single_for_cpu(ibdev, rx->payload_dma, DMAPLANE_WIRE_EAGER_MAX,
+				   DMA_FROM_DEVICE);
+	msg = rx->buf;
+	if (wc->byte_len > DMAPLANE_WIRE_HDR_BYTES &&
+	    ((u8 *)rx->buf)[0] != DMAPLANE_WIRE_EAGER) {
+		/* A control message spilled into the second piece. */
+		if (wc->byte_len > DMAPLANE_WIRE_CTRL_MAX) {
+			ret = -EBADMSG;
+			goto out_malformed;
+		}
+		memcpy(c->scratch, rx->buf, DMAPLANE_WIRE_HDR_BYTES);
+		memcpy(c->scratch + DMAPLANE_WIRE_HDR_BYTES, rx->payload,
+		       wc->byte_len - DMAPLANE_WIRE_HDR_BYTES);
+		msg = c->scratch;
+	}
+	ret = rx_handle(c, msg, wc->byte_len, rx->payload);
+out_malformed:
 	if (ret < 0) {
 		pr_warn_ratelimited("dropping the connection to %pISp: malformed message (%d)\n",
 				    &c->peer->addr, ret);
 		conn_fail(c, true);
 		return;
 	}
-	ib_dma_sync_single_for_device(ibdev, rx->dma, DMAPLANE_WIRE_BUF_SIZE, DMA_FROM_DEVICE);
+	ib_dma_sync_single_for_device(ibdev, rx->dma, DMAPLANE_WIRE_HDR_BYTES, DMA_FROM_DEVICE);
+	ib_dma_sync_single_for_device(ibdev, rx->payload_dma, DMAPLANE_WIRE_EAGER_MAX,
+				      DMA_FROM_DEVICE);
 	if (rx_post(c, rx)) {
 		conn_fail(c, false);
 		return;
@@ -1759,13 +1823,8 @@ static void conn_teardown(struct work_struct *work)
 	if (c->cq)
 		ib_free_cq(c->cq);
 	rdma_destroy_id(c->cm_id);
-	for (i = 0; i < DMAPLANE_WIRE_RECVS; i++) {
-		if (!c->rx[i].buf)
-			continue;
-		ib_dma_unmap_single(c->dev->ibdev, c->rx[i].dma, DMAPLANE_WIRE_BUF_SIZE,
-				    DMA_FROM_DEVICE);
-		kfree(c->rx[i].buf);
-	}
+	for (i = 0; c->dev && i < DMAPLANE_WIRE_RECVS; i++)
+		rx_free(c, &c->rx[i]);
 	if (c->dev)
 		kref_put(&c->dev->ref, ib_dev_free);
 	conn_put(c);	/* the cm_id's reference */
@@ -1853,7 +1912,7 @@ static int conn_setup(struct dmaplane_conn *c)
 	attr.cap.max_send_wr = min_t(u32, IB_SQ_DEPTH, ibdev->attrs.max_qp_wr / 2);
 	attr.cap.max_recv_wr = DMAPLANE_WIRE_RECVS;
 	attr.cap.max_send_sge = 1;
-	attr.cap.max_recv_sge = 1;
+	attr.cap.max_recv_sge = 2;
 	attr.cap.max_rdma_ctxs = IB_RDMA_CTXS;
 	attr.port_num = c->cm_id->port_num;
 	ret = rdma_create_qp(c->cm_id, d->pd, &attr);
@@ -1864,16 +1923,9 @@ static int conn_setup(struct dmaplane_conn *c)
 	for (i = 0; i < DMAPLANE_WIRE_RECVS; i++) {
 		struct dmaplane_rx *rx = &c->rx[i];
 
-		rx->buf = kmalloc(DMAPLANE_WIRE_BUF_SIZE, GFP_KERNEL);
-		if (!rx->buf)
-			return -ENOMEM;
-		rx->dma = ib_dma_map_single(ibdev, rx->buf, DMAPLANE_WIRE_BUF_SIZE,
-					    DMA_FROM_DEVICE);
-		if (ib_dma_mapping_error(ibdev, rx->dma)) {
-			kfree(rx->buf);
-			rx->buf = NULL;
-			return -ENOMEM;
-		}
+		ret = rx_alloc(c, rx);
+		if (ret)
+			return ret;
 		rx->conn = c;
 		rx->cqe.done = rx_done;
 		ret = rx_post(c, rx);

@@ -11,6 +11,14 @@
 #include "dmaplane.h"
 #include "ib_wire.h"
 
+static_assert(sizeof(struct dmaplane_wire_hdr) + sizeof(struct dmaplane_wire_msg) ==
+	      DMAPLANE_WIRE_HDR_BYTES);
+static_assert(struct_size((struct dmaplane_wire_rts *)NULL, segs, DMAPLANE_WIRE_MAX_SEGS) +
+	      DMAPLANE_WIRE_HDR_BYTES <= DMAPLANE_WIRE_CTRL_MAX);
+static_assert(struct_size((struct dmaplane_wire_seglist *)NULL, segs, DMAPLANE_WIRE_MAX_SEGS) +
+	      sizeof(struct dmaplane_wire_hdr) + sizeof(struct dmaplane_wire_rma) <=
+	      DMAPLANE_WIRE_CTRL_MAX);
+
 /* A status a peer may hand us for a completion: 0 or a negative errno. */
 static bool wire_status_ok(__le32 status)
 {
@@ -99,8 +107,9 @@ static int check_ack(const struct dmaplane_wire_ack *ack, u32 len)
 
 /**
  * dmaplane_wire_check() - validate a message that arrived from a peer
- * @buf: the bytes, at least sizeof(struct dmaplane_wire_hdr) readable
- *	when @byte_len says so
+ * @buf: the message, contiguous except for an EAGER payload: @byte_len
+ *	bytes readable, or only DMAPLANE_WIRE_HDR_BYTES for EAGER (its
+ *	payload is not looked at)
  * @byte_len: bytes the receive completion reported
  *
  * Checks the header, the type and every length and field that later code
@@ -123,6 +132,8 @@ int dmaplane_wire_check(const void *buf, u32 byte_len)
 		return -EPROTO;
 	len = le32_to_cpu(h->len);
 	if (len != byte_len - sizeof(*h))
+		return -EBADMSG;
+	if (h->type != DMAPLANE_WIRE_EAGER && byte_len > DMAPLANE_WIRE_CTRL_MAX)
 		return -EBADMSG;
 	/* Requests are numbered, ACKs are not. */
 	if (h->type == DMAPLANE_WIRE_ACK ? h->seq != 0 : h->seq == 0)

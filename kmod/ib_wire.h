@@ -28,7 +28,17 @@
 
 #define DMAPLANE_WIRE_MAGIC	0x4c504d44	/* "DMPL" */
 #define DMAPLANE_WIRE_VERSION	1
-#define DMAPLANE_WIRE_BUF_SIZE	16384
+/*
+ * A receive buffer is two pieces: the first DMAPLANE_WIRE_HDR_BYTES
+ * (header + &struct dmaplane_wire_msg) and DMAPLANE_WIRE_EAGER_MAX bytes
+ * for an eager payload, so that a default-sized eager message (16 KiB)
+ * fits in one page-aligned order-2 block.  Messages of every other type
+ * are at most DMAPLANE_WIRE_CTRL_MAX bytes.
+ */
+#define DMAPLANE_WIRE_HDR_BYTES	64
+#define DMAPLANE_WIRE_EAGER_MAX	16384
+#define DMAPLANE_WIRE_BUF_SIZE	(DMAPLANE_WIRE_HDR_BYTES + DMAPLANE_WIRE_EAGER_MAX)
+#define DMAPLANE_WIRE_CTRL_MAX	2048
 #define DMAPLANE_WIRE_CREDITS	32
 #define DMAPLANE_WIRE_RECVS	(2 * DMAPLANE_WIRE_CREDITS)
 /* Segments of a rendezvous sender's buffer, each with its own rkey. */
@@ -245,11 +255,6 @@ struct dmaplane_wire_ack {
 	__le32 nnacks;
 	struct dmaplane_wire_nack nacks[];
 };
-
-/* Largest eager payload: what fits in one buffer after the headers. */
-#define DMAPLANE_WIRE_EAGER_MAX	(DMAPLANE_WIRE_BUF_SIZE - \
-				 sizeof(struct dmaplane_wire_hdr) - \
-				 sizeof(struct dmaplane_wire_msg))
 
 #ifdef __KERNEL__
 int dmaplane_wire_check(const void *buf, u32 byte_len);
