@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dp-bench: measure dmaplane against the alternatives, in the same
- * machine, side by side.
+ * machine (or across two nodes), side by side.
  *
  *   dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]
  *   dp-bench lat [-n ITERS]
@@ -10,6 +10,8 @@
  *   dp-bench bwdiag [-n WINDOWS]
  *   dp-bench overlap [-n ITERS]
  *   dp-bench scaling [-n ITERS]
+ *   dp-bench rlat|rbw|rrate --server [-p PORT]          (one node)
+ *   dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N] (the other)
  *
  * reg: cost of registering N bytes of already-faulted user memory --
  * cold (a fresh mapping: pin + account + notifier), cached (the same range
@@ -27,6 +29,10 @@
  * bw, rate: windows of messages (16 of each size; 64 of 8 bytes) from one
  * process to the other, each window acknowledged; dmaplane submits a
  * window as one batch and polls its ring.
+ *
+ * rlat, rbw, rrate: lat, bw and rate between a dp-bench on each of two
+ * nodes (dmaplane's remote transport), beside TCP on the connection the
+ * two use to swap names; see "Across nodes" below.
  */
 #include <arpa/inet.h>
 #include <errno.h>
