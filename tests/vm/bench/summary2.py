@@ -68,7 +68,9 @@ def value(secs, label, fn):
         return None, reason(sec)
     try:
         v = fn(sec)
-    except (NA, IndexError, ValueError):
+    except NA as e:
+        return None, str(e) if str(e) else reason(sec)
+    except (IndexError, ValueError):
         return None, reason(sec)
     if v is None:
         return None, reason(sec)
@@ -84,7 +86,7 @@ def dp_col(size, col):
                 if f[col - 1] == "n/a":
                     why = [x for x in sec["lines"]
                            if x.startswith("# %s: n/a" % ("dmaplane", "tcp")[col - 1])]
-                    raise NA(why[0][2:] if why else "n/a")
+                    raise NA(why[0].split("n/a (", 1)[1].rstrip(")") if why else "n/a")
                 return float(f[col - 1])
         return None
     return fn
@@ -151,15 +153,18 @@ def qperf(key):
 # (label in the log, what, parser, unit)
 PEERS = [
     ("ib_send_lat-8", "ib_send_lat 8 B (raw verbs RC send)", perftest_lat(8), "us"),
+    ("ib_send_lat-8-ev", "ib_send_lat -e 8 B (CQ events, no busy poll)", perftest_lat(8), "us"),
     ("ib_send_lat-1M", "ib_send_lat 1 MiB", perftest_lat(1048576), "us"),
     ("ib_write_bw-1M", "ib_write_bw 1 MiB (RDMA write)", perftest_bw(1048576), "MB/s"),
     ("ib_read_bw-1M", "ib_read_bw 1 MiB (RDMA read)", perftest_bw(1048576), "MB/s"),
     ("ucx-tag_lat-8", "ucx_perftest tag_lat 8 B (rc_verbs)", ucx(3), "us"),
     ("ucx-tag_bw-1M", "ucx_perftest tag_bw 1 MiB (rc_verbs)", ucx(5, MIB), "MB/s"),
-    ("fi_pingpong-verbs+ofi_rxm-8", "fi_pingpong 8 B (verbs;ofi_rxm)", fi(6), "us"),
-    ("fi_pingpong-verbs+ofi_rxm-1048576", "fi_pingpong 1 MiB (verbs;ofi_rxm)", fi(5), "MB/s"),
-    ("fi_pingpong-tcp-8", "fi_pingpong 8 B (tcp)", fi(6), "us"),
-    ("fi_pingpong-tcp-1048576", "fi_pingpong 1 MiB (tcp)", fi(5), "MB/s"),
+    ("fi_pingpong-verbs+ofi_rxm-rdm-8", "fi_pingpong 8 B (verbs;ofi_rxm rdm)", fi(6), "us"),
+    ("fi_pingpong-verbs+ofi_rxm-rdm-1048576", "fi_pingpong 1 MiB (verbs;ofi_rxm rdm)", fi(5), "MB/s"),
+    ("fi_pingpong-verbs-msg-8", "fi_pingpong 8 B (verbs msg)", fi(6), "us"),
+    ("fi_pingpong-verbs-msg-1048576", "fi_pingpong 1 MiB (verbs msg)", fi(5), "MB/s"),
+    ("fi_pingpong-tcp-rdm-8", "fi_pingpong 8 B (tcp rdm)", fi(6), "us"),
+    ("fi_pingpong-tcp-rdm-1048576", "fi_pingpong 1 MiB (tcp rdm)", fi(5), "MB/s"),
     ("iperf3", "iperf3 TCP stream", iperf3, "MB/s"),
     ("qperf-tcp_lat", "qperf tcp_lat 8 B", qperf("latency"), "us"),
     ("qperf-tcp_bw", "qperf tcp_bw 1 MiB", qperf("bw"), "MB/s"),
@@ -175,13 +180,15 @@ DMAPLANE = {
 
 # summary rows: (dmaplane metric, peer label)
 SUMMARY = [
-    ("lat8", "ib_send_lat-8"), ("lat8", "ucx-tag_lat-8"),
-    ("lat8", "fi_pingpong-verbs+ofi_rxm-8"), ("lat8", "fi_pingpong-tcp-8"),
+    ("lat8", "ib_send_lat-8"), ("lat8", "ib_send_lat-8-ev"), ("lat8", "ucx-tag_lat-8"),
+    ("lat8", "fi_pingpong-verbs+ofi_rxm-rdm-8"), ("lat8", "fi_pingpong-verbs-msg-8"),
+    ("lat8", "fi_pingpong-tcp-rdm-8"),
     ("lat8", "qperf-tcp_lat"), ("lat8", "dp-rlat"),
     ("lat1M", "ib_send_lat-1M"),
     ("bw1M", "ib_write_bw-1M"), ("bw1M", "ib_read_bw-1M"),
-    ("bw1M", "ucx-tag_bw-1M"), ("bw1M", "fi_pingpong-verbs+ofi_rxm-1048576"),
-    ("bw1M", "fi_pingpong-tcp-1048576"), ("bw1M", "iperf3"),
+    ("bw1M", "ucx-tag_bw-1M"), ("bw1M", "fi_pingpong-verbs+ofi_rxm-rdm-1048576"),
+    ("bw1M", "fi_pingpong-verbs-msg-1048576"), ("bw1M", "fi_pingpong-tcp-rdm-1048576"),
+    ("bw1M", "iperf3"),
     ("bw1M", "qperf-tcp_bw"), ("bw1M", "dp-rbw"),
 ]
 METRIC = {"lat8": "latency 8 B, us", "lat1M": "latency 1 MiB, us",
@@ -223,22 +230,22 @@ def main():
         print()
     print("# peers (lat: half round trip, us; bw: MB/s = 10^6 bytes/s;")
     print("# perftest and UCX print MiB/s, converted; fi_pingpong 1 MiB is ping-pong)")
-    print("%-44s %s" % ("peer", "value"))
+    print("%-50s %s" % ("peer", "value"))
     for label, what, fn, unit in PEERS:
         v, why = value(secs, label, fn)
-        print("%-44s %s" % (what + ", " + unit, fmt(v, why)))
+        print("%-50s %s" % (what + ", " + unit, fmt(v, why)))
     print()
     dp = {k: value(secs, lab, fn) for k, (lab, fn) in DMAPLANE.items()}
     names = {label: what for label, what, _, _ in PEERS}
     funcs = {label: fn for label, _, fn, _ in PEERS}
     print("# summary: dmaplane against each peer (latency: dmaplane/peer, lower is")
     print("# better for dmaplane; bandwidth: dmaplane/peer, higher is better)")
-    print("%-22s %-38s %12s %12s %8s" % ("metric", "peer", "peer", "dmaplane", "ratio"))
+    print("%-22s %-44s %12s %12s %8s" % ("metric", "peer", "peer", "dmaplane", "ratio"))
     for metric, label in SUMMARY:
         pv, pwhy = value(secs, label, funcs[label])
         dv, dwhy = dp[metric]
         ratio = "%.2f" % (dv / pv) if pv and dv else "-"
-        print("%-22s %-38s %12s %12s %8s" % (
+        print("%-22s %-44s %12s %12s %8s" % (
             METRIC[metric], names[label].split(",")[0],
             "%.1f" % pv if pv is not None else "n/a",
             "%.1f" % dv if dv is not None else "n/a", ratio))

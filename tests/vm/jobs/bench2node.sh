@@ -143,6 +143,11 @@ done
 pt="-d rxe0 -x 1 -F"
 test_peer ib_send_lat-8 120 "$(hc ib_send_lat $pt -p 18601 -s 8 -n 1000)" \
 	"$(hc ib_send_lat $pt -p 18601 -s 8 -n 1000 $srv)"
+# -e: sleep on CQ events instead of busy polling (dp-bench sleeps in
+# dp_wait() after 1024 empty polls; 4 vCPUs busy-polling on 2 host cores
+# starve rxe's packet processing)
+test_peer ib_send_lat-8-ev 120 "$(hc ib_send_lat $pt -e -p 18605 -s 8 -n 1000)" \
+	"$(hc ib_send_lat $pt -e -p 18605 -s 8 -n 1000 $srv)"
 test_peer ib_send_lat-1M 120 "$(hc ib_send_lat $pt -p 18602 -s 1048576 -n 20)" \
 	"$(hc ib_send_lat $pt -p 18602 -s 1048576 -n 20 $srv)"
 test_peer ib_write_bw-1M 120 "$(hc ib_write_bw $pt -p 18603 -s 1048576 -n 200)" \
@@ -150,21 +155,25 @@ test_peer ib_write_bw-1M 120 "$(hc ib_write_bw $pt -p 18603 -s 1048576 -n 200)" 
 test_peer ib_read_bw-1M 120 "$(hc ib_read_bw $pt -p 18604 -s 1048576 -n 200)" \
 	"$(hc ib_read_bw $pt -p 18604 -s 1048576 -n 200 $srv)"
 
-# UCX over rc_verbs on rxe0 (lat: half round trip; bw: MiB/s)
-ucx="UCX_TLS=rc_verbs UCX_NET_DEVICES=rxe0:1"
+# UCX over rc_verbs on rxe0 (lat: half round trip; bw: MiB/s).  rc_verbs
+# alone cannot wire up ("no auxiliary transport"): ud_verbs:aux carries
+# only the wireup, as in UCX's own "rc" alias.
+ucx="UCX_TLS=rc_verbs,ud_verbs:aux UCX_NET_DEVICES=rxe0:1"
 test_peer ucx-tag_lat-8 150 "$(hc env $ucx ucx_perftest -p 18611)" \
 	"$(hc env $ucx ucx_perftest $srv -p 18611 -t tag_lat -s 8 -n 1000)"
 test_peer ucx-tag_bw-1M 150 "$(hc env $ucx ucx_perftest -p 18612)" \
 	"$(hc env $ucx ucx_perftest $srv -p 18612 -t tag_bw -s 1048576 -n 100)"
 
-# libfabric: verbs through the RDM utility provider, and tcp
-for p in "verbs;ofi_rxm" tcp; do
-	pl=$(echo "$p" | tr ';' '+')
+# libfabric: verbs through the RDM utility provider, verbs' own connected
+# (MSG, rdma_cm) endpoints, and tcp
+for pe in "verbs;ofi_rxm:rdm" verbs:msg tcp:rdm; do
+	p=${pe%:*} e=${pe#*:}
+	pl=$(echo "$p" | tr ';' '+')-$e
 	for s in 8:1000 1048576:50; do
 		port=$((18620 + step))
 		test_peer "fi_pingpong-$pl-${s%:*}" 120 \
-			"$(hc fi_pingpong -p "'$p'" -e rdm -B $port -S ${s%:*} -I ${s#*:})" \
-			"$(hc fi_pingpong -p "'$p'" -e rdm -P $port -S ${s%:*} -I ${s#*:} $srv)"
+			"$(hc fi_pingpong -p "'$p'" -e $e -B $port -S ${s%:*} -I ${s#*:})" \
+			"$(hc fi_pingpong -p "'$p'" -e $e -P $port -S ${s%:*} -I ${s#*:} $srv)"
 	done
 done
 
