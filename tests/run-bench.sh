@@ -45,7 +45,7 @@ extra_files="$*"
 # shellcheck disable=SC2086
 make_initramfs "$out/bench.cpio.gz" "$BUILD/ko-stock" $extra_files
 if [ "$mode" = 2node ]; then
-	# ~10 minutes under TCG on 2 host cores; node 1 serves, node 0 measures.
+	# ~5 minutes under TCG on 2 host cores; node 1 serves, node 0 measures.
 	rm -rf "$out/vm2"
 	rc=0
 	tests/vm/run-vm.sh -k "/boot/vmlinuz-$stock" -i "$out/bench.cpio.gz" \

@@ -157,8 +157,10 @@ PEERS = [
     ("ib_send_lat-1M", "ib_send_lat 1 MiB", perftest_lat(1048576), "us"),
     ("ib_write_bw-1M", "ib_write_bw 1 MiB (RDMA write)", perftest_bw(1048576), "MB/s"),
     ("ib_read_bw-1M", "ib_read_bw 1 MiB (RDMA read)", perftest_bw(1048576), "MB/s"),
-    ("ucx-tag_lat-8", "ucx_perftest tag_lat 8 B (rc_verbs)", ucx(3), "us"),
-    ("ucx-tag_bw-1M", "ucx_perftest tag_bw 1 MiB (rc_verbs)", ucx(5, MIB), "MB/s"),
+    ("ucx-ud_verbs-tag_lat-8", "ucx_perftest tag_lat 8 B (rc_verbs, ud wireup)", ucx(3), "us"),
+    ("ucx-ud_verbs-tag_bw-1M", "ucx_perftest tag_bw 1 MiB (rc_verbs, ud wireup)", ucx(5, MIB), "MB/s"),
+    ("ucx-tcp-tag_lat-8", "ucx_perftest tag_lat 8 B (rc_verbs, tcp wireup)", ucx(3), "us"),
+    ("ucx-tcp-tag_bw-1M", "ucx_perftest tag_bw 1 MiB (rc_verbs, tcp wireup)", ucx(5, MIB), "MB/s"),
     ("fi_pingpong-verbs+ofi_rxm-rdm-8", "fi_pingpong 8 B (verbs;ofi_rxm rdm)", fi(6), "us"),
     ("fi_pingpong-verbs+ofi_rxm-rdm-1048576", "fi_pingpong 1 MiB (verbs;ofi_rxm rdm)", fi(5), "MB/s"),
     ("fi_pingpong-verbs-msg-8", "fi_pingpong 8 B (verbs msg)", fi(6), "us"),
@@ -180,13 +182,14 @@ DMAPLANE = {
 
 # summary rows: (dmaplane metric, peer label)
 SUMMARY = [
-    ("lat8", "ib_send_lat-8"), ("lat8", "ib_send_lat-8-ev"), ("lat8", "ucx-tag_lat-8"),
+    ("lat8", "ib_send_lat-8"), ("lat8", "ib_send_lat-8-ev"), ("lat8", "ucx-ud_verbs-tag_lat-8"),
+    ("lat8", "ucx-tcp-tag_lat-8"),
     ("lat8", "fi_pingpong-verbs+ofi_rxm-rdm-8"), ("lat8", "fi_pingpong-verbs-msg-8"),
     ("lat8", "fi_pingpong-tcp-rdm-8"),
     ("lat8", "qperf-tcp_lat"), ("lat8", "dp-rlat"),
     ("lat1M", "ib_send_lat-1M"),
     ("bw1M", "ib_write_bw-1M"), ("bw1M", "ib_read_bw-1M"),
-    ("bw1M", "ucx-tag_bw-1M"), ("bw1M", "fi_pingpong-verbs+ofi_rxm-rdm-1048576"),
+    ("bw1M", "ucx-ud_verbs-tag_bw-1M"), ("bw1M", "ucx-tcp-tag_bw-1M"), ("bw1M", "fi_pingpong-verbs+ofi_rxm-rdm-1048576"),
     ("bw1M", "fi_pingpong-verbs-msg-1048576"), ("bw1M", "fi_pingpong-tcp-rdm-1048576"),
     ("bw1M", "iperf3"),
     ("bw1M", "qperf-tcp_bw"), ("bw1M", "dp-rbw"),
@@ -230,23 +233,23 @@ def main():
         print()
     print("# peers (lat: half round trip, us; bw: MB/s = 10^6 bytes/s;")
     print("# perftest and UCX print MiB/s, converted; fi_pingpong 1 MiB is ping-pong)")
-    print("%-50s %s" % ("peer", "value"))
+    print("%-54s %s" % ("peer", "value"))
     for label, what, fn, unit in PEERS:
         v, why = value(secs, label, fn)
-        print("%-50s %s" % (what + ", " + unit, fmt(v, why)))
+        print("%-54s %s" % (what + ", " + unit, fmt(v, why)))
     print()
     dp = {k: value(secs, lab, fn) for k, (lab, fn) in DMAPLANE.items()}
     names = {label: what for label, what, _, _ in PEERS}
     funcs = {label: fn for label, _, fn, _ in PEERS}
     print("# summary: dmaplane against each peer (latency: dmaplane/peer, lower is")
     print("# better for dmaplane; bandwidth: dmaplane/peer, higher is better)")
-    print("%-22s %-44s %12s %12s %8s" % ("metric", "peer", "peer", "dmaplane", "ratio"))
+    print("%-22s %-48s %10s %10s %7s" % ("metric", "peer", "peer", "dmaplane", "ratio"))
     for metric, label in SUMMARY:
         pv, pwhy = value(secs, label, funcs[label])
         dv, dwhy = dp[metric]
         ratio = "%.2f" % (dv / pv) if pv and dv else "-"
-        print("%-22s %-44s %12s %12s %8s" % (
-            METRIC[metric], names[label].split(",")[0],
+        print("%-22s %-48s %10s %10s %7s" % (
+            METRIC[metric], names[label],
             "%.1f" % pv if pv is not None else "n/a",
             "%.1f" % dv if dv is not None else "n/a", ratio))
     whys = []

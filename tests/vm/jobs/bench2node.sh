@@ -156,13 +156,18 @@ test_peer ib_read_bw-1M 120 "$(hc ib_read_bw $pt -p 18604 -s 1048576 -n 200)" \
 	"$(hc ib_read_bw $pt -p 18604 -s 1048576 -n 200 $srv)"
 
 # UCX over rc_verbs on rxe0 (lat: half round trip; bw: MiB/s).  rc_verbs
-# alone cannot wire up ("no auxiliary transport"): ud_verbs:aux carries
-# only the wireup, as in UCX's own "rc" alias.
-ucx="UCX_TLS=rc_verbs,ud_verbs:aux UCX_NET_DEVICES=rxe0:1"
-test_peer ucx-tag_lat-8 150 "$(hc env $ucx ucx_perftest -p 18611)" \
-	"$(hc env $ucx ucx_perftest $srv -p 18611 -t tag_lat -s 8 -n 1000)"
-test_peer ucx-tag_bw-1M 150 "$(hc env $ucx ucx_perftest -p 18612)" \
-	"$(hc env $ucx ucx_perftest $srv -p 18612 -t tag_bw -s 1048576 -n 100)"
+# alone cannot wire up ("no auxiliary transport"): first ud_verbs:aux
+# carries only the wireup, as in UCX's own "rc" alias; then tcp (rc_verbs
+# is UCX's choice for the data lanes, as it estimates it faster).
+for tls in rc_verbs,ud_verbs:aux rc_verbs,tcp; do
+	ucx="UCX_TLS=$tls UCX_NET_DEVICES=rxe0:1,eth0"
+	w=${tls#rc_verbs,}
+	w=${w%:aux}
+	test_peer ucx-$w-tag_lat-8 150 "$(hc env $ucx ucx_perftest -p $((18610 + step)))" \
+		"$(hc env $ucx ucx_perftest $srv -p $((18610 + step)) -t tag_lat -s 8 -n 1000)"
+	test_peer ucx-$w-tag_bw-1M 150 "$(hc env $ucx ucx_perftest -p $((18610 + step)))" \
+		"$(hc env $ucx ucx_perftest $srv -p $((18610 + step)) -t tag_bw -s 1048576 -n 100)"
+done
 
 # libfabric: verbs through the RDM utility provider, verbs' own connected
 # (MSG, rdma_cm) endpoints, and tcp
