@@ -26,7 +26,7 @@ def sections(path):
         m = re.match(r"DMAPLANE-PEER-BEGIN (\S+)", line)
         if m:
             cur = m.group(1)
-            secs[cur] = {"lines": [], "rc": None}
+            secs[cur] = {"lines": [], "rc": None, "label": cur}
             continue
         m = re.match(r"DMAPLANE-PEER-END (\S+) rc=(\d+)", line)
         if m and cur:
@@ -39,6 +39,26 @@ def sections(path):
                 or line.startswith("DMAPLANE-GUEST-DONE"):
             notes.append(line)
     return secs, notes
+
+
+SERVERS = {}    # label -> (exit status, last line of its log), from node 1
+
+
+def servers(path):
+    try:
+        lines = open(path, errors="replace").read().splitlines()
+    except OSError:
+        return
+    cur = None
+    for line in lines:
+        m = re.match(r"# (\S+): server exit (\d+)", line)
+        if m:
+            cur = m.group(1)
+            SERVERS[cur] = [int(m.group(2)), ""]
+        elif line.startswith("#") or line.startswith("DMAPLANE-"):
+            cur = None
+        elif cur and line.strip() and not set(line.strip()) <= set("-+|="):
+            SERVERS[cur][1] = line.strip()
 
 
 class NA(Exception):
@@ -54,7 +74,11 @@ def reason(sec):
     last = body[-1] if body else "no output"
     last = re.sub(r"^\[[0-9.]+\] \[[^]]*\] *", "", last)
     rc = sec["rc"]
-    return ("rc=%s: " % rc if rc else "") + last[:90]
+    why = ("rc=%s: " % rc if rc else "") + last[:90]
+    srv = SERVERS.get(sec.get("label"))
+    if rc and srv and srv[0] not in (0, 143) and srv[1]:
+        why += "; server exit %d: %s" % (srv[0], srv[1][:80])
+    return why
 
 
 def rows(sec, first):
@@ -206,6 +230,7 @@ def main():
     secs, notes = sections(sys.argv[1])
     if len(sys.argv) > 2:
         notes += [n for n in sections(sys.argv[2])[1] if n.startswith("# node")]
+        servers(sys.argv[2])
     print("# make bench2: two QEMU TCG VMs (2 vCPUs each) on one 2-core host;")
     print("# node 0 (10.77.0.1) runs the clients, node 1 (10.77.0.2) the servers,")
     print("# over eth0 (virtio-net on a QEMU socket netdev) and rxe0 (soft-RoCE on it).")
