@@ -58,7 +58,10 @@ def servers(path):
         elif line.startswith("#") or line.startswith("DMAPLANE-"):
             cur = None
         elif cur and line.strip() and not set(line.strip()) <= set("-+|="):
-            SERVERS[cur][1] = line.strip()
+            ln = re.sub(r"^(\[[^]]*\]\s*)+", "", line.strip())
+            first_err = re.search(r"Fatal|ERROR|error|Invalid|Unable", SERVERS[cur][1])
+            if not first_err:
+                SERVERS[cur][1] = ln
 
 
 class NA(Exception):
@@ -71,8 +74,11 @@ def reason(sec):
     body = [ln.strip() for ln in sec["lines"]
             if ln.strip() and not ln.startswith("# client")
             and not set(ln.strip()) <= set("-+|")]
-    last = body[-1] if body else "no output"
-    last = re.sub(r"^\[[0-9.]+\] \[[^]]*\] *", "", last)
+    # the first error line names the cause better than the last line
+    # (often a backtrace's or an abort's)
+    errs = [ln for ln in body if re.search(r"Fatal|ERROR|\[error\]|error:|Unable|Couldn", ln)]
+    last = errs[0] if errs else body[-1] if body else "no output"
+    last = re.sub(r"^(\[[^]]*\]\s*)+", "", last)
     rc = sec["rc"]
     why = ("rc=%s: " % rc if rc else "") + last[:90]
     srv = SERVERS.get(sec.get("label"))

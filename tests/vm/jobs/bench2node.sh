@@ -87,7 +87,9 @@ test_peer() {
 		kill "$spid" 2>/dev/null
 		wait "$spid"
 		echo "# $label: server exit $?"
-		tail -5 /tmp/server.log
+		# the cause first (a backtrace's tail says little), then the end
+		grep -m 2 -iE 'fatal|error|invalid|unable' /tmp/server.log
+		tail -3 /tmp/server.log
 		return
 	fi
 	sleep 3
