@@ -7,6 +7,7 @@
 #   make check           the whole test suite (test VM, stock kernel, host)
 #   make demo            build, boot the test VM, load the module, run the demo
 #   make bench           dp-bench in a stock-kernel VM, against the peers
+#   make bench2          dp-bench across two VMs (rxe), against the RDMA/TCP peers
 #
 # The kernel objects are described in Kbuild; this file drives kbuild for
 # them and builds the user-space parts itself into $(BUILD).
@@ -47,7 +48,8 @@ HOST_TESTS := $(HOST_TEST_SRCS:tests/host/%.c=$(BUILD)/tests/host/%)
 
 USER_LDFLAGS = -L$(BUILD) -Wl,-rpath-link,$(BUILD)
 
-.PHONY: all modules lib tools examples tests clean install install-user check demo bench
+.PHONY: all modules lib tools examples tests clean install install-user check demo bench \
+	bench2
 
 all: modules lib tools examples
 
@@ -152,6 +154,9 @@ demo:
 
 bench:
 	tests/run-bench.sh
+
+bench2:
+	tests/run-bench.sh 2node
 
 clean:
 	-test -d $(KDIR) && $(MAKE) -C $(KDIR) M=$(CURDIR) clean

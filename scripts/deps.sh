@@ -3,9 +3,11 @@
 # Install the Debian packages dmaplane's build, VM harness and tests need.
 # Idempotent: does nothing when every package is already installed.
 # Usage: scripts/deps.sh [build|vm|all|bench]   (default: all)
-# bench: all, plus the peers make bench runs beside dp-bench (UCX's
-# ucx_perftest, Open MPI and NetPIPE); not part of all, so make check
-# never installs them.
+# bench: all, plus the peers make bench and make bench2 run beside
+# dp-bench (UCX's ucx_perftest, Open MPI and NetPIPE; across two VMs also
+# perftest's ib_*_lat/bw, libfabric's fi_pingpong, iperf3 and qperf, with
+# rdma-core's verbs and rdma_cm libraries and the rxe provider); not part
+# of all, so make check never installs them.
 
 set -e
 
@@ -14,7 +16,8 @@ build_pkgs="gcc make pkg-config libnl-3-dev libnl-genl-3-dev
 vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
 	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64
 	iproute2 binutils libibverbs-dev ibverbs-providers"
-bench_pkgs="ucx-utils openmpi-bin netpipe-openmpi"
+bench_pkgs="ucx-utils openmpi-bin netpipe-openmpi perftest libfabric-bin iperf3
+	qperf rdma-core ibverbs-providers librdmacm1"
 
 case "${1:-all}" in
 build)	pkgs=$build_pkgs ;;

@@ -5,8 +5,16 @@
 # same VM.  Prints the tables; README quotes them.  The real peers
 # (ucx_perftest, Open MPI's NetPIPE) run from the host's root, shared
 # read-only over virtio-9p (run-vm.sh -R) and entered with chroot.
+#
+# Usage: tests/run-bench.sh [2node]
+# 2node (make bench2): two VMs on one Ethernet segment with soft-RoCE on
+# eth0, dp-bench's remote modes against perftest, UCX over rc_verbs,
+# libfabric's fi_pingpong, iperf3 and qperf between them; the tables and
+# a summary of ratios go to build/bench/bench2.txt.
 
 set -eu
+mode=${1:-1node}
+case $mode in 1node|2node) ;; *) echo "usage: $0 [2node]" >&2; exit 2 ;; esac
 cd "$(dirname "$0")/.."
 . tests/vm/common.sh
 
@@ -16,7 +24,6 @@ stock=$(stock_version)
 make -s BUILD="$BUILD" lib tools examples
 build_ko stock "/usr/src/linux-headers-$stock"
 out=$BUILD/bench
-rm -rf "$out"
 mkdir -p "$out"
 
 # The stock kernel's soft-RoCE modules and libibverbs' rxe provider.
@@ -33,10 +40,21 @@ for m in crypto/crc32_generic net/ipv4/udp_tunnel net/ipv6/ip6_udp_tunnel \
 done
 prov=$(ls /usr/lib/*/libibverbs/librxe-rdmav*.so 2>/dev/null | head -1)
 [ -n "$prov" ] && set -- "$@" "$prov:$prov" /etc/libibverbs.d/rxe.driver:/etc/libibverbs.d/rxe.driver
-set -- "$@" tests/vm/bench/peers.sh:/dmaplane/bench/peers.sh
+set -- "$@" tests/vm/bench:/dmaplane/bench
 extra_files="$*"
 # shellcheck disable=SC2086
 make_initramfs "$out/bench.cpio.gz" "$BUILD/ko-stock" $extra_files
+if [ "$mode" = 2node ]; then
+	# ~5 minutes under TCG on 2 host cores; node 1 serves, node 0 measures.
+	rm -rf "$out/vm2"
+	rc=0
+	tests/vm/run-vm.sh -k "/boot/vmlinuz-$stock" -i "$out/bench.cpio.gz" \
+		-j bench2node -o "$out/vm2" -n 2 -t 1500 -m 3072 -R || rc=$?
+	python3 tests/vm/bench/summary2.py "$out/vm2/results-0.log" \
+		"$out/vm2/results-1.log" | tee "$out/bench2.txt"
+	exit $rc
+fi
+rm -rf "$out/vm"
 tests/vm/run-vm.sh -k "/boot/vmlinuz-$stock" -i "$out/bench.cpio.gz" -j bench \
 	-o "$out/vm" -t 2400 -m 4096 -R
 sed -n '/^DMAPLANE-BENCH-BEGIN/,/^DMAPLANE-BENCH-END/p' "$out/vm/results-0.log" |

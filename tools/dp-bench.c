@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * dp-bench: measure dmaplane against the alternatives, in the same
- * machine, side by side.
+ * machine (or across two nodes), side by side.
  *
  *   dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]
  *   dp-bench lat [-n ITERS]
@@ -10,6 +10,8 @@
  *   dp-bench bwdiag [-n WINDOWS]
  *   dp-bench overlap [-n ITERS]
  *   dp-bench scaling [-n ITERS]
+ *   dp-bench rlat|rbw|rrate --server [-p PORT]          (one node)
+ *   dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N] (the other)
  *
  * reg: cost of registering N bytes of already-faulted user memory --
  * cold (a fresh mapping: pin + account + notifier), cached (the same range
@@ -27,9 +29,17 @@
  * bw, rate: windows of messages (16 of each size; 64 of 8 bytes) from one
  * process to the other, each window acknowledged; dmaplane submits a
  * window as one batch and polls its ring.
+ *
+ * rlat, rbw, rrate: lat, bw and rate between a dp-bench on each of two
+ * nodes (dmaplane's remote transport), beside TCP on the connection the
+ * two use to swap names; see "Across nodes" below.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -353,6 +363,9 @@ struct xport {
 	uint32_t peer;
 	struct dmaplane_name *names;	/* shared */
 	void *rbuf[2];
+	/* across nodes: the TCP control connection (names, steps, tcp data) */
+	int remote;
+	int ctl;
 };
 
 static int full_write(int fd, const void *buf, size_t len)
@@ -528,19 +541,81 @@ static int dp_x_init(struct xport *x, size_t max)
 	return 0;
 }
 
-static int dp_x_setup(struct xport *x, int rank)
-{
-	int ret = dp_open(NULL, 0, &x->ep);
+static int ctl_swap(int fd, const void *mine, void *theirs, size_t len);
+static const char *setup_step;	/* what failed in the last dp_x_setup */
 
+/*
+ * Swap names with the other rank: through the shared array (forked) or
+ * the control connection (across nodes), each side's setup status riding
+ * along so that neither waits for a name that will not come.  Returns
+ * this side's status or, when it is 0, the peer's.
+ */
+static int swap_names(struct xport *x, int rank, int ret,
+		      const struct dmaplane_name *mine, struct dmaplane_name *peer)
+{
+	struct { int32_t ret, pad; struct dmaplane_name name; } me, them;
+
+	if (!x->remote) {
+		if (ret)
+			return ret;
+		x->names[rank] = *mine;
+		while (!__atomic_load_n(&x->names[!rank].ep_uid, __ATOMIC_ACQUIRE))
+			usleep(100);
+		*peer = x->names[!rank];
+		return 0;
+	}
+	memset(&me, 0, sizeof(me));
+	me.ret = ret;
 	if (!ret)
-		ret = dp_ep_setup(x->ep, 0, 1024);
-	if (!ret)
-		ret = dp_getname(x->ep, &x->names[rank]);
+		me.name = *mine;
+	if (ctl_swap(x->ctl, &me, &them, sizeof(me))) {
+		setup_step = NULL;
+		return -EPIPE;
+	}
 	if (ret)
 		return ret;
-	while (!__atomic_load_n(&x->names[!rank].ep_uid, __ATOMIC_ACQUIRE))
-		usleep(100);
-	return dp_av_insert(x->ep, &x->names[!rank], &x->peer);
+	if (them.ret) {
+		setup_step = "the peer's setup";
+		return them.ret;
+	}
+	*peer = them.name;
+	return 0;
+}
+
+static int dp_x_setup(struct xport *x, int rank)
+{
+	struct dmaplane_name mine, peer;
+	int ret;
+
+	setup_step = "dp_open";
+	ret = dp_open(NULL, 0, &x->ep);
+	if (!ret) {
+		setup_step = "dp_ep_setup";
+		ret = dp_ep_setup(x->ep, 0, 1024);
+	}
+	if (!ret) {
+		setup_step = "dp_getname";
+		ret = dp_getname(x->ep, &mine);
+	}
+	ret = swap_names(x, rank, ret, &mine, &peer);
+	if (!ret) {
+		setup_step = "dp_av_insert";
+		ret = dp_av_insert(x->ep, &peer, &x->peer);
+	}
+	if (x->remote) {
+		/* both sides insert; both must have, before the first send */
+		int32_t me = ret, them = 0;
+
+		if (ctl_swap(x->ctl, &me, &them, sizeof(me))) {
+			setup_step = NULL;
+			return -EPIPE;
+		}
+		if (!ret && them) {
+			setup_step = "the peer's dp_av_insert";
+			ret = them;
+		}
+	}
+	return ret;
 }
 
 /*
@@ -553,16 +628,29 @@ static int dp_x_setup(struct xport *x, int rank)
  */
 static int spin_yield;
 
+/*
+ * Across nodes a completion may never come (a peer that is not up, a
+ * transport bug): past this time (now_us(); 0: wait forever) a wait
+ * fails with -ETIMEDOUT instead of hanging the bench.
+ */
+static double wait_deadline;
+
 static int dp_take(struct dp_ep *ep, struct dmaplane_cqe *c, int max,
 		   unsigned int spin)
 {
+	int n;
+
 	if (spin % 1024)
 		return dp_poll(ep, c, max);
 	if (spin_yield) {
 		sched_yield();
-		return dp_poll(ep, c, max);
+		n = dp_poll(ep, c, max);
+	} else {
+		n = dp_wait(ep, c, max, wait_deadline ? 1000 : -1);
 	}
-	return dp_wait(ep, c, max, -1);
+	if (!n && wait_deadline && now_us() > wait_deadline)
+		return -ETIMEDOUT;
+	return n;
 }
 
 static int dp_wait_one(struct dp_ep *ep)
@@ -658,62 +746,162 @@ static struct xport xports[] = {
 #define NR_XPORTS (sizeof(xports) / sizeof(xports[0]))
 
 /*
- * Latency: ping-pong, half the round trip.  Returns microseconds, or a
- * negative errno.  Runs rank 1 in a child.
+ * A measurement is a pair of rank bodies: rank 0 measures and returns its
+ * result (microseconds, messages per second) or a negative errno; rank 1
+ * serves and returns 0 or a negative errno.  The bodies run after both
+ * ranks' setup, in two forked processes (run_forked) or one process on
+ * each node (run_remote).
  */
-static double run_latency(struct xport *x, size_t len, int iters)
+struct run_args {
+	size_t len;
+	int iters;	/* lat: round trips; stream: windows */
+	int w;		/* stream: messages per window */
+};
+
+typedef double (*rank_fn)(struct xport *x, int rank, const struct run_args *a,
+			  double *aux);
+
+/* Latency: ping-pong, half the round trip, after two warm-up rounds. */
+static double lat_rank(struct xport *x, int rank, const struct run_args *a,
+		       double *aux)
 {
-	double *res = mmap(NULL, sizeof(double), PROT_READ | PROT_WRITE,
+	void *buf = map_touched(a->len ? a->len : 1);
+	void *rb = x->rbuf[rank] ? x->rbuf[rank] : buf;
+	double t0 = 0;
+	int ret = 0;
+
+	(void)aux;
+	if (!buf)
+		return -ENOMEM;
+	for (int i = 0; !ret && i < a->iters + 2; i++) {
+		if (rank) {
+			ret = x->recv(x, rank, rb, a->len);
+			if (!ret)
+				ret = x->send(x, rank, rb, a->len);
+			continue;
+		}
+		if (i == 2)
+			t0 = now_us();
+		ret = x->send(x, 0, buf, a->len);
+		if (!ret)
+			ret = x->recv(x, 0, rb, a->len);
+	}
+	munmap(buf, a->len ? a->len : 1);
+	if (ret || rank)
+		return ret;
+	return (now_us() - t0) / a->iters / 2;
+}
+
+static int send_window(struct xport *x, int rank, void *buf, size_t len, int w)
+{
+	if (x->send_w)
+		return x->send_w(x, buf, len, w);
+	for (int i = 0; i < w; i++) {
+		int ret = x->send(x, rank, buf, len);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int recv_window(struct xport *x, int rank, void *buf, size_t len, int w)
+{
+	if (x->recv_w)
+		return x->recv_w(x, buf, len, w);
+	for (int i = 0; i < w; i++) {
+		int ret = x->recv(x, rank, x->rbuf[rank] ? x->rbuf[rank] : buf, len);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/*
+ * Streaming: rank 0 sends windows of @w messages, rank 1 receives them
+ * and answers each window with a 1-byte message; one warm-up window.
+ * Rank 0 returns messages per second; rank 1 puts its AnonHugePages (kB,
+ * with its buffer mapped) in *aux.
+ */
+static double stream_rank(struct xport *x, int rank, const struct run_args *a,
+			  double *aux)
+{
+	void *buf = map_touched(a->len ? a->len : 1);
+	char ack[8] = { 0 };
+	double t0 = 0;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	if (aux)
+		*aux = anon_huge_kb();
+	for (int i = 0; !ret && i < a->iters + 1; i++) {
+		if (rank) {
+			ret = recv_window(x, 1, buf, a->len, a->w);
+			if (!ret)
+				ret = x->send(x, 1, ack, 1);
+			continue;
+		}
+		if (i == 1)
+			t0 = now_us();
+		ret = send_window(x, 0, buf, a->len, a->w);
+		if (!ret)
+			ret = x->recv(x, 0, x->rbuf[0] ? x->rbuf[0] : ack, 1);
+	}
+	munmap(buf, a->len ? a->len : 1);
+	if (ret || rank)
+		return ret;
+	return (double)a->iters * a->w / ((now_us() - t0) / 1e6);
+}
+
+/* Two processes on this node: rank 1 in a forked child. */
+static double run_forked(struct xport *x, rank_fn fn, const struct run_args *a)
+{
+	double *res = mmap(NULL, 2 * sizeof(double), PROT_READ | PROT_WRITE,
 			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	int status, ret;
 	double out;
 	pid_t pid;
 
-	x->max = len;
-	if (res == MAP_FAILED || x->init(x, len))
+	x->max = a->len;
+	if (res == MAP_FAILED || x->init(x, a->len))
 		return -ENOMEM;
 	x->pid[1] = 0;
 	pid = fork();
 	if (pid < 0)
 		return -errno;
 	if (!pid) {
-		void *buf = map_touched(len ? len : 1);
-		int rank = 1;
-
 		x->pid[1] = getpid();
-		if (x->setup(x, rank))
+		if (x->setup(x, 1))
 			_exit(1);
-		for (int i = 0; i < iters + 2; i++) {
-			void *rb = x->rbuf[rank] ? x->rbuf[rank] : buf;
-
-			if (x->recv(x, rank, rb, len) || x->send(x, rank, rb, len))
-				_exit(2);
-		}
-		_exit(0);
+		_exit(fn(x, 1, a, &res[1]) ? 2 : 0);
 	}
 	x->pid[1] = pid;
-	{
-		void *buf = map_touched(len ? len : 1);
-		double t0 = 0;
-
-		ret = x->setup(x, 0);
-		for (int i = 0; !ret && i < iters + 2; i++) {
-			void *rb = x->rbuf[0] ? x->rbuf[0] : buf;
-
-			if (i == 2)
-				t0 = now_us();	/* two warm-up rounds */
-			ret = x->send(x, 0, buf, len);
-			if (!ret)
-				ret = x->recv(x, 0, rb, len);
-		}
-		*res = ret ? ret : (now_us() - t0) / iters / 2;
-	}
+	ret = x->setup(x, 0);
+	res[0] = ret ? ret : fn(x, 0, a, NULL);
 	waitpid(pid, &status, 0);
-	out = *res;
+	out = res[0];
+	last_rx_thp_kb = (long)res[1];
+	munmap(res, 2 * sizeof(double));
 	if (x->ep)
 		dp_close(x->ep);
 	x->ep = NULL;
 	return WIFEXITED(status) && !WEXITSTATUS(status) ? out : -EIO;
+}
+
+static double run_latency(struct xport *x, size_t len, int iters)
+{
+	struct run_args a = { .len = len, .iters = iters };
+
+	return run_forked(x, lat_rank, &a);
+}
+
+static double run_stream(struct xport *x, size_t len, int w, int windows)
+{
+	struct run_args a = { .len = len, .iters = windows, .w = w };
+
+	return run_forked(x, stream_rank, &a);
 }
 
 static int bench_lat(int iters)
@@ -748,88 +936,6 @@ static int bench_lat(int iters)
 		printf("\n");
 	}
 	return 0;
-}
-
-static int send_window(struct xport *x, int rank, void *buf, size_t len, int w)
-{
-	if (x->send_w)
-		return x->send_w(x, buf, len, w);
-	for (int i = 0; i < w; i++) {
-		int ret = x->send(x, rank, buf, len);
-
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-static int recv_window(struct xport *x, int rank, void *buf, size_t len, int w)
-{
-	if (x->recv_w)
-		return x->recv_w(x, buf, len, w);
-	for (int i = 0; i < w; i++) {
-		int ret = x->recv(x, rank, x->rbuf[rank] ? x->rbuf[rank] : buf, len);
-
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-/*
- * Streaming: rank 0 sends windows of @w messages, rank 1 receives them
- * and answers each window with a 1-byte message.  Returns messages per
- * second, or a negative errno.
- */
-static double run_stream(struct xport *x, size_t len, int w, int windows)
-{
-	double *res = mmap(NULL, 2 * sizeof(double), PROT_READ | PROT_WRITE,
-			   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	char ack[8];
-	int status, ret;
-	double out;
-	pid_t pid;
-
-	x->max = len;
-	if (res == MAP_FAILED || x->init(x, len))
-		return -ENOMEM;
-	pid = fork();
-	if (pid < 0)
-		return -errno;
-	if (!pid) {
-		void *buf = map_touched(len ? len : 1);
-
-		x->pid[1] = getpid();
-		res[1] = anon_huge_kb();
-		if (x->setup(x, 1))
-			_exit(1);
-		for (int i = 0; i < windows + 1; i++)
-			if (recv_window(x, 1, buf, len, w) || x->send(x, 1, ack, 1))
-				_exit(2);
-		_exit(0);
-	}
-	x->pid[1] = pid;
-	{
-		void *buf = map_touched(len ? len : 1);
-		double t0 = 0;
-
-		ret = x->setup(x, 0);
-		for (int i = 0; !ret && i < windows + 1; i++) {
-			if (i == 1)
-				t0 = now_us();	/* one warm-up window */
-			ret = send_window(x, 0, buf, len, w);
-			if (!ret)
-				ret = x->recv(x, 0, x->rbuf[0] ? x->rbuf[0] : ack, 1);
-		}
-		*res = ret ? ret : (double)windows * w / ((now_us() - t0) / 1e6);
-	}
-	waitpid(pid, &status, 0);
-	out = *res;
-	last_rx_thp_kb = (long)res[1];
-	if (x->ep)
-		dp_close(x->ep);
-	x->ep = NULL;
-	return WIFEXITED(status) && !WEXITSTATUS(status) ? out : -EIO;
 }
 
 static int bench_bw(int windows)
@@ -1315,6 +1421,318 @@ static int bench_scaling(int iters)
 	return 0;
 }
 
+/* ---- Across nodes: one dp-bench on each node, names over TCP ---------- */
+
+/*
+ * rlat, rbw, rrate: the lat, bw and rate bodies between two nodes.  The
+ * server (--server) listens on a TCP port, the client (--peer ADDR)
+ * connects; the connection carries, for each run, the client's request,
+ * both sides' setup status and dmaplane name, and at the end each side's
+ * verdict.  The "tcp" transport sends its data over the same connection
+ * (TCP_NODELAY), as the baseline.  The server serves whatever the client
+ * asks, one client, then exits.  With --peer 127.0.0.1 (a server on the
+ * same node) dmaplane uses its local transport.
+ */
+#define CTL_PORT	20887
+#define CTL_MAGIC	0x64706231	/* "dpb1" */
+
+enum { CTL_LAT = 1, CTL_STREAM, CTL_END };
+
+struct ctl_req {
+	uint32_t magic;
+	uint32_t op;
+	uint32_t xport;
+	uint32_t iters;
+	uint32_t w;
+	uint32_t pad;
+	uint64_t len;
+};
+
+static int ctl_swap(int fd, const void *mine, void *theirs, size_t len)
+{
+	int ret = full_write(fd, mine, len);
+
+	return ret ? ret : full_read(fd, theirs, len);
+}
+
+static int tcp_send(struct xport *x, int rank, void *buf, size_t len)
+{
+	(void)rank;
+	return full_write(x->ctl, buf, len);
+}
+
+static int tcp_recv(struct xport *x, int rank, void *buf, size_t len)
+{
+	(void)rank;
+	return full_read(x->ctl, buf, len);
+}
+
+static int no_setup(struct xport *x, int rank)
+{
+	(void)x;
+	(void)rank;
+	return 0;
+}
+
+static struct xport rxports[] = {
+	{ .name = "dmaplane", .setup = dp_x_setup, .send = dp_x_send,
+	  .recv = dp_x_recv, .send_w = dp_x_send_w, .recv_w = dp_x_recv_w },
+	{ .name = "tcp", .setup = no_setup, .send = tcp_send, .recv = tcp_recv },
+};
+#define NR_RXPORTS (sizeof(rxports) / sizeof(rxports[0]))
+
+static void ctl_tune(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static int ctl_listen(int port)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_port = htons(port),
+				   .sin_addr.s_addr = htonl(INADDR_ANY) };
+	int one = 1, lfd, fd;
+
+	lfd = socket(AF_INET, SOCK_STREAM, 0);
+	if (lfd < 0)
+		return -errno;
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(lfd, (struct sockaddr *)&sin, sizeof(sin)) || listen(lfd, 1)) {
+		fd = -errno;
+		close(lfd);
+		return fd;
+	}
+	fprintf(stderr, "dp-bench: listening on port %d\n", port);
+	fd = accept(lfd, NULL, NULL);
+	if (fd < 0)
+		fd = -errno;
+	close(lfd);
+	if (fd >= 0)
+		ctl_tune(fd);
+	return fd;
+}
+
+/* Connect to ADDR:port, retrying for ~10 s while nobody listens yet. */
+static int ctl_connect(const char *addr, int port)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *ai;
+	char svc[16];
+	int fd = -1, ret;
+
+	snprintf(svc, sizeof(svc), "%d", port);
+	ret = getaddrinfo(addr, svc, &hints, &ai);
+	if (ret) {
+		fprintf(stderr, "dp-bench: resolve %s: %s\n", addr, gai_strerror(ret));
+		return -EINVAL;
+	}
+	for (int i = 0; i < 100; i++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (fd < 0)
+			break;
+		if (!connect(fd, ai->ai_addr, ai->ai_addrlen))
+			break;
+		ret = -errno;
+		close(fd);
+		fd = ret;
+		if (ret != -ECONNREFUSED && ret != -ENETUNREACH &&
+		    ret != -EHOSTUNREACH && ret != -ETIMEDOUT)
+			break;
+		usleep(100000);
+	}
+	freeaddrinfo(ai);
+	if (fd < 0)
+		fprintf(stderr, "dp-bench: connect to %s port %d: %s\n", addr, port,
+			strerror(-fd));
+	else
+		ctl_tune(fd);
+	return fd;
+}
+
+/*
+ * One run on this side of the connection (rank 0: the client, which sent
+ * @req; rank 1: the server).  Returns rank 0's result, or a negative
+ * errno: this side's, else the peer's.
+ */
+static double run_remote(int ctl, int rank, const struct ctl_req *req)
+{
+	struct run_args a = { .len = req->len, .iters = req->iters, .w = req->w };
+	struct xport x = rxports[req->xport];
+	int32_t me, them = 0;
+	double out;
+	int ret;
+
+	x.remote = 1;
+	x.ctl = ctl;
+	x.max = a.len;
+	setup_step = NULL;
+	/* a minute, plus a second per MB moved */
+	wait_deadline = now_us() + 60e6 +
+		(double)a.len * (a.iters + 2) * (a.w ? a.w : 2);
+	ret = x.setup(&x, rank);
+	if (ret == -EPIPE && !setup_step)
+		return ret;	/* the control connection is gone */
+	if (ret)
+		out = ret;
+	else if (req->op == CTL_LAT)
+		out = lat_rank(&x, rank, &a, NULL);
+	else
+		out = stream_rank(&x, rank, &a, NULL);
+	if (x.ep)
+		dp_close(x.ep);
+	wait_deadline = 0;
+	/* verdicts; after a failed setup both sides skipped the run */
+	me = out < 0 ? (int32_t)out : 0;
+	if (ctl_swap(ctl, &me, &them, sizeof(me)))
+		return -EPIPE;
+	if (out >= 0 && them) {
+		setup_step = "the peer";
+		out = them;
+	}
+	return out;
+}
+
+static int serve(int port)
+{
+	struct ctl_req req;
+	int fd = ctl_listen(port), runs = 0;
+
+	if (fd < 0) {
+		fprintf(stderr, "dp-bench: listen on port %d: %s\n", port, strerror(-fd));
+		return 1;
+	}
+	while (!full_read(fd, &req, sizeof(req))) {
+		if (req.magic != CTL_MAGIC || req.xport >= NR_RXPORTS ||
+		    req.op < CTL_LAT || req.op > CTL_END) {
+			fprintf(stderr, "dp-bench: bad request from the client\n");
+			break;
+		}
+		if (req.op == CTL_END) {
+			close(fd);
+			fprintf(stderr, "dp-bench: served %d runs\n", runs);
+			return 0;
+		}
+		if (run_remote(fd, 1, &req) == -EPIPE && !setup_step)
+			break;
+		runs++;
+	}
+	close(fd);
+	fprintf(stderr, "dp-bench: client went away after %d runs\n", runs);
+	return 1;
+}
+
+/* failures of the remote runs, printed under the table */
+static char rfail[NR_RXPORTS][160];
+
+static double rrun(int ctl, unsigned int t, int op, size_t len, int iters, int w)
+{
+	struct ctl_req req = { .magic = CTL_MAGIC, .op = op, .xport = t,
+			       .iters = iters, .w = w, .len = len };
+	double v;
+
+	if (rfail[t][0])
+		return -ECANCELED;	/* failed before: do not wait again */
+	if (full_write(ctl, &req, sizeof(req)))
+		return -EPIPE;
+	v = run_remote(ctl, 0, &req);
+	if (v < 0 && !rfail[t][0])
+		snprintf(rfail[t], sizeof(rfail[t]), "%s: %s",
+			 setup_step ? setup_step : "run", strerror((int)-v));
+	return v;
+}
+
+static void rcell(double v, double scale)
+{
+	if (v < 0)
+		printf(" %10s", "n/a");
+	else
+		printf(" %10.1f", v * scale);
+	fflush(stdout);
+}
+
+static void rfail_report(void)
+{
+	for (unsigned int t = 0; t < NR_RXPORTS; t++)
+		if (rfail[t][0])
+			printf("# %s: n/a (%s)\n", rxports[t].name, rfail[t]);
+}
+
+static int bench_remote(const char *mode, const char *peer, int port, int iters)
+{
+	static const size_t lsizes[] = { 8, 64, 1024, 16384, 65536, 1 << 20 };
+	static const size_t bsizes[] = { 1024, 16384, 65536, 1 << 20, 4 << 20 };
+	struct ctl_req end = { .magic = CTL_MAGIC, .op = CTL_END };
+	int ctl = ctl_connect(peer, port);
+	double v[NR_RXPORTS];
+	char sz[32];
+
+	if (ctl < 0)
+		return 1;
+	if (!strcmp(mode, "rlat")) {
+		if (!iters)
+			iters = 200;
+		printf("# dp-bench rlat: half round trip to %s, microseconds (%d iterations; lower is better)\n",
+		       peer, iters);
+		printf("%-8s", "size");
+		for (unsigned int t = 0; t < NR_RXPORTS; t++)
+			printf(" %10s", rxports[t].name);
+		printf(" %12s\n", "dp/tcp");
+		for (unsigned int i = 0; i < sizeof(lsizes) / sizeof(lsizes[0]); i++) {
+			int n = lsizes[i] >= (1 << 20) ? (iters + 9) / 10 : iters;
+
+			printf("%-8s", lsizes[i] < 1024 ?
+			       (snprintf(sz, sizeof(sz), "%zu B", lsizes[i]), sz) :
+			       fmt_size(lsizes[i], sz, sizeof(sz)));
+			for (unsigned int t = 0; t < NR_RXPORTS; t++) {
+				v[t] = rrun(ctl, t, CTL_LAT, lsizes[i], n, 0);
+				rcell(v[t], 1);
+			}
+			if (v[0] > 0 && v[1] > 0)
+				printf(" %12.2f", v[0] / v[1]);
+			printf("\n");
+		}
+	} else if (!strcmp(mode, "rbw")) {
+		if (!iters)
+			iters = 50;
+		printf("# dp-bench rbw: window of 16 messages to %s, MB/s (higher is better)\n",
+		       peer);
+		printf("%-8s", "size");
+		for (unsigned int t = 0; t < NR_RXPORTS; t++)
+			printf(" %10s", rxports[t].name);
+		printf(" %12s\n", "dp/tcp");
+		for (unsigned int i = 0; i < sizeof(bsizes) / sizeof(bsizes[0]); i++) {
+			int n = bsizes[i] >= (1 << 20) ? (iters + 9) / 10 : iters;
+
+			printf("%-8s", fmt_size(bsizes[i], sz, sizeof(sz)));
+			for (unsigned int t = 0; t < NR_RXPORTS; t++) {
+				v[t] = rrun(ctl, t, CTL_STREAM, bsizes[i], n, 16);
+				rcell(v[t], bsizes[i] / 1e6);
+			}
+			if (v[0] > 0 && v[1] > 0)
+				printf(" %12.2f", v[0] / v[1]);
+			printf("\n");
+		}
+	} else {
+		if (!iters)
+			iters = 200;
+		printf("# dp-bench rrate: 8-byte messages to %s, window 64, messages/s (higher is better)\n",
+		       peer);
+		for (unsigned int t = 0; t < NR_RXPORTS; t++) {
+			v[t] = rrun(ctl, t, CTL_STREAM, 8, iters, 64);
+			if (v[t] < 0)
+				printf("%-10s %12s\n", rxports[t].name, "n/a");
+			else
+				printf("%-10s %12.0f\n", rxports[t].name, v[t]);
+		}
+	}
+	rfail_report();
+	full_write(ctl, &end, sizeof(end));
+	close(ctl);
+	return 0;
+}
+
 static int usage(FILE *f)
 {
 	fprintf(f, "usage: dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]\n"
@@ -1324,22 +1742,30 @@ static int usage(FILE *f)
 		   "       dp-bench rate [-n WINDOWS]\n"
 		   "       dp-bench bwdiag [-n WINDOWS]\n"
 		   "       dp-bench overlap [-n ITERS]\n"
-		   "       dp-bench scaling [-n ITERS]\n");
+		   "       dp-bench scaling [-n ITERS]\n"
+		   "       dp-bench rlat|rbw|rrate --server [-p PORT]        (on one node)\n"
+		   "       dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N]  (on the other)\n");
 	return f == stderr ? 2 : 0;
 }
 
 int main(int argc, char **argv)
 {
+	static const struct option lopts[] = {
+		{ "server", no_argument, NULL, 'S' },
+		{ "peer", required_argument, NULL, 'P' },
+		{ "port", required_argument, NULL, 'p' },
+		{ NULL, 0, NULL, 0 }
+	};
 	uint64_t max = 1ULL << 30;
-	const char *ibdev = NULL;
-	int iters = 0, opt;
+	const char *ibdev = NULL, *peer = NULL;
+	int iters = 0, opt, server = 0, port = CTL_PORT;
 
 	if (argc < 2)
 		return usage(stderr);
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return usage(stdout);
 	optind = 2;
-	while ((opt = getopt(argc, argv, "m:n:d:Y")) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
 			max = strtoull(optarg, NULL, 0);
@@ -1355,10 +1781,29 @@ int main(int argc, char **argv)
 		case 'Y':
 			spin_yield = 1;
 			break;
+		case 'S':
+			server = 1;
+			break;
+		case 'P':
+			peer = optarg;
+			break;
+		case 'p':
+			port = atoi(optarg);
+			if (port < 1 || port > 65535)
+				return usage(stderr);
+			break;
 		default:
 			return usage(stderr);
 		}
 	}
+	if (!strcmp(argv[1], "rlat") || !strcmp(argv[1], "rbw") ||
+	    !strcmp(argv[1], "rrate")) {
+		if (server == !!peer)
+			return usage(stderr);
+		return server ? serve(port) : bench_remote(argv[1], peer, port, iters);
+	}
+	if (server || peer)
+		return usage(stderr);
 	if (!strcmp(argv[1], "reg"))
 		return bench_reg(max, iters ? iters : 9, ibdev);
 	if (!strcmp(argv[1], "lat"))

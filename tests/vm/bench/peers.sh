@@ -5,32 +5,11 @@
 # ucx_perftest and Open MPI's NetPIPE run in a chroot into it, server and
 # client on 127.0.0.1 inside the guest.  Prints tables; never fails the job.
 
-D=/dmaplane
-H=/host
-mods="virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev virtio_pci
-	netfs fscache 9pnet 9pnet_virtio 9p"
-
-for m in $mods; do
-	[ -e $D/kmods/$m.ko ] && insmod $D/kmods/$m.ko 2>/dev/null
-done
-mkdir -p $H
-if ! mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot $H; then
+. /dmaplane/bench/hostroot.sh
+if ! hostroot_mount; then
 	echo "# peers: no host root over 9p (run-vm.sh -R): skipped"
 	exit 0
 fi
-mount -t proc proc $H/proc
-mount -t sysfs sysfs $H/sys
-mount -o bind /dev $H/dev
-mount -t tmpfs tmpfs $H/dev/shm
-mount -t tmpfs tmpfs $H/tmp
-mount -t tmpfs tmpfs $H/run
-# Open MPI refuses the guest's default node name "(none)".
-hostname dmaplane-bench
-
-in_host() {	# command line, run in the chroot with a timeout
-	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp TMPDIR=/tmp \
-		"$@"
-}
 
 # ucx_perftest: one server per test, client on 127.0.0.1.
 port=13337

@@ -1,0 +1,29 @@
+# SPDX-License-Identifier: GPL-2.0
+# Sourced by the bench guest scripts: mount the host's root, shared
+# read-only over virtio-9p (run-vm.sh -R), on $H with the guest's own
+# /proc, /sys, /dev and tmpfs /dev/shm, /tmp, /run, so that host programs
+# run in a chroot into it (in_host).  hostroot_mount returns 1 without -R.
+
+H=/host
+
+hostroot_mount() {
+	for m in virtio_ring virtio virtio_pci_legacy_dev virtio_pci_modern_dev \
+		virtio_pci netfs fscache 9pnet 9pnet_virtio 9p; do
+		[ -e /dmaplane/kmods/$m.ko ] && insmod /dmaplane/kmods/$m.ko 2>/dev/null
+	done
+	mkdir -p $H
+	mount -t 9p -o trans=virtio,version=9p2000.L,ro hostroot $H || return 1
+	mount -t proc proc $H/proc
+	mount -t sysfs sysfs $H/sys
+	mount -o bind /dev $H/dev
+	mount -t tmpfs tmpfs $H/dev/shm
+	mount -t tmpfs tmpfs $H/tmp
+	mount -t tmpfs tmpfs $H/run
+	# Open MPI refuses the guest's default node name "(none)".
+	hostname dmaplane-bench
+}
+
+in_host() {	# command line, run in the chroot with a clean environment
+	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
+		TMPDIR=/tmp "$@"
+}
