@@ -96,7 +96,8 @@ int dmaplane_wire_check(const void *buf, u32 byte_len)
 	len = le32_to_cpu(h->len);
 	if (len != byte_len - sizeof(*h))
 		return -EBADMSG;
-	if (!h->seq != (h->type == DMAPLANE_WIRE_ACK))
+	/* Requests are numbered from 1; ACKs carry zero. */
+	if (h->type == DMAPLANE_WIRE_ACK ? h->seq : !h->seq)
 		return -EBADMSG;
 
 	switch (h->type) {
