@@ -994,6 +994,9 @@ int main(int argc, char **argv)
 			opt.dst_uid = strtoull(optarg, NULL, 0);
 			break;
 		case 'l':
+			/* "--list drop" as well as "--list=drop". */
+			if (!optarg && optind < argc && argv[optind][0] != '-')
+				optarg = argv[optind++];
 			list(optarg ? optarg : "all");
 			return 0;
 		default:
