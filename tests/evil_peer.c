@@ -163,7 +163,15 @@ static int post_recv(struct conn *c, unsigned int i)
 	return ibv_post_recv(c->id->qp, &wr, &bad);
 }
 
-/* Reap completions: keep the last received message, repost its buffer. */
+static bool rx_is_ack(const struct conn *c)
+{
+	return c->rx_len >= HSZ && c->rx[0] == DMAPLANE_WIRE_ACK;
+}
+
+/*
+ * Reap completions: keep the first request received (or else the last
+ * ACK), repost the buffers.
+ */
 static void poll_cq(struct conn *c)
 {
 	struct ibv_wc wc[16];
@@ -185,9 +193,12 @@ static void poll_cq(struct conn *c)
 			}
 			if (!(wc[i].opcode & IBV_WC_RECV))
 				continue;
-			c->rx_len = wc[i].byte_len;
-			memcpy(c->rx, c->mem + wc[i].wr_id * DMAPLANE_WIRE_BUF_SIZE,
-			       c->rx_len);
+			/* ACKs only until a request came: that one stays. */
+			if (!c->rx_len || rx_is_ack(c)) {
+				c->rx_len = wc[i].byte_len;
+				memcpy(c->rx, c->mem + wc[i].wr_id * DMAPLANE_WIRE_BUF_SIZE,
+				       c->rx_len);
+			}
 			if (c->established && !c->disconnected)
 				post_recv(c, (unsigned int)wc[i].wr_id);
 		}
@@ -887,8 +898,7 @@ static int run_stay(void)
 
 	/* Skip ACKs; the first request from the node must be the grant. */
 	end = now_ms() + opt.timeout_ms;
-	while (now_ms() < end) {
-		c->rx_len = 0;
+	while (now_ms() < end && (!c->rx_len || rx_is_ack(c))) {
 		if (next_event(c, STEP_MS) >= 0) {
 			diag("%s while waiting for the grant", c->disconnected ?
 			     "DISCONNECTED" : "CM event");
@@ -896,12 +906,8 @@ static int run_stay(void)
 		}
 		if (c->rx_err)
 			goto out;
-		if (c->rx_len >= HSZ && h->type == DMAPLANE_WIRE_ACK)
-			continue;
-		if (c->rx_len)
-			break;
 	}
-	if (!c->rx_len) {
+	if (!c->rx_len || rx_is_ack(c)) {
 		diag("no RMA_GRANT within %d ms", opt.timeout_ms);
 		goto out;
 	}
