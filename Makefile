@@ -113,14 +113,25 @@ $(BUILD)/dp-pingpong: examples/pingpong.c $(LIB_LINKS)
 $(BUILD)/dp-ring: examples/ring.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
 
+# A malicious peer node (tests/vm/jobs/evil.sh), when librdmacm is there.
+RDMACM_LIBS := $(shell pkg-config --libs librdmacm libibverbs 2>/dev/null)
+ifneq ($(RDMACM_LIBS),)
+EVIL_PEER := $(BUILD)/tests/evil_peer
+endif
+
 # In-VM tests: kselftest harness programs linked against libdmaplane.
-tests: $(TESTS) $(HOST_TESTS)
+tests: $(TESTS) $(HOST_TESTS) $(EVIL_PEER)
 
 $(BUILD)/tests/%: tests/%.c tests/dp_test.h $(LIB_LINKS)
 	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_U) $(LIBNL_CFLAGS) -I$(KSFT_DIR) $(CFLAGS) -Wall -Werror -o $@ $< \
 		$(USER_LDFLAGS) -ldmaplane $(LIBNL_LIBS)
+
+# The malicious peer needs no library of dmaplane, only the wire format.
+$(BUILD)/tests/evil_peer: tests/evil_peer.c kmod/ib_wire.h uapi/linux/dmaplane.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -Werror -o $@ $< $(RDMACM_LIBS)
 
 $(BUILD)/tests/host/%: tests/host/%.c $(LIB_LINKS)
 	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }

@@ -56,5 +56,13 @@ make_initramfs() {
 	for t in "$BUILD"/tests/*_test; do
 		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/tests/$(basename "$t")"
 	done
+	# The malicious peer (jobs/evil.sh) and libibverbs' soft-RoCE provider,
+	# which it loads at run time (ldd does not see it).
+	if [ -x "$BUILD/tests/evil_peer" ]; then
+		set -- "$@" "$BUILD/tests/evil_peer"
+		for t in /usr/lib/*/libibverbs/librxe-rdmav*.so /etc/libibverbs.d/rxe.driver; do
+			[ -e "$t" ] && set -- "$@" "$t:$t"
+		done
+	fi
 	tests/vm/mkinitramfs.sh "$@"
 }

@@ -1,0 +1,1044 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * evil_peer: a malicious dmaplane node in user space (librdmacm +
+ * libibverbs), for the two-node test.  It connects to a node's rdma_cm
+ * listener from a privileged source port, the way a peer node does, and
+ * per case either offers bad private data (the node must reject the
+ * CONNECT) or, once accepted, sends one malformed or unjustified message
+ * (the node must drop the connection: RDMA_CM_EVENT_DISCONNECTED here
+ * within a bounded time).  The last case asks for a region with a random
+ * dmaplane rkey: a user error, answered with an RMA_GRANT of status
+ * -ENOENT on a connection that stays up.
+ *
+ *   evil_peer --addr IP [--port P] --case NAME|all [--timeout S] [--dst UID]
+ *   evil_peer --list [all|accept|reject|drop|stay]
+ *
+ * Output is TAP; diagnostics are "# " lines before each result.  Exit
+ * status 0 when every case passed.  Binding a port below 1024 needs root
+ * (CAP_NET_BIND_SERVICE).
+ *
+ * On InfiniBand and RoCE the listener always sees the CONNECT's private
+ * data zero-padded to 56 bytes: "too short" private data arrives as a
+ * struct with zero credits and buffer size.
+ *
+ * A CONNECT to a port without a listener is rejected too, but by the CM
+ * with reason 8 (invalid service ID), while a listener that refuses the
+ * connection causes reason 28 (consumer defined): the reject cases check
+ * for 28.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/random.h>
+
+#include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
+
+#include <linux/dmaplane.h>
+#include "../kmod/ib_wire.h"
+
+#define HSZ		sizeof(struct dmaplane_wire_hdr)
+#define REJ_CONSUMER	28	/* IB_CM_REJ_CONSUMER_DEFINED */
+#define REJ_NO_SERVICE	8	/* IB_CM_REJ_INVALID_SERVICE_ID */
+#define SEND_SLOTS	4
+#define STEP_MS		10
+
+enum kind {
+	ACCEPT,		/* valid CONNECT: accepted, stays up */
+	REJECT,		/* bad CONNECT: rejected by the node */
+	DROP,		/* accepted, one bad message: the node disconnects */
+	STAY,		/* accepted, one user-level error: answered, stays up */
+};
+
+static const char *const kind_names[] = { "accept", "reject", "drop", "stay" };
+
+struct conn {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *mem;		/* DMAPLANE_WIRE_RECVS receive buffers, then sends */
+	bool qp;
+	bool established;
+	bool disconnected;
+	int reject_status;
+	struct dmaplane_wire_cm peer_cm;
+	uint8_t peer_cm_len;
+	uint64_t next_seq;
+	unsigned int sends;	/* posted */
+	/* The last message the node sent us, type and bytes. */
+	uint8_t rx[DMAPLANE_WIRE_BUF_SIZE];
+	uint32_t rx_len;
+	int rx_err;
+};
+
+static struct {
+	struct sockaddr_in dst;
+	int timeout_ms;
+	uint64_t dst_uid;
+	int next_port;
+} opt = {
+	.timeout_ms = 5000,
+	.next_port = 1023,
+};
+
+static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("# ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fputc('\n', stdout);
+	fflush(stdout);
+}
+
+static uint64_t rnd64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		v = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
+	return v;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- connection ------------------------------------------------------ */
+
+static void conn_destroy(struct conn *c)
+{
+	if (c->qp)
+		rdma_destroy_qp(c->id);
+	if (c->mr)
+		ibv_dereg_mr(c->mr);
+	if (c->cq)
+		ibv_destroy_cq(c->cq);
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
+	if (c->id)
+		rdma_destroy_id(c->id);
+	if (c->ch)
+		rdma_destroy_event_channel(c->ch);
+	free(c->mem);
+	free(c);
+}
+
+static uint8_t *send_buf(struct conn *c, unsigned int slot)
+{
+	return c->mem + (size_t)(DMAPLANE_WIRE_RECVS + slot) * DMAPLANE_WIRE_BUF_SIZE;
+}
+
+static int post_recv(struct conn *c, unsigned int i)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(c->mem + (size_t)i * DMAPLANE_WIRE_BUF_SIZE),
+		.length = DMAPLANE_WIRE_BUF_SIZE,
+		.lkey = c->mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	return ibv_post_recv(c->id->qp, &wr, &bad);
+}
+
+static bool rx_is_ack(const struct conn *c)
+{
+	return c->rx_len >= HSZ && c->rx[0] == DMAPLANE_WIRE_ACK;
+}
+
+/*
+ * Reap completions: keep the first request received (or else the last
+ * ACK), repost the buffers.
+ */
+static void poll_cq(struct conn *c)
+{
+	struct ibv_wc wc[16];
+	int i, n;
+
+	if (!c->cq)
+		return;
+	while ((n = ibv_poll_cq(c->cq, 16, wc)) > 0) {
+		for (i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				/* Flushes once the node disconnected. */
+				if (wc[i].status != IBV_WC_WR_FLUSH_ERR && !c->rx_err) {
+					c->rx_err = wc[i].status;
+					diag("completion error: %s (%s)",
+					     ibv_wc_status_str(wc[i].status),
+					     wc[i].opcode & IBV_WC_RECV ? "recv" : "send");
+				}
+				continue;
+			}
+			if (!(wc[i].opcode & IBV_WC_RECV))
+				continue;
+			/* ACKs only until a request came: that one stays. */
+			if (!c->rx_len || rx_is_ack(c)) {
+				c->rx_len = wc[i].byte_len;
+				memcpy(c->rx, c->mem + wc[i].wr_id * DMAPLANE_WIRE_BUF_SIZE,
+				       c->rx_len);
+			}
+			if (c->established && !c->disconnected)
+				post_recv(c, (unsigned int)wc[i].wr_id);
+		}
+	}
+}
+
+/*
+ * Wait up to @ms for the next CM event, reaping completions meanwhile.
+ * Return its type, or -1 on timeout or error.
+ */
+static int next_event(struct conn *c, int ms)
+{
+	long long end = now_ms() + ms;
+	struct rdma_cm_event *ev;
+	struct pollfd pfd = { .fd = c->ch->fd, .events = POLLIN };
+	int type;
+
+	for (;;) {
+		poll_cq(c);
+		if (rdma_get_cm_event(c->ch, &ev) == 0)
+			break;
+		if (errno != EAGAIN) {
+			diag("rdma_get_cm_event: %s", strerror(errno));
+			return -1;
+		}
+		if (now_ms() >= end)
+			return -1;
+		poll(&pfd, 1, STEP_MS);
+	}
+	type = ev->event;
+	switch (type) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		c->established = true;
+		c->peer_cm_len = ev->param.conn.private_data_len;
+		memset(&c->peer_cm, 0, sizeof(c->peer_cm));
+		if (ev->param.conn.private_data)
+			memcpy(&c->peer_cm, ev->param.conn.private_data,
+			       c->peer_cm_len < sizeof(c->peer_cm) ?
+			       c->peer_cm_len : sizeof(c->peer_cm));
+		break;
+	case RDMA_CM_EVENT_REJECTED:
+		c->reject_status = ev->status;
+		break;
+	case RDMA_CM_EVENT_DISCONNECTED:
+		c->disconnected = true;
+		break;
+	default:
+		if (ev->status)
+			diag("%s: status %d", rdma_event_str(ev->event), ev->status);
+		break;
+	}
+	rdma_ack_cm_event(ev);
+	return type;
+}
+
+static int expect_event(struct conn *c, int want, int ms)
+{
+	int type = next_event(c, ms);
+
+	if (type == want)
+		return 0;
+	if (type < 0)
+		diag("no %s within %d ms", rdma_event_str(want), ms);
+	else
+		diag("%s instead of %s", rdma_event_str(type), rdma_event_str(want));
+	return -1;
+}
+
+/* Bind @port on any address: -errno on failure. */
+static int bind_port(struct conn *c, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	if (rdma_bind_addr(c->id, (struct sockaddr *)&a) == 0)
+		return 0;
+	return -errno;
+}
+
+/*
+ * Resolve the node, create the QP with every receive buffer posted and
+ * send a CONNECT with @pd (@pd_len bytes) from a privileged port (or an
+ * unprivileged one when @unpriv).  Return the connection with the answer
+ * (ESTABLISHED or REJECTED) recorded, or NULL after a diagnostic.
+ */
+static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv)
+{
+	struct ibv_qp_init_attr qa = {
+		.cap = {
+			.max_send_wr = SEND_SLOTS,
+			.max_recv_wr = DMAPLANE_WIRE_RECVS,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+	};
+	struct rdma_conn_param cp = {
+		.private_data = pd,
+		.private_data_len = pd_len,
+		.responder_resources = 1,
+		.initiator_depth = 1,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+	};
+	size_t memlen = (size_t)(DMAPLANE_WIRE_RECVS + SEND_SLOTS) * DMAPLANE_WIRE_BUF_SIZE;
+	struct conn *c = calloc(1, sizeof(*c));
+	int port, ret, tries, type;
+	unsigned int i;
+
+	if (!c) {
+		diag("out of memory");
+		return NULL;
+	}
+	c->next_seq = 1;
+	c->ch = rdma_create_event_channel();
+	if (!c->ch) {
+		diag("rdma_create_event_channel: %s (no RDMA device or rdma_cm?)",
+		     strerror(errno));
+		goto fail;
+	}
+	if (fcntl(c->ch->fd, F_SETFL, fcntl(c->ch->fd, F_GETFL) | O_NONBLOCK) < 0) {
+		diag("fcntl: %s", strerror(errno));
+		goto fail;
+	}
+	if (rdma_create_id(c->ch, &c->id, NULL, RDMA_PS_TCP)) {
+		diag("rdma_create_id: %s", strerror(errno));
+		goto fail;
+	}
+
+	if (unpriv) {
+		ret = bind_port(c, 0);
+	} else {
+		/* A fresh port per connection, from 1023 down. */
+		ret = -EADDRINUSE;
+		for (tries = 0; tries < 512 && ret == -EADDRINUSE; tries++) {
+			port = opt.next_port--;
+			if (opt.next_port < 512)
+				opt.next_port = 1023;
+			ret = bind_port(c, port);
+		}
+	}
+	if (ret) {
+		diag("bind source port: %s%s", strerror(-ret),
+		     ret == -EACCES ? " (privileged ports need root)" : "");
+		goto fail;
+	}
+	diag("source port %u", ntohs(rdma_get_src_port(c->id)));
+
+	if (rdma_resolve_addr(c->id, NULL, (struct sockaddr *)&opt.dst, 2000)) {
+		diag("rdma_resolve_addr: %s", strerror(errno));
+		goto fail;
+	}
+	if (expect_event(c, RDMA_CM_EVENT_ADDR_RESOLVED, 3000))
+		goto fail;
+	if (rdma_resolve_route(c->id, 2000)) {
+		diag("rdma_resolve_route: %s", strerror(errno));
+		goto fail;
+	}
+	if (expect_event(c, RDMA_CM_EVENT_ROUTE_RESOLVED, 3000))
+		goto fail;
+
+	c->pd = ibv_alloc_pd(c->id->verbs);
+	c->cq = c->pd ? ibv_create_cq(c->id->verbs, DMAPLANE_WIRE_RECVS + SEND_SLOTS,
+				      NULL, NULL, 0) : NULL;
+	c->mem = c->cq ? calloc(1, memlen) : NULL;
+	c->mr = c->mem ? ibv_reg_mr(c->pd, c->mem, memlen, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	if (!c->mr) {
+		diag("verbs resources: %s", strerror(errno));
+		goto fail;
+	}
+	qa.send_cq = c->cq;
+	qa.recv_cq = c->cq;
+	if (rdma_create_qp(c->id, c->pd, &qa)) {
+		diag("rdma_create_qp: %s", strerror(errno));
+		goto fail;
+	}
+	c->qp = true;
+	for (i = 0; i < DMAPLANE_WIRE_RECVS; i++) {
+		ret = post_recv(c, i);
+		if (ret) {
+			diag("ibv_post_recv: %s", strerror(ret));
+			goto fail;
+		}
+	}
+
+	if (rdma_connect(c->id, &cp)) {
+		diag("rdma_connect: %s", strerror(errno));
+		goto fail;
+	}
+	type = next_event(c, opt.timeout_ms);
+	if (type == RDMA_CM_EVENT_ESTABLISHED || type == RDMA_CM_EVENT_REJECTED)
+		return c;
+	diag("CONNECT answered by %s", type < 0 ? "nothing" : rdma_event_str(type));
+fail:
+	conn_destroy(c);
+	return NULL;
+}
+
+static void conn_close(struct conn *c)
+{
+	if (c->established && !c->disconnected) {
+		rdma_disconnect(c->id);
+		next_event(c, 1000);
+	}
+	conn_destroy(c);
+}
+
+static void valid_cm(struct dmaplane_wire_cm *cm)
+{
+	memset(cm, 0, sizeof(*cm));
+	cm->magic = htole32(DMAPLANE_WIRE_MAGIC);
+	cm->version = DMAPLANE_WIRE_VERSION;
+	cm->node_id = htole64(rnd64());
+	cm->credits = htole32(DMAPLANE_WIRE_CREDITS);
+	cm->buf_size = htole32(DMAPLANE_WIRE_BUF_SIZE);
+}
+
+/* The node's ACCEPT must carry a valid struct dmaplane_wire_cm. */
+static int check_peer_cm(struct conn *c)
+{
+	const struct dmaplane_wire_cm *cm = &c->peer_cm;
+
+	if (c->peer_cm_len < sizeof(*cm) || le32toh(cm->magic) != DMAPLANE_WIRE_MAGIC ||
+	    cm->version != DMAPLANE_WIRE_VERSION ||
+	    le32toh(cm->credits) != DMAPLANE_WIRE_CREDITS ||
+	    le32toh(cm->buf_size) != DMAPLANE_WIRE_BUF_SIZE) {
+		diag("ACCEPT private data invalid: len %u magic %#x version %u credits %u buf_size %u",
+		     c->peer_cm_len, le32toh(cm->magic), cm->version,
+		     le32toh(cm->credits), le32toh(cm->buf_size));
+		return -1;
+	}
+	diag("accepted by node %#llx", (unsigned long long)le64toh(cm->node_id));
+	return 0;
+}
+
+/*
+ * Connect with valid private data.  A node keeps one connection per peer,
+ * so the previous case's may still be going away there: retry a refused
+ * CONNECT a few times.
+ */
+static struct conn *conn_open_valid(void)
+{
+	struct dmaplane_wire_cm cm;
+	struct conn *c;
+	int i, reason;
+
+	for (i = 0; i < 5; i++) {
+		valid_cm(&cm);
+		c = conn_open(&cm, sizeof(cm), false);
+		if (!c)
+			return NULL;
+		if (c->established) {
+			if (check_peer_cm(c)) {
+				conn_close(c);
+				return NULL;
+			}
+			return c;
+		}
+		reason = c->reject_status;
+		conn_destroy(c);
+		diag("valid CONNECT rejected (reason %d)%s", reason,
+		     reason == REJ_NO_SERVICE ? ": no listener" : "");
+		if (reason == REJ_NO_SERVICE)
+			return NULL;
+		sleep(1);
+	}
+	return NULL;
+}
+
+/* Send @len bytes of slot @slot, which the caller filled. */
+static int send_msg(struct conn *c, unsigned int slot, uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)send_buf(c, slot),
+		.length = len,
+		.lkey = c->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = DMAPLANE_WIRE_RECVS + slot,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad;
+	int ret;
+
+	ret = ibv_post_send(c->id->qp, &wr, &bad);
+	if (ret)
+		diag("ibv_post_send: %s", strerror(ret));
+	c->sends++;
+	return ret;
+}
+
+/* ---- messages --------------------------------------------------------- */
+
+/* Header of a message in send slot 0; returns the body. */
+static void *msg_start(struct conn *c, uint8_t type, uint32_t body_len)
+{
+	uint8_t *b = send_buf(c, 0);
+	struct dmaplane_wire_hdr *h = (void *)b;
+
+	memset(b, 0, DMAPLANE_WIRE_BUF_SIZE);
+	h->type = type;
+	h->version = DMAPLANE_WIRE_VERSION;
+	h->len = htole32(body_len);
+	h->seq = htole64(type == DMAPLANE_WIRE_ACK ? 0 : c->next_seq++);
+	return b + HSZ;
+}
+
+static struct dmaplane_wire_hdr *hdr(struct conn *c)
+{
+	return (void *)send_buf(c, 0);
+}
+
+/* An EAGER message of @payload bytes, addressed to a made-up endpoint. */
+static uint32_t msg_eager(struct conn *c, uint32_t payload)
+{
+	struct dmaplane_wire_msg *m = msg_start(c, DMAPLANE_WIRE_EAGER,
+						sizeof(*m) + payload);
+
+	m->src = htole64(rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1));
+	m->dst = htole64(opt.dst_uid);
+	m->tag = htole64(0xbad);
+	m->msg_len = htole64(payload);
+	memset(m + 1, 0x5a, payload);
+	return HSZ + sizeof(*m) + payload;
+}
+
+/* An RTS of @nsegs segments of 4096 bytes. */
+static uint32_t msg_rts(struct conn *c, uint32_t nsegs)
+{
+	uint32_t body = sizeof(struct dmaplane_wire_msg) + sizeof(struct dmaplane_wire_rts) +
+			nsegs * sizeof(struct dmaplane_wire_seg);
+	struct dmaplane_wire_msg *m = msg_start(c, DMAPLANE_WIRE_RTS, body);
+	struct dmaplane_wire_rts *rts = (void *)(m + 1);
+	uint32_t i;
+
+	m->src = htole64(rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1));
+	m->dst = htole64(opt.dst_uid);
+	m->msg_len = htole64((uint64_t)nsegs * 4096);
+	rts->cookie = htole64(rnd64());
+	rts->nsegs = htole32(nsegs);
+	for (i = 0; i < nsegs; i++) {
+		rts->segs[i].addr = htole64(rnd64());
+		rts->segs[i].rkey = htole32((uint32_t)rnd64());
+		rts->segs[i].len = htole32(4096);
+	}
+	return HSZ + body;
+}
+
+/* ---- cases ------------------------------------------------------------ */
+
+struct evil_case {
+	const char *name;
+	enum kind kind;
+	/* REJECT: alter valid private data, return its length. */
+	uint8_t (*cm)(struct dmaplane_wire_cm *cm);
+	/* DROP: build the message in send slot 0, return its length. */
+	uint32_t (*msg)(struct conn *c);
+};
+
+static uint8_t cm_bad_magic(struct dmaplane_wire_cm *cm)
+{
+	cm->magic = htole32(DMAPLANE_WIRE_MAGIC ^ 0x20);
+	return sizeof(*cm);
+}
+
+static uint8_t cm_bad_version(struct dmaplane_wire_cm *cm)
+{
+	cm->version = DMAPLANE_WIRE_VERSION + 1;
+	return sizeof(*cm);
+}
+
+static uint8_t cm_bad_credits(struct dmaplane_wire_cm *cm)
+{
+	cm->credits = htole32(DMAPLANE_WIRE_CREDITS * 2);
+	return sizeof(*cm);
+}
+
+static uint8_t cm_zero_credits(struct dmaplane_wire_cm *cm)
+{
+	cm->credits = 0;
+	return sizeof(*cm);
+}
+
+static uint8_t cm_bad_buf_size(struct dmaplane_wire_cm *cm)
+{
+	cm->buf_size = htole32(DMAPLANE_WIRE_BUF_SIZE * 4);
+	return sizeof(*cm);
+}
+
+static uint8_t cm_short(struct dmaplane_wire_cm *cm)
+{
+	(void)cm;
+	return offsetof(struct dmaplane_wire_cm, credits);
+}
+
+static uint8_t cm_none(struct dmaplane_wire_cm *cm)
+{
+	(void)cm;
+	return 0;
+}
+
+/* Valid private data, but from a port above 1023 (see run_reject()). */
+static uint8_t cm_unprivileged(struct dmaplane_wire_cm *cm)
+{
+	(void)cm;
+	return sizeof(*cm);
+}
+
+static uint32_t m_short_header(struct conn *c)
+{
+	msg_eager(c, 0);
+	return HSZ / 2;
+}
+
+static uint32_t m_bad_version(struct conn *c)
+{
+	uint32_t len = msg_eager(c, 8);
+
+	hdr(c)->version = DMAPLANE_WIRE_VERSION + 1;
+	return len;
+}
+
+static uint32_t m_unknown_type(struct conn *c)
+{
+	uint32_t len = msg_eager(c, 8);
+
+	hdr(c)->type = __DMAPLANE_WIRE_MAX;
+	return len;
+}
+
+static uint32_t m_len_mismatch(struct conn *c)
+{
+	uint32_t len = msg_eager(c, 64);
+
+	/* The header claims 32 bytes more than are sent. */
+	hdr(c)->len = htole32(le32toh(hdr(c)->len) + 32);
+	return len;
+}
+
+static uint32_t m_eager_msg_len(struct conn *c)
+{
+	uint32_t len = msg_eager(c, 64);
+	struct dmaplane_wire_msg *m = (void *)(hdr(c) + 1);
+
+	m->msg_len = htole64(1ull << 40);
+	return len;
+}
+
+static uint32_t m_eager_oversized(struct conn *c)
+{
+	/* One byte more than a receive buffer holds. */
+	return msg_eager(c, DMAPLANE_WIRE_EAGER_MAX + 1);
+}
+
+static uint32_t m_rts_nsegs(struct conn *c)
+{
+	uint32_t len = msg_rts(c, 2);
+	struct dmaplane_wire_rts *rts = (void *)((uint8_t *)(hdr(c) + 1) +
+						 sizeof(struct dmaplane_wire_msg));
+
+	rts->nsegs = htole32(0x10000000);
+	return len;
+}
+
+static uint32_t m_rts_too_many(struct conn *c)
+{
+	return msg_rts(c, DMAPLANE_WIRE_MAX_SEGS + 1);
+}
+
+static uint32_t m_rts_zero_seg(struct conn *c)
+{
+	uint32_t len = msg_rts(c, 3);
+	struct dmaplane_wire_msg *m = (void *)(hdr(c) + 1);
+	struct dmaplane_wire_rts *rts = (void *)(m + 1);
+
+	rts->segs[1].len = 0;
+	m->msg_len = htole64(2 * 4096);
+	return len;
+}
+
+static uint32_t m_rts_sum(struct conn *c)
+{
+	uint32_t len = msg_rts(c, 2);
+	struct dmaplane_wire_msg *m = (void *)(hdr(c) + 1);
+
+	m->msg_len = htole64(3 * 4096);
+	return len;
+}
+
+static uint32_t m_fin_unknown(struct conn *c)
+{
+	struct dmaplane_wire_fin *f = msg_start(c, DMAPLANE_WIRE_FIN, sizeof(*f));
+
+	f->cookie = htole64(rnd64());
+	return HSZ + sizeof(*f);
+}
+
+static uint32_t m_done_unknown(struct conn *c)
+{
+	struct dmaplane_wire_done *d = msg_start(c, DMAPLANE_WIRE_RMA_DONE, sizeof(*d));
+
+	d->grant = htole64(rnd64());
+	return HSZ + sizeof(*d);
+}
+
+static uint32_t m_grant_unknown(struct conn *c)
+{
+	struct dmaplane_wire_grant *g = msg_start(c, DMAPLANE_WIRE_RMA_GRANT, sizeof(*g));
+
+	g->cookie = htole64(rnd64());
+	g->grant = htole64(rnd64());
+	g->seg.addr = htole64(rnd64());
+	g->seg.rkey = htole32((uint32_t)rnd64());
+	g->seg.len = htole32(4096);
+	return HSZ + sizeof(*g);
+}
+
+static uint32_t m_resolved_unknown(struct conn *c)
+{
+	struct dmaplane_wire_resolve *r = msg_start(c, DMAPLANE_WIRE_RESOLVED, sizeof(*r));
+
+	r->cookie = htole64(rnd64());
+	r->ep_uid = htole64(opt.dst_uid);
+	return HSZ + sizeof(*r);
+}
+
+static uint32_t m_ack_credits(struct conn *c)
+{
+	struct dmaplane_wire_ack *a = msg_start(c, DMAPLANE_WIRE_ACK, sizeof(*a));
+
+	/* Nothing was ever sent to us: no credit is outstanding. */
+	a->credits = htole32(1);
+	return HSZ + sizeof(*a);
+}
+
+static uint32_t m_ack_nack_unknown(struct conn *c)
+{
+	uint32_t body = sizeof(struct dmaplane_wire_ack) + sizeof(struct dmaplane_wire_nack);
+	struct dmaplane_wire_ack *a = msg_start(c, DMAPLANE_WIRE_ACK, body);
+
+	/* Fails a request the node never sent. */
+	a->nnacks = htole32(1);
+	a->nacks[0].seq = htole64(1);
+	a->nacks[0].status = htole32((uint32_t)-EIO);
+	return HSZ + body;
+}
+
+static uint32_t m_seq_zero(struct conn *c)
+{
+	uint32_t len = msg_eager(c, 8);
+
+	hdr(c)->seq = 0;
+	return len;
+}
+
+static const struct evil_case cases[] = {
+	{ "accept-valid", ACCEPT, NULL, NULL },
+	{ "reject-bad-magic", REJECT, .cm = cm_bad_magic },
+	{ "reject-bad-version", REJECT, .cm = cm_bad_version },
+	{ "reject-bad-credits", REJECT, .cm = cm_bad_credits },
+	{ "reject-zero-credits", REJECT, .cm = cm_zero_credits },
+	{ "reject-bad-buf-size", REJECT, .cm = cm_bad_buf_size },
+	{ "reject-short", REJECT, .cm = cm_short },
+	{ "reject-no-private-data", REJECT, .cm = cm_none },
+	{ "reject-unprivileged-port", REJECT, .cm = cm_unprivileged },
+	{ "drop-short-header", DROP, .msg = m_short_header },
+	{ "drop-bad-version", DROP, .msg = m_bad_version },
+	{ "drop-unknown-type", DROP, .msg = m_unknown_type },
+	{ "drop-len-mismatch", DROP, .msg = m_len_mismatch },
+	{ "drop-eager-msg-len", DROP, .msg = m_eager_msg_len },
+	{ "drop-eager-oversized", DROP, .msg = m_eager_oversized },
+	{ "drop-rts-bogus-nsegs", DROP, .msg = m_rts_nsegs },
+	{ "drop-rts-too-many-segs", DROP, .msg = m_rts_too_many },
+	{ "drop-rts-zero-seg", DROP, .msg = m_rts_zero_seg },
+	{ "drop-rts-seg-sum", DROP, .msg = m_rts_sum },
+	{ "drop-fin-unknown-cookie", DROP, .msg = m_fin_unknown },
+	{ "drop-done-unknown-grant", DROP, .msg = m_done_unknown },
+	{ "drop-grant-unknown-cookie", DROP, .msg = m_grant_unknown },
+	{ "drop-resolved-unknown-cookie", DROP, .msg = m_resolved_unknown },
+	{ "drop-ack-excess-credits", DROP, .msg = m_ack_credits },
+	{ "drop-ack-unknown-nack", DROP, .msg = m_ack_nack_unknown },
+	{ "drop-seq-zero", DROP, .msg = m_seq_zero },
+	{ "stay-rma-unknown-rkey", STAY, NULL, NULL },
+};
+
+#define NCASES	(sizeof(cases) / sizeof(cases[0]))
+
+/* The connection must stay up for @ms: no DISCONNECTED, no error. */
+static int stays_up(struct conn *c, int ms)
+{
+	int type = next_event(c, ms);
+
+	if (type >= 0) {
+		diag("%s while the connection should stay up", rdma_event_str(type));
+		return -1;
+	}
+	if (c->rx_err) {
+		diag("completion error while the connection should stay up");
+		return -1;
+	}
+	return 0;
+}
+
+static int run_accept(void)
+{
+	struct conn *c = conn_open_valid();
+	int ret;
+
+	if (!c)
+		return -1;
+	ret = stays_up(c, 1000);
+	conn_close(c);
+	return ret;
+}
+
+static int run_reject(const struct evil_case *t)
+{
+	struct dmaplane_wire_cm cm;
+	struct conn *c;
+	uint8_t len;
+	int ret = -1;
+
+	valid_cm(&cm);
+	len = t->cm(&cm);
+	c = conn_open(&cm, len, t->cm == cm_unprivileged);
+	if (!c)
+		return -1;
+	if (c->established) {
+		diag("CONNECT accepted");
+	} else if (c->reject_status == REJ_CONSUMER) {
+		diag("rejected by the node (reason %d)", c->reject_status);
+		ret = 0;
+	} else {
+		diag("rejected with reason %d, not by a listener (%d)%s",
+		     c->reject_status, REJ_CONSUMER,
+		     c->reject_status == REJ_NO_SERVICE ? ": no listener on the port" : "");
+	}
+	conn_close(c);
+	return ret;
+}
+
+static int run_drop(const struct evil_case *t)
+{
+	struct conn *c = conn_open_valid();
+	long long start;
+	uint32_t len;
+	int type, ret = -1;
+
+	if (!c)
+		return -1;
+	len = t->msg(c);
+	diag("sending %u bytes, type %u", len, hdr(c)->type);
+	start = now_ms();
+	if (send_msg(c, 0, len))
+		goto out;
+	type = next_event(c, opt.timeout_ms);
+	if (type == RDMA_CM_EVENT_DISCONNECTED) {
+		diag("disconnected after %lld ms", now_ms() - start);
+		ret = 0;
+	} else if (type < 0) {
+		diag("still connected after %d ms", opt.timeout_ms);
+	} else {
+		diag("%s instead of DISCONNECTED", rdma_event_str(type));
+	}
+out:
+	conn_close(c);
+	return ret;
+}
+
+/* A request for a region no endpoint published: RMA_GRANT -ENOENT. */
+static int run_stay(void)
+{
+	struct conn *c = conn_open_valid();
+	const struct dmaplane_wire_grant *g;
+	const struct dmaplane_wire_hdr *h;
+	struct dmaplane_wire_rma *r;
+	uint64_t cookie = rnd64();
+	long long end;
+	int ret = -1;
+
+	if (!c)
+		return -1;
+	h = (void *)c->rx;
+	g = (void *)(c->rx + HSZ);
+	r = msg_start(c, DMAPLANE_WIRE_RMA_REQ, sizeof(*r));
+	r->cookie = htole64(cookie);
+	r->src = htole64(rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1));
+	r->dst = htole64(opt.dst_uid);
+	r->rkey = htole64(rnd64() | 1);
+	r->len = htole64(4096);
+	r->write = 1;
+	if (send_msg(c, 0, HSZ + sizeof(*r)))
+		goto out;
+
+	/* Skip ACKs; the first request from the node must be the grant. */
+	end = now_ms() + opt.timeout_ms;
+	while (now_ms() < end && (!c->rx_len || rx_is_ack(c))) {
+		if (next_event(c, STEP_MS) >= 0) {
+			diag("%s while waiting for the grant", c->disconnected ?
+			     "DISCONNECTED" : "CM event");
+			goto out;
+		}
+		if (c->rx_err)
+			goto out;
+	}
+	if (!c->rx_len || rx_is_ack(c)) {
+		diag("no RMA_GRANT within %d ms", opt.timeout_ms);
+		goto out;
+	}
+	if (c->rx_len != HSZ + sizeof(*g) || h->type != DMAPLANE_WIRE_RMA_GRANT ||
+	    h->version != DMAPLANE_WIRE_VERSION || le32toh(h->len) != sizeof(*g) ||
+	    le64toh(h->seq) != 1) {
+		diag("expected RMA_GRANT seq 1, got %u bytes: type %u version %u len %u seq %llu",
+		     c->rx_len, h->type, h->version, le32toh(h->len),
+		     (unsigned long long)le64toh(h->seq));
+		goto out;
+	}
+	if (le64toh(g->cookie) != cookie || (int32_t)le32toh(g->status) != -ENOENT) {
+		diag("RMA_GRANT cookie %s, status %d (want -ENOENT = %d)",
+		     le64toh(g->cookie) == cookie ? "echoed" : "WRONG",
+		     (int32_t)le32toh(g->status), -ENOENT);
+		goto out;
+	}
+	diag("RMA_GRANT status -ENOENT");
+	ret = stays_up(c, 1000);
+out:
+	conn_close(c);
+	return ret;
+}
+
+static int run_case(const struct evil_case *t)
+{
+	switch (t->kind) {
+	case ACCEPT:
+		return run_accept();
+	case REJECT:
+		return run_reject(t);
+	case DROP:
+		return run_drop(t);
+	default:
+		return run_stay();
+	}
+}
+
+static void usage(void)
+{
+	fprintf(stderr,
+		"usage: evil_peer --addr IPV4 [--port P] --case NAME|all [--timeout S]\n"
+		"                 [--dst EP_UID]\n"
+		"       evil_peer --list [all|accept|reject|drop|stay]\n");
+	exit(2);
+}
+
+static void list(const char *kind)
+{
+	unsigned int i;
+
+	for (i = 0; i < NCASES; i++)
+		if (!strcmp(kind, "all") || !strcmp(kind, kind_names[cases[i].kind]))
+			printf("%s\n", cases[i].name);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "addr", required_argument, NULL, 'a' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "case", required_argument, NULL, 'c' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "dst", required_argument, NULL, 'd' },
+		{ "list", optional_argument, NULL, 'l' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *addr = NULL, *name = NULL;
+	unsigned int i, n = 0, failed = 0;
+	long port = 20886;
+	int o;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	opt.dst_uid = rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1);
+	while ((o = getopt_long(argc, argv, "", lopts, NULL)) != -1) {
+		switch (o) {
+		case 'a':
+			addr = optarg;
+			break;
+		case 'p':
+			port = strtol(optarg, NULL, 0);
+			break;
+		case 'c':
+			name = optarg;
+			break;
+		case 't':
+			opt.timeout_ms = (int)(strtod(optarg, NULL) * 1000);
+			break;
+		case 'd':
+			opt.dst_uid = strtoull(optarg, NULL, 0);
+			break;
+		case 'l':
+			/* "--list drop" as well as "--list=drop". */
+			if (!optarg && optind < argc && argv[optind][0] != '-')
+				optarg = argv[optind++];
+			list(optarg ? optarg : "all");
+			return 0;
+		default:
+			usage();
+		}
+	}
+	if (!addr || !name || optind != argc || port <= 0 || port > 65535 ||
+	    opt.timeout_ms <= 0)
+		usage();
+	opt.dst.sin_family = AF_INET;
+	opt.dst.sin_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET, addr, &opt.dst.sin_addr) != 1) {
+		fprintf(stderr, "evil_peer: %s: not an IPv4 address\n", addr);
+		return 2;
+	}
+	for (i = 0; i < NCASES; i++)
+		n += !strcmp(name, "all") || !strcmp(name, cases[i].name);
+	if (!n) {
+		fprintf(stderr, "evil_peer: no case %s (see --list)\n", name);
+		return 2;
+	}
+
+	printf("TAP version 13\n1..%u\n", n);
+	n = 0;
+	for (i = 0; i < NCASES; i++) {
+		if (strcmp(name, "all") && strcmp(name, cases[i].name))
+			continue;
+		diag("%s: %s", cases[i].name, kind_names[cases[i].kind]);
+		n++;
+		if (run_case(&cases[i])) {
+			printf("not ok %u %s\n", n, cases[i].name);
+			failed++;
+		} else {
+			printf("ok %u %s\n", n, cases[i].name);
+		}
+	}
+	diag("%u of %u cases failed", failed, n);
+	return failed ? 1 : 0;
+}
