@@ -1660,8 +1660,9 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	int ret;
 
 	if (wc->status != IB_WC_SUCCESS) {
+		/* A message larger than any buffer is malformed input too. */
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			conn_fail(c, false);
+			conn_fail(c, wc->status == IB_WC_LOC_LEN_ERR);
 		return;
 	}
 	/*
