@@ -36,7 +36,9 @@ MODULE_IMPORT_NS(DMAPLANE_KUNIT);
 #define SEG(i, f)	(RTS(segs) + (i) * SEGSZ + offsetof(struct dmaplane_wire_seg, f))
 #define FIN(f)		BODY(dmaplane_wire_fin, f)
 #define RMA(f)		BODY(dmaplane_wire_rma, f)
-#define GRANT(f)	BODY(dmaplane_wire_grant, f)
+#define RMASZ		sizeof(struct dmaplane_wire_rma)
+#define SL(f)		(HSZ + RMASZ + offsetof(struct dmaplane_wire_seglist, f))
+#define RSEG(i, f)	(SL(segs) + (i) * SEGSZ + offsetof(struct dmaplane_wire_seg, f))
 #define RES(f)		BODY(dmaplane_wire_resolve, f)
 #define ACK(f)		BODY(dmaplane_wire_ack, f)
 #define NACK(i, f)	(ACK(nacks) + (i) * NACKSZ + offsetof(struct dmaplane_wire_nack, f))
@@ -57,8 +59,8 @@ struct wire_poke {
  * struct wire_case - one message and the verdict expected
  * @name: description
  * @type: type of the valid message built first
- * @n: EAGER: payload bytes; RTS: segments; ACK: nacks
- * @seg_len: RTS: bytes of each segment (0: 1)
+ * @n: EAGER: payload bytes; RTS, RMA_REQ: segments; ACK: nacks
+ * @seg_len: RTS, RMA_REQ: bytes of each segment (0: 1)
  * @extra: bytes added to (or, negative, cut from) the end of the body;
  *	the header's len follows
  * @len_delta: added to byte_len only: header and bytes disagree
@@ -102,15 +104,19 @@ static const struct wire_case wire_cases[] = {
 	{ "fin status 0", WT(FIN) },
 	{ "fin status -EIO", WT(FIN), .poke = { P32(FIN(status), -EIO) } },
 	{ "fin status -MAX_ERRNO", WT(FIN), .poke = { P32(FIN(status), -MAX_ERRNO) } },
-	{ "rma_req put", WT(RMA_REQ) },
-	{ "rma_req get", WT(RMA_REQ), .poke = { P8(RMA(write), 0) } },
-	{ "rma_req any rkey, offset, len", WT(RMA_REQ),
-	  .poke = { P64(RMA(rkey), U64_MAX), P64(RMA(len), U64_MAX) } },
-	{ "grant status 0", WT(RMA_GRANT) },
-	{ "grant status -ENOENT", WT(RMA_GRANT), .poke = { P32(GRANT(status), -ENOENT) } },
-	{ "grant status -MAX_ERRNO", WT(RMA_GRANT),
-	  .poke = { P32(GRANT(status), -MAX_ERRNO) } },
-	{ "rma_done", WT(RMA_DONE) },
+	{ "rma_req put, one segment", WT(RMA_REQ), .n = 1 },
+	{ "rma_req get, one segment", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(write), 0) } },
+	{ "rma_req 0 segments, len 0", WT(RMA_REQ), .n = 0 },
+	{ "rma_req max segments of 4 GiB - 1", WT(RMA_REQ), .n = DMAPLANE_WIRE_MAX_SEGS,
+	  .seg_len = U32_MAX },
+	{ "rma_req any rkey, offset", WT(RMA_REQ), .n = 1,
+	  .poke = { P64(RMA(rkey), U64_MAX), P64(RMA(roffset), U64_MAX) } },
+	{ "rma_req any auth key, uid", WT(RMA_REQ), .n = 1,
+	  .poke = { P64(RMA(auth_key), U64_MAX), P32(RMA(uid), U32_MAX) } },
+	{ "rma_req largest src and dst", WT(RMA_REQ), .n = 1,
+	  .poke = { P64(RMA(src), UID_LIMIT - 1), P64(RMA(dst), UID_LIMIT - 1) } },
+	{ "rma_req any segment addr and rkey", WT(RMA_REQ), .n = 1,
+	  .poke = { P64(RSEG(0, addr), U64_MAX), P32(RSEG(0, rkey), U32_MAX) } },
 	{ "resolve", WT(RESOLVE) },
 	{ "resolved 0", WT(RESOLVED) },
 	{ "resolved -ECONNREFUSED", WT(RESOLVED),
@@ -131,6 +137,25 @@ static const struct wire_case wire_cases[] = {
 	{ "ack buffer size + 1", WT(ACK), .extra = DMAPLANE_WIRE_BUF_SIZE - HSZ - 16 + 1,
 	  .want = BAD },
 
+	/* Every type but EAGER: at most DMAPLANE_WIRE_CTRL_MAX bytes. */
+	{ "eager CTRL_MAX + 1 bytes", WT(EAGER), .n = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ - MSZ },
+	{ "fin CTRL_MAX + 1 bytes", WT(FIN),
+	  .extra = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ - 16, .want = BAD },
+	{ "rts CTRL_MAX + 1 bytes", WT(RTS), .n = 1,
+	  .extra = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ - MSZ - 16 - SEGSZ, .want = BAD },
+	{ "rma_req CTRL_MAX + 1 bytes", WT(RMA_REQ), .n = 1,
+	  .extra = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ - RMASZ - 8 - SEGSZ, .want = BAD },
+	{ "rma_req buffer size", WT(RMA_REQ), .n = 1,
+	  .extra = DMAPLANE_WIRE_BUF_SIZE - HSZ - RMASZ - 8 - SEGSZ, .want = BAD },
+	{ "resolve CTRL_MAX + 1 bytes", WT(RESOLVE),
+	  .extra = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ - 32, .want = BAD },
+	{ "resolved CTRL_MAX + 1 bytes", WT(RESOLVED),
+	  .extra = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ - 32, .want = BAD },
+	{ "ack CTRL_MAX + 1 bytes", WT(ACK), .extra = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ - 16,
+	  .want = BAD },
+	{ "ack 0 nacks padded to CTRL_MAX + 16", WT(ACK),
+	  .extra = DMAPLANE_WIRE_CTRL_MAX, .want = BAD },
+
 	/* Header. */
 	{ "version 0", WT(EAGER), .poke = { P8(HDR(version), 0) }, .want = PROTO },
 	{ "version 2", WT(EAGER), .poke = { P8(HDR(version), 2) }, .want = PROTO },
@@ -150,9 +175,7 @@ static const struct wire_case wire_cases[] = {
 	{ "eager seq 0", WT(EAGER), .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "rts seq 0", WT(RTS), .n = 1, .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "fin seq 0", WT(FIN), .poke = { P64(HDR(seq), 0) }, .want = BAD },
-	{ "rma_req seq 0", WT(RMA_REQ), .poke = { P64(HDR(seq), 0) }, .want = BAD },
-	{ "grant seq 0", WT(RMA_GRANT), .poke = { P64(HDR(seq), 0) }, .want = BAD },
-	{ "rma_done seq 0", WT(RMA_DONE), .poke = { P64(HDR(seq), 0) }, .want = BAD },
+	{ "rma_req seq 0", WT(RMA_REQ), .n = 1, .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "resolve seq 0", WT(RESOLVE), .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "resolved seq 0", WT(RESOLVED), .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "ack seq 1", WT(ACK), .poke = { P64(HDR(seq), 1) }, .want = BAD },
@@ -211,14 +234,10 @@ static const struct wire_case wire_cases[] = {
 	{ "fin + 1", WT(FIN), .extra = 1, .want = BAD },
 	{ "fin header only", WT(FIN), .extra = -(int)sizeof(struct dmaplane_wire_fin),
 	  .want = BAD },
-	{ "rma_req - 1", WT(RMA_REQ), .extra = -1, .want = BAD },
-	{ "rma_req + 1", WT(RMA_REQ), .extra = 1, .want = BAD },
-	{ "grant - 1", WT(RMA_GRANT), .extra = -1, .want = BAD },
-	{ "grant + 1", WT(RMA_GRANT), .extra = 1, .want = BAD },
-	{ "grant without seg", WT(RMA_GRANT), .extra = -(int)SEGSZ, .want = BAD },
-	{ "rma_done - 1", WT(RMA_DONE), .extra = -1, .want = BAD },
-	{ "rma_done + 1", WT(RMA_DONE), .extra = 1, .want = BAD },
-	{ "rma_done header only", WT(RMA_DONE), .extra = -8, .want = BAD },
+	{ "rma_req - 1", WT(RMA_REQ), .n = 1, .extra = -1, .want = BAD },
+	{ "rma_req + 1", WT(RMA_REQ), .n = 1, .extra = 1, .want = BAD },
+	{ "rma_req 0 segments - 1", WT(RMA_REQ), .extra = -1, .want = BAD },
+	{ "rma_req 0 segments + 1", WT(RMA_REQ), .extra = 1, .want = BAD },
 	{ "resolve - 1", WT(RESOLVE), .extra = -1, .want = BAD },
 	{ "resolve + 1", WT(RESOLVE), .extra = 1, .want = BAD },
 	{ "resolved - 1", WT(RESOLVED), .extra = -1, .want = BAD },
@@ -228,19 +247,13 @@ static const struct wire_case wire_cases[] = {
 	{ "ack + 1", WT(ACK), .extra = 1, .want = BAD },
 	{ "ack with nack - 1", WT(ACK), .n = 1, .extra = -1, .want = BAD },
 
-	/* Statuses and pads of FIN, GRANT, RESOLVE(D). */
+	/* Statuses and pads of FIN, RESOLVE(D). */
 	{ "fin status 1", WT(FIN), .poke = { P32(FIN(status), 1) }, .want = BAD },
 	{ "fin status INT_MAX", WT(FIN), .poke = { P32(FIN(status), INT_MAX) }, .want = BAD },
 	{ "fin status -MAX_ERRNO - 1", WT(FIN),
 	  .poke = { P32(FIN(status), -MAX_ERRNO - 1) }, .want = BAD },
 	{ "fin status INT_MIN", WT(FIN), .poke = { P32(FIN(status), INT_MIN) }, .want = BAD },
 	{ "fin pad", WT(FIN), .poke = { P32(FIN(pad), 1) }, .want = BAD },
-	{ "grant status 1", WT(RMA_GRANT), .poke = { P32(GRANT(status), 1) }, .want = BAD },
-	{ "grant status -MAX_ERRNO - 1", WT(RMA_GRANT),
-	  .poke = { P32(GRANT(status), -MAX_ERRNO - 1) }, .want = BAD },
-	{ "grant status INT_MIN", WT(RMA_GRANT), .poke = { P32(GRANT(status), INT_MIN) },
-	  .want = BAD },
-	{ "grant pad", WT(RMA_GRANT), .poke = { P32(GRANT(pad), 0x100) }, .want = BAD },
 	{ "resolve status -ECONNREFUSED", WT(RESOLVE),
 	  .poke = { P32(RES(status), -ECONNREFUSED) }, .want = BAD },
 	{ "resolve status 1", WT(RESOLVE), .poke = { P32(RES(status), 1) }, .want = BAD },
@@ -249,10 +262,55 @@ static const struct wire_case wire_cases[] = {
 	  .poke = { P32(RES(status), -MAX_ERRNO - 1) }, .want = BAD },
 
 	/* RMA_REQ. */
-	{ "rma_req write 2", WT(RMA_REQ), .poke = { P8(RMA(write), 2) }, .want = BAD },
-	{ "rma_req write 255", WT(RMA_REQ), .poke = { P8(RMA(write), 255) }, .want = BAD },
-	{ "rma_req pad[0]", WT(RMA_REQ), .poke = { P8(RMA(pad), 1) }, .want = BAD },
-	{ "rma_req pad[2]", WT(RMA_REQ), .poke = { P8(RMA(pad) + 2, 0x80) }, .want = BAD },
+	{ "rma_req write 2", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(write), 2) }, .want = BAD },
+	{ "rma_req write 255", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(write), 255) },
+	  .want = BAD },
+	{ "rma_req pad[0]", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(pad), 1) }, .want = BAD },
+	{ "rma_req pad[2]", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(pad) + 2, 0x80) },
+	  .want = BAD },
+	{ "rma_req src 2^47", WT(RMA_REQ), .n = 1, .poke = { P64(RMA(src), UID_LIMIT) },
+	  .want = BAD },
+	{ "rma_req dst 2^47", WT(RMA_REQ), .n = 1, .poke = { P64(RMA(dst), UID_LIMIT) },
+	  .want = BAD },
+	{ "rma_req src 2^64 - 1", WT(RMA_REQ), .n = 0, .poke = { P64(RMA(src), U64_MAX) },
+	  .want = BAD },
+	{ "rma_req dst 2^63", WT(RMA_REQ), .n = 0, .poke = { P64(RMA(dst), BIT_ULL(63)) },
+	  .want = BAD },
+	{ "rma_req without seglist", WT(RMA_REQ), .n = 1, .extra = -(int)(8 + SEGSZ),
+	  .want = BAD },
+	{ "rma_req seglist header only, 1 segment claimed", WT(RMA_REQ), .n = 1,
+	  .extra = -(int)SEGSZ, .want = BAD },
+	{ "rma_req header only", WT(RMA_REQ), .n = 1, .extra = -(int)(RMASZ + 8 + SEGSZ),
+	  .want = BAD },
+	{ "rma_req seglist pad", WT(RMA_REQ), .n = 1, .poke = { P32(SL(pad), 1) },
+	  .want = BAD },
+	{ "rma_req 0 segments, len 1", WT(RMA_REQ), .n = 0, .poke = { P64(RMA(len), 1) },
+	  .want = BAD },
+	{ "rma_req 0 segments, len 2^64 - 1", WT(RMA_REQ), .n = 0,
+	  .poke = { P64(RMA(len), U64_MAX) }, .want = BAD },
+	{ "rma_req max + 1 segments", WT(RMA_REQ), .n = DMAPLANE_WIRE_MAX_SEGS + 1,
+	  .want = BAD },
+	{ "rma_req nsegs 2^32 - 1", WT(RMA_REQ), .n = 1,
+	  .poke = { P32(SL(nsegs), U32_MAX) }, .want = BAD },
+	{ "rma_req nsegs above segments sent", WT(RMA_REQ), .n = 1,
+	  .poke = { P32(SL(nsegs), 2) }, .want = BAD },
+	{ "rma_req nsegs below segments sent", WT(RMA_REQ), .n = 2,
+	  .poke = { P32(SL(nsegs), 1) }, .want = BAD },
+	{ "rma_req nsegs 0, one segment sent", WT(RMA_REQ), .n = 1,
+	  .poke = { P32(SL(nsegs), 0), P64(RMA(len), 0) }, .want = BAD },
+	{ "rma_req segment 0 of length 0", WT(RMA_REQ), .n = 2,
+	  .poke = { P32(RSEG(0, len), 0), P64(RMA(len), 1) }, .want = BAD },
+	{ "rma_req last segment of length 0", WT(RMA_REQ), .n = DMAPLANE_WIRE_MAX_SEGS,
+	  .poke = { P32(RSEG(DMAPLANE_WIRE_MAX_SEGS - 1, len), 0),
+		    P64(RMA(len), DMAPLANE_WIRE_MAX_SEGS - 1) }, .want = BAD },
+	{ "rma_req len sum + 1", WT(RMA_REQ), .n = 3, .poke = { P64(RMA(len), 4) },
+	  .want = BAD },
+	{ "rma_req len sum - 1", WT(RMA_REQ), .n = 3, .poke = { P64(RMA(len), 2) },
+	  .want = BAD },
+	{ "rma_req len 0, one segment", WT(RMA_REQ), .n = 1, .poke = { P64(RMA(len), 0) },
+	  .want = BAD },
+	{ "rma_req len sum modulo 2^32", WT(RMA_REQ), .n = 2, .seg_len = U32_MAX,
+	  .poke = { P64(RMA(len), (u32)(2ULL * U32_MAX)) }, .want = BAD },
 
 	/* ACK. */
 	{ "ack credits + 1", WT(ACK), .poke = { P32(ACK(credits), DMAPLANE_WIRE_CREDITS + 1) },
@@ -330,30 +388,23 @@ static u32 build_valid(const struct wire_case *c, u8 *b)
 	}
 	case DMAPLANE_WIRE_RMA_REQ: {
 		struct dmaplane_wire_rma *r = body;
+		struct dmaplane_wire_seglist *sl = body + RMASZ;
 
 		r->cookie = cpu_to_le64(1);
 		r->src = cpu_to_le64(3);
 		r->dst = cpu_to_le64(5);
 		r->rkey = cpu_to_le64(0xabcdef);
-		r->len = cpu_to_le64(4096);
+		r->roffset = cpu_to_le64(4096);
+		r->len = cpu_to_le64((u64)c->n * seg_len);
+		r->uid = cpu_to_le32(1000);
 		r->write = 1;
-		return sizeof(*r);
-	}
-	case DMAPLANE_WIRE_RMA_GRANT: {
-		struct dmaplane_wire_grant *g = body;
-
-		g->cookie = cpu_to_le64(1);
-		g->grant = cpu_to_le64(2);
-		g->seg.addr = cpu_to_le64(0x10000);
-		g->seg.rkey = cpu_to_le32(0x100);
-		g->seg.len = cpu_to_le32(4096);
-		return sizeof(*g);
-	}
-	case DMAPLANE_WIRE_RMA_DONE: {
-		struct dmaplane_wire_done *d = body;
-
-		d->grant = cpu_to_le64(2);
-		return sizeof(*d);
+		sl->nsegs = cpu_to_le32(c->n);
+		for (i = 0; i < c->n; i++) {
+			sl->segs[i].addr = cpu_to_le64(0x10000 * (i + 1));
+			sl->segs[i].rkey = cpu_to_le32(0x100 + i);
+			sl->segs[i].len = cpu_to_le32(seg_len);
+		}
+		return RMASZ + struct_size(sl, segs, c->n);
 	}
 	case DMAPLANE_WIRE_RESOLVE:
 	case DMAPLANE_WIRE_RESOLVED: {
@@ -441,20 +492,29 @@ static void wire_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_rts), 16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_fin), 16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_rma), 64);
-	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_grant), 40);
-	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_done), 8);
+	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_seglist), 8);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_resolve), 32);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_nack), 16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_ack), 16);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_cm, node_id), 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_hdr, seq), 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_rma, write), 60);
+	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_seglist, segs), 8);
+	/* Buffer sizes: a 64-byte header piece, then a 16 KiB payload piece. */
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_HDR_BYTES, 64);
+	KUNIT_EXPECT_EQ(test, HSZ + MSZ, DMAPLANE_WIRE_HDR_BYTES);
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_EAGER_MAX, 16384);
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_BUF_SIZE, 16448);
 	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_EAGER_MAX, DMAPLANE_WIRE_BUF_SIZE - 64);
-	/* The largest RTS and ACK fit a buffer. */
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_CTRL_MAX, 2048);
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_MAX_SEGS, 64);
+	/* The largest RTS, RMA_REQ and ACK are control messages. */
 	KUNIT_EXPECT_LE(test, HSZ + MSZ + sizeof(struct dmaplane_wire_rts) +
-			DMAPLANE_WIRE_MAX_SEGS * SEGSZ, DMAPLANE_WIRE_BUF_SIZE);
+			DMAPLANE_WIRE_MAX_SEGS * SEGSZ, DMAPLANE_WIRE_CTRL_MAX);
+	KUNIT_EXPECT_LE(test, HSZ + RMASZ + sizeof(struct dmaplane_wire_seglist) +
+			DMAPLANE_WIRE_MAX_SEGS * SEGSZ, DMAPLANE_WIRE_CTRL_MAX);
 	KUNIT_EXPECT_LE(test, HSZ + sizeof(struct dmaplane_wire_ack) +
-			DMAPLANE_WIRE_CREDITS * NACKSZ, DMAPLANE_WIRE_BUF_SIZE);
+			DMAPLANE_WIRE_CREDITS * NACKSZ, DMAPLANE_WIRE_CTRL_MAX);
 }
 
 static void credits_take_until_empty(struct kunit *test)
