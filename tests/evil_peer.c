@@ -6,9 +6,11 @@
  * per case either offers bad private data (the node must reject the
  * CONNECT) or, once accepted, sends one malformed or unjustified message
  * (the node must drop the connection: RDMA_CM_EVENT_DISCONNECTED here
- * within a bounded time).  The last case asks for a region with a random
- * dmaplane rkey: a user error, answered with an RMA_GRANT of status
- * -ENOENT on a connection that stays up.
+ * within a bounded time).  The last case sends a PUT request (RMA_REQ
+ * with a valid one-segment seglist) for a region with a random dmaplane
+ * rkey on a random endpoint: a user error, answered with a FIN of status
+ * -ENOENT (no such region) or -ECONNRESET (no such endpoint) on a
+ * connection that stays up.
  *
  *   evil_peer --addr IP [--port P] --case NAME|all [--timeout S] [--dst UID]
  *   evil_peer --list [all|accept|reject|drop|stay]
@@ -70,7 +72,8 @@ struct conn {
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
-	uint8_t *mem;		/* DMAPLANE_WIRE_RECVS receive buffers, then sends */
+	uint8_t *mem;		/* DMAPLANE_WIRE_RECVS receive buffers, then sends,
+				 * each DMAPLANE_WIRE_BUF_SIZE bytes */
 	bool qp;
 	bool established;
 	bool disconnected;
@@ -550,6 +553,40 @@ static uint32_t msg_rts(struct conn *c, uint32_t nsegs)
 	return HSZ + body;
 }
 
+/*
+ * A PUT request of @nsegs segments of 4096 bytes (a valid seglist) for a
+ * random dmaplane rkey on the endpoint --dst.  The target checks the key
+ * before it touches the segments, so their addresses and keys are made up.
+ */
+static uint32_t msg_rma(struct conn *c, uint32_t nsegs, uint64_t cookie)
+{
+	uint32_t body = sizeof(struct dmaplane_wire_rma) +
+			sizeof(struct dmaplane_wire_seglist) +
+			nsegs * sizeof(struct dmaplane_wire_seg);
+	struct dmaplane_wire_rma *r = msg_start(c, DMAPLANE_WIRE_RMA_REQ, body);
+	struct dmaplane_wire_seglist *sl = (void *)(r + 1);
+	uint32_t i;
+
+	r->cookie = htole64(cookie);
+	r->src = htole64(rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1));
+	r->dst = htole64(opt.dst_uid);
+	r->rkey = htole64(rnd64() | 1);
+	r->len = htole64((uint64_t)nsegs * 4096);
+	r->write = 1;
+	sl->nsegs = htole32(nsegs);
+	for (i = 0; i < nsegs; i++) {
+		sl->segs[i].addr = htole64(rnd64());
+		sl->segs[i].rkey = htole32((uint32_t)rnd64());
+		sl->segs[i].len = htole32(4096);
+	}
+	return HSZ + body;
+}
+
+static struct dmaplane_wire_seglist *rma_seglist(struct conn *c)
+{
+	return (void *)((uint8_t *)(hdr(c) + 1) + sizeof(struct dmaplane_wire_rma));
+}
+
 /* ---- cases ------------------------------------------------------------ */
 
 struct evil_case {
@@ -699,24 +736,78 @@ static uint32_t m_fin_unknown(struct conn *c)
 	return HSZ + sizeof(*f);
 }
 
-static uint32_t m_done_unknown(struct conn *c)
+/* A control message (FIN) padded beyond DMAPLANE_WIRE_CTRL_MAX bytes. */
+static uint32_t m_ctrl_oversized(struct conn *c)
 {
-	struct dmaplane_wire_done *d = msg_start(c, DMAPLANE_WIRE_RMA_DONE, sizeof(*d));
+	uint32_t body = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ;
+	struct dmaplane_wire_fin *f = msg_start(c, DMAPLANE_WIRE_FIN, body);
 
-	d->grant = htole64(rnd64());
-	return HSZ + sizeof(*d);
+	f->cookie = htole64(rnd64());
+	return HSZ + body;
 }
 
-static uint32_t m_grant_unknown(struct conn *c)
+/* Larger than the node's receive buffers: IB_WC_LOC_LEN_ERR there. */
+static uint32_t m_send_oversized(struct conn *c)
 {
-	struct dmaplane_wire_grant *g = msg_start(c, DMAPLANE_WIRE_RMA_GRANT, sizeof(*g));
+	return msg_eager(c, 2 * DMAPLANE_WIRE_EAGER_MAX);
+}
 
-	g->cookie = htole64(rnd64());
-	g->grant = htole64(rnd64());
-	g->seg.addr = htole64(rnd64());
-	g->seg.rkey = htole32((uint32_t)rnd64());
-	g->seg.len = htole32(4096);
-	return HSZ + sizeof(*g);
+static uint32_t m_rma_seg_sum(struct conn *c)
+{
+	uint32_t len = msg_rma(c, 2, rnd64());
+	struct dmaplane_wire_rma *r = (void *)(hdr(c) + 1);
+
+	r->len = htole64(3 * 4096);
+	return len;
+}
+
+static uint32_t m_rma_too_many(struct conn *c)
+{
+	return msg_rma(c, DMAPLANE_WIRE_MAX_SEGS + 1, rnd64());
+}
+
+static uint32_t m_rma_zero_segs(struct conn *c)
+{
+	uint32_t len = msg_rma(c, 0, rnd64());
+	struct dmaplane_wire_rma *r = (void *)(hdr(c) + 1);
+
+	r->len = htole64(4096);
+	return len;
+}
+
+static uint32_t m_rma_zero_seg(struct conn *c)
+{
+	uint32_t len = msg_rma(c, 2, rnd64());
+	struct dmaplane_wire_rma *r = (void *)(hdr(c) + 1);
+
+	rma_seglist(c)->segs[0].len = 0;
+	r->len = htole64(4096);
+	return len;
+}
+
+static uint32_t m_rma_nsegs(struct conn *c)
+{
+	uint32_t len = msg_rma(c, 1, rnd64());
+
+	rma_seglist(c)->nsegs = htole32(0x10000000);
+	return len;
+}
+
+static uint32_t m_rma_dst(struct conn *c)
+{
+	uint32_t len = msg_rma(c, 1, rnd64());
+	struct dmaplane_wire_rma *r = (void *)(hdr(c) + 1);
+
+	r->dst = htole64(1ull << DMAPLANE_SRC_NODE_SHIFT);
+	return len;
+}
+
+static uint32_t m_seq_gap(struct conn *c)
+{
+	uint32_t len = msg_eager(c, 8);
+
+	hdr(c)->seq = htole64(2);
+	return len;
 }
 
 static uint32_t m_resolved_unknown(struct conn *c)
@@ -773,17 +864,24 @@ static const struct evil_case cases[] = {
 	{ "drop-len-mismatch", DROP, .msg = m_len_mismatch },
 	{ "drop-eager-msg-len", DROP, .msg = m_eager_msg_len },
 	{ "drop-eager-oversized", DROP, .msg = m_eager_oversized },
+	{ "drop-send-oversized", DROP, .msg = m_send_oversized },
+	{ "drop-ctrl-oversized", DROP, .msg = m_ctrl_oversized },
 	{ "drop-rts-bogus-nsegs", DROP, .msg = m_rts_nsegs },
 	{ "drop-rts-too-many-segs", DROP, .msg = m_rts_too_many },
 	{ "drop-rts-zero-seg", DROP, .msg = m_rts_zero_seg },
 	{ "drop-rts-seg-sum", DROP, .msg = m_rts_sum },
 	{ "drop-fin-unknown-cookie", DROP, .msg = m_fin_unknown },
-	{ "drop-done-unknown-grant", DROP, .msg = m_done_unknown },
-	{ "drop-grant-unknown-cookie", DROP, .msg = m_grant_unknown },
+	{ "drop-rma-seg-sum", DROP, .msg = m_rma_seg_sum },
+	{ "drop-rma-too-many-segs", DROP, .msg = m_rma_too_many },
+	{ "drop-rma-zero-segs", DROP, .msg = m_rma_zero_segs },
+	{ "drop-rma-zero-seg", DROP, .msg = m_rma_zero_seg },
+	{ "drop-rma-bogus-nsegs", DROP, .msg = m_rma_nsegs },
+	{ "drop-rma-dst-range", DROP, .msg = m_rma_dst },
 	{ "drop-resolved-unknown-cookie", DROP, .msg = m_resolved_unknown },
 	{ "drop-ack-excess-credits", DROP, .msg = m_ack_credits },
 	{ "drop-ack-unknown-nack", DROP, .msg = m_ack_nack_unknown },
 	{ "drop-seq-zero", DROP, .msg = m_seq_zero },
+	{ "drop-seq-gap", DROP, .msg = m_seq_gap },
 	{ "stay-rma-unknown-rkey", STAY, NULL, NULL },
 };
 
@@ -871,36 +969,32 @@ out:
 	return ret;
 }
 
-/* A request for a region no endpoint published: RMA_GRANT -ENOENT. */
+/*
+ * A PUT for a region no endpoint published: FIN -ENOENT (the endpoint
+ * exists, the key does not) or -ECONNRESET (no such endpoint).
+ */
 static int run_stay(void)
 {
 	struct conn *c = conn_open_valid();
-	const struct dmaplane_wire_grant *g;
+	const struct dmaplane_wire_fin *f;
 	const struct dmaplane_wire_hdr *h;
-	struct dmaplane_wire_rma *r;
 	uint64_t cookie = rnd64();
 	long long end;
+	int32_t st;
 	int ret = -1;
 
 	if (!c)
 		return -1;
 	h = (void *)c->rx;
-	g = (void *)(c->rx + HSZ);
-	r = msg_start(c, DMAPLANE_WIRE_RMA_REQ, sizeof(*r));
-	r->cookie = htole64(cookie);
-	r->src = htole64(rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1));
-	r->dst = htole64(opt.dst_uid);
-	r->rkey = htole64(rnd64() | 1);
-	r->len = htole64(4096);
-	r->write = 1;
-	if (send_msg(c, 0, HSZ + sizeof(*r)))
+	f = (void *)(c->rx + HSZ);
+	if (send_msg(c, 0, msg_rma(c, 1, cookie)))
 		goto out;
 
-	/* Skip ACKs; the first request from the node must be the grant. */
+	/* Skip ACKs; the first request from the node must be the FIN. */
 	end = now_ms() + opt.timeout_ms;
 	while (now_ms() < end && (!c->rx_len || rx_is_ack(c))) {
 		if (next_event(c, STEP_MS) >= 0) {
-			diag("%s while waiting for the grant", c->disconnected ?
+			diag("%s while waiting for the FIN", c->disconnected ?
 			     "DISCONNECTED" : "CM event");
 			goto out;
 		}
@@ -908,24 +1002,25 @@ static int run_stay(void)
 			goto out;
 	}
 	if (!c->rx_len || rx_is_ack(c)) {
-		diag("no RMA_GRANT within %d ms", opt.timeout_ms);
+		diag("no FIN within %d ms", opt.timeout_ms);
 		goto out;
 	}
-	if (c->rx_len != HSZ + sizeof(*g) || h->type != DMAPLANE_WIRE_RMA_GRANT ||
-	    h->version != DMAPLANE_WIRE_VERSION || le32toh(h->len) != sizeof(*g) ||
+	if (c->rx_len != HSZ + sizeof(*f) || h->type != DMAPLANE_WIRE_FIN ||
+	    h->version != DMAPLANE_WIRE_VERSION || le32toh(h->len) != sizeof(*f) ||
 	    le64toh(h->seq) != 1) {
-		diag("expected RMA_GRANT seq 1, got %u bytes: type %u version %u len %u seq %llu",
+		diag("expected FIN seq 1, got %u bytes: type %u version %u len %u seq %llu",
 		     c->rx_len, h->type, h->version, le32toh(h->len),
 		     (unsigned long long)le64toh(h->seq));
 		goto out;
 	}
-	if (le64toh(g->cookie) != cookie || (int32_t)le32toh(g->status) != -ENOENT) {
-		diag("RMA_GRANT cookie %s, status %d (want -ENOENT = %d)",
-		     le64toh(g->cookie) == cookie ? "echoed" : "WRONG",
-		     (int32_t)le32toh(g->status), -ENOENT);
+	st = (int32_t)le32toh(f->status);
+	if (le64toh(f->cookie) != cookie || (st != -ENOENT && st != -ECONNRESET)) {
+		diag("FIN cookie %s, status %d (want -ENOENT = %d or -ECONNRESET = %d)",
+		     le64toh(f->cookie) == cookie ? "echoed" : "WRONG", st, -ENOENT,
+		     -ECONNRESET);
 		goto out;
 	}
-	diag("RMA_GRANT status -ENOENT");
+	diag("FIN status %s", st == -ENOENT ? "-ENOENT" : "-ECONNRESET");
 	ret = stays_up(c, 1000);
 out:
 	conn_close(c);

@@ -49,17 +49,14 @@ make_initramfs() {
 		done
 		;;
 	esac
-	# The malicious-peer tool of tests/vm/jobs/twonode.sh, once it exists.
-	for t in "$BUILD"/evil_peer "$BUILD"/tests/evil_peer; do
-		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/evil_peer"
-	done
 	for t in "$BUILD"/tests/*_test; do
 		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/tests/$(basename "$t")"
 	done
-	# The malicious peer (jobs/evil.sh) and libibverbs' soft-RoCE provider,
-	# which it loads at run time (ldd does not see it).
+	# The malicious peer of the two-node job (jobs/evil.sh, as
+	# /dmaplane/evil_peer) and libibverbs' soft-RoCE provider, which it
+	# loads at run time (ldd does not see it).
 	if [ -x "$BUILD/tests/evil_peer" ]; then
-		set -- "$@" "$BUILD/tests/evil_peer"
+		set -- "$@" "$BUILD/tests/evil_peer:/dmaplane/evil_peer"
 		for t in /usr/lib/*/libibverbs/librxe-rdmav*.so /etc/libibverbs.d/rxe.driver; do
 			[ -e "$t" ] && set -- "$@" "$t:$t"
 		done
