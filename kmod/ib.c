@@ -68,6 +68,14 @@ MODULE_PARM_DESC(port, "rdma_cm port the transport listens on and connects to");
 #define IB_RESOLVE_TIMEOUT	(5 * HZ)
 #define IB_SQ_DEPTH		4096
 #define IB_RDMA_CTXS		256
+/*
+ * RDMA contexts (each up to 2 MiB) in flight per connection: beyond this
+ * they wait, so that a burst of large messages neither overflows the send
+ * queue nor keeps READs outstanding long enough to exhaust RC retries.
+ */
+#define IB_RW_BUDGET		8
+/* Local ACK timeout exponent: 4.096 us * 2^19, about 2 s per try. */
+#define IB_ACK_TIMEOUT		19
 #define IB_MAX_SLOT		((1U << (64 - DMAPLANE_SRC_NODE_SHIFT - 1)) - 1)
 
 /*
@@ -187,6 +195,8 @@ struct dmaplane_rx {
  * @credits: requests we may send; @credits.owed is under @ack_lock
  * @tx_seq: seq of the last request posted
  * @backlog: &struct dmaplane_tx requests waiting for a credit
+ * @xfer_wait: &struct dmaplane_xfer waiting for room in %IB_RW_BUDGET
+ * @rw_inflight: RDMA contexts posted and not completed
  * @sent: &struct dmaplane_pend of EAGER/RTS requests waiting for an ACK
  * @cookies: cookie -> operation waiting for a FIN or RESOLVED
  * @next_cookie: cursor for @cookies
@@ -218,6 +228,8 @@ struct dmaplane_conn {
 	struct dmaplane_credits credits;
 	u64 tx_seq;
 	struct list_head backlog;
+	struct list_head xfer_wait;
+	unsigned int rw_inflight;
 	struct list_head sent;
 	struct xarray cookies;
 	u32 next_cookie;
@@ -348,6 +360,7 @@ struct dmaplane_rdv {
 
 /**
  * struct dmaplane_xfer - RDMA between local pages and the peer's segments
+ * @node: on conn->xfer_wait while it waits for room
  * @conn: connection (referenced)
  * @cqe: completion of each RDMA context
  * @write: RDMA WRITE (local -> peer) instead of READ
@@ -359,6 +372,7 @@ struct dmaplane_rdv {
  * @bv: the local bytes, piece by piece
  * @nbv: pieces in @bv
  * @nctx: RDMA contexts, one per remote segment
+ * @rsegs: the remote segments, one per context
  * @ctx: the contexts and their scatterlists
  * @done: called once, in process context, when every context completed
  * @ep: receiver (rendezvous) or target's endpoint (referenced)
@@ -371,6 +385,7 @@ struct dmaplane_rdv {
  * @len: bytes moved
  */
 struct dmaplane_xfer {
+	struct list_head node;
 	struct dmaplane_conn *conn;
 	struct ib_cqe cqe;
 	bool write;
@@ -382,6 +397,7 @@ struct dmaplane_xfer {
 	struct bio_vec *bv;
 	unsigned int nbv;
 	unsigned int nctx;
+	struct dmaplane_wire_seg *rsegs;
 	struct {
 		struct rdma_rw_ctx rw;
 		struct sg_table sgt;
@@ -512,7 +528,8 @@ static void tx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	ib_dma_unmap_single(c->dev->ibdev, tx->dma, tx->len, DMA_TO_DEVICE);
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR) {
-		pr_debug("send to peer failed: %s\n", ib_wc_status_msg(wc->status));
+		pr_warn_ratelimited("send to %pISp failed: %s\n", &c->peer->addr,
+				    ib_wc_status_msg(wc->status));
 		conn_fail(c, false);
 	}
 	tx_free(tx);
@@ -1008,6 +1025,7 @@ static void xfer_free(struct dmaplane_xfer *x)
 		sg_free_table(&x->ctx[i].sgt);
 	}
 	kfree(x->ctx);
+	kfree(x->rsegs);
 	if (x->pages) {
 		if (x->user) {
 			unpin_user_pages_dirty_lock(x->pages, x->npages, !x->write);
@@ -1026,16 +1044,90 @@ static void xfer_free(struct dmaplane_xfer *x)
 	kfree(x);
 }
 
+static void xfer_finish(struct dmaplane_xfer *x)
+{
+	x->done(x);
+	xfer_free(x);
+}
+
+/*
+ * Post every context of @x; under tx_lock, the connection up.  Return: how
+ * many could not be posted (the caller takes them off @x->pending).
+ */
+static unsigned int xfer_post_locked(struct dmaplane_conn *c, struct dmaplane_xfer *x)
+{
+	enum dma_data_direction dir = x->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
+	unsigned int i, posted = 0;
+	int ret = 0;
+
+	lockdep_assert_held(&c->tx_lock);
+	for (i = 0; i < x->nctx; i++) {
+		ret = rdma_rw_ctx_init(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
+				       x->ctx[i].sgt.sgl, x->ctx[i].sgt.orig_nents, 0,
+				       le64_to_cpu(x->rsegs[i].addr),
+				       le32_to_cpu(x->rsegs[i].rkey), dir);
+		if (ret < 0)
+			break;
+		x->ctx[i].init = true;
+		ret = rdma_rw_ctx_post(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
+				       &x->cqe, NULL);
+		if (ret) {
+			rdma_rw_ctx_destroy(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
+					    x->ctx[i].sgt.sgl, x->ctx[i].sgt.orig_nents, dir);
+			x->ctx[i].init = false;
+			/* The send queue is full or broken: give up on the peer. */
+			conn_fail(c, false);
+			break;
+		}
+		posted++;
+	}
+	c->rw_inflight += posted;
+	if (posted < x->nctx && !x->status)
+		x->status = ret < 0 ? ret : -EIO;
+	atomic64_add(x->len, x->write ? &c->peer->tx_bytes : &c->peer->rx_bytes);
+	return x->nctx - posted;
+}
+
+/*
+ * Start what waits for room; under tx_lock.  Transfers that could not be
+ * posted at all go on @finished, to be finished without the lock.
+ */
+static void xfer_kick_locked(struct dmaplane_conn *c, struct list_head *finished)
+{
+	struct dmaplane_xfer *x;
+
+	lockdep_assert_held(&c->tx_lock);
+	while (c->state == CONN_UP &&
+	       (x = list_first_entry_or_null(&c->xfer_wait, struct dmaplane_xfer, node)) &&
+	       (!c->rw_inflight || c->rw_inflight + x->nctx <= IB_RW_BUDGET)) {
+		list_del(&x->node);
+		if (atomic_sub_and_test(xfer_post_locked(c, x), &x->pending))
+			list_add_tail(&x->node, finished);
+	}
+}
+
 static void xfer_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct dmaplane_xfer *x = container_of(wc->wr_cqe, struct dmaplane_xfer, cqe);
+	struct dmaplane_conn *c = x->conn;
+	struct dmaplane_xfer *y, *tmp;
+	LIST_HEAD(finished);
 
-	if (wc->status != IB_WC_SUCCESS && !x->status)
+	if (wc->status != IB_WC_SUCCESS && !x->status) {
 		x->status = wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
-	if (atomic_dec_and_test(&x->pending)) {
-		x->done(x);
-		xfer_free(x);
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_warn_ratelimited("RDMA %s with %pISp failed: %s\n",
+					    x->write ? "WRITE" : "READ", &c->peer->addr,
+					    ib_wc_status_msg(wc->status));
 	}
+	mutex_lock(&c->tx_lock);
+	c->rw_inflight--;
+	xfer_kick_locked(c, &finished);
+	mutex_unlock(&c->tx_lock);
+	if (atomic_dec_and_test(&x->pending))
+		xfer_finish(x);
+	list_for_each_entry_safe(y, tmp, &finished, node)
+		xfer_finish(y);
 }
 
 /* Local bytes [@start, @start + @len) of @x as a scatterlist. */
@@ -1074,7 +1166,7 @@ static int xfer_start(struct dmaplane_xfer *x, const struct dmaplane_wire_seg *s
 		      u32 nsegs)
 {
 	struct dmaplane_conn *c = x->conn;
-	unsigned int i, posted = 0;
+	unsigned int i, failed;
 	u64 pos = 0;
 	int ret = 0;
 
@@ -1090,6 +1182,9 @@ static int xfer_start(struct dmaplane_xfer *x, const struct dmaplane_wire_seg *s
 			return ret;
 		pos += n;
 	}
+	x->rsegs = kmemdup(segs, x->nctx * sizeof(*segs), GFP_KERNEL);
+	if (x->nctx && !x->rsegs)
+		return -ENOMEM;
 	x->cqe.done = xfer_done;
 	atomic_set(&x->pending, x->nctx + 1);
 
@@ -1099,42 +1194,21 @@ static int xfer_start(struct dmaplane_xfer *x, const struct dmaplane_wire_seg *s
 		mutex_unlock(&c->tx_lock);
 		return -ECONNRESET;
 	}
-	for (i = 0; i < x->nctx; i++) {
-		ret = rdma_rw_ctx_init(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
-				       x->ctx[i].sgt.sgl, x->ctx[i].sgt.orig_nents, 0,
-				       le64_to_cpu(segs[i].addr), le32_to_cpu(segs[i].rkey),
-				       x->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
-		if (ret < 0)
-			break;
-		x->ctx[i].init = true;
-		ret = rdma_rw_ctx_post(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
-				       &x->cqe, NULL);
-		if (ret) {
-			rdma_rw_ctx_destroy(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
-					    x->ctx[i].sgt.sgl, x->ctx[i].sgt.orig_nents,
-					    x->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
-			x->ctx[i].init = false;
-			/* The send queue is full or broken: give up on the peer. */
-			conn_fail(c, false);
-			break;
-		}
-		posted++;
-	}
-	if (posted < x->nctx) {
-		if (!posted) {
+	if (list_empty(&c->xfer_wait) &&
+	    (!c->rw_inflight || c->rw_inflight + x->nctx <= IB_RW_BUDGET)) {
+		failed = xfer_post_locked(c, x);
+		if (failed == x->nctx && x->nctx) {
 			mutex_unlock(&c->tx_lock);
-			return ret < 0 ? ret : -EIO;
+			return x->status;
 		}
-		x->status = ret < 0 ? ret : -EIO;
-		atomic_sub(x->nctx - posted, &x->pending);
+		atomic_sub(failed, &x->pending);
+	} else {
+		list_add_tail(&x->node, &c->xfer_wait);
 	}
-	atomic64_add(x->len, x->write ? &c->peer->tx_bytes : &c->peer->rx_bytes);
 	mutex_unlock(&c->tx_lock);
 	/* Drop the submitter's count: the last completion finishes. */
-	if (atomic_dec_and_test(&x->pending)) {
-		x->done(x);
-		xfer_free(x);
-	}
+	if (atomic_dec_and_test(&x->pending))
+		xfer_finish(x);
 	return 0;
 }
 
@@ -1661,8 +1735,11 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	if (wc->status != IB_WC_SUCCESS) {
 		/* A message larger than any buffer is malformed input too. */
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
+		if (wc->status != IB_WC_WR_FLUSH_ERR) {
+			pr_warn_ratelimited("receive from %pISp failed: %s\n", &c->peer->addr,
+					    ib_wc_status_msg(wc->status));
 			conn_fail(c, wc->status == IB_WC_LOC_LEN_ERR);
+		}
 		return;
 	}
 	/*
@@ -1742,7 +1819,9 @@ static void conn_teardown(struct work_struct *work)
 	struct dmaplane_conn *c = container_of(work, struct dmaplane_conn, teardown_work);
 	struct dmaplane_ib_peer *p = c->peer;
 	struct dmaplane_tx *tx, *ttmp;
+	struct dmaplane_xfer *x, *xtmp;
 	struct dmaplane_pend *pend, *ptmp;
+	LIST_HEAD(xwait);
 	struct dmaplane_sreg *s;
 	unsigned long cookie;
 	bool was_up = false;
@@ -1769,8 +1848,10 @@ static void conn_teardown(struct work_struct *work)
 		refs++;
 	}
 	spin_unlock(&p->lock);
-	if (was_up)
+	if (was_up) {
 		conn_notify(p, false);
+		pr_info("connection to %pISp (node %016llx) closed\n", &p->addr, c->node_id);
+	}
 	if (!p->deleted && !ib_exiting && !p->conn)
 		mod_delayed_work(dp_ib_wq, &p->connect_work, IB_RETRY_DELAY);
 	mutex_unlock(&ib_lock);
@@ -1789,6 +1870,16 @@ static void conn_teardown(struct work_struct *work)
 		ib_drain_qp(c->qp);
 	}
 	cancel_work_sync(&c->ack_work);
+
+	/* Transfers that never got room fail now; the QP still exists. */
+	mutex_lock(&c->tx_lock);
+	list_splice_init(&c->xfer_wait, &xwait);
+	mutex_unlock(&c->tx_lock);
+	list_for_each_entry_safe(x, xtmp, &xwait, node) {
+		x->status = -ECONNRESET;
+		if (atomic_sub_and_test(x->nctx, &x->pending))
+			xfer_finish(x);
+	}
 
 	list_for_each_entry_safe(tx, ttmp, &backlog, node) {
 		if (tx->pend)
@@ -1859,6 +1950,7 @@ static struct dmaplane_conn *conn_alloc(struct dmaplane_ib_peer *p, bool active)
 	mutex_init(&c->tx_lock);
 	mutex_init(&c->ack_lock);
 	INIT_LIST_HEAD(&c->backlog);
+	INIT_LIST_HEAD(&c->xfer_wait);
 	INIT_LIST_HEAD(&c->sent);
 	xa_init_flags(&c->cookies, XA_FLAGS_ALLOC);
 	init_waitqueue_head(&c->up_wq);
@@ -1897,7 +1989,7 @@ static int conn_setup(struct dmaplane_conn *c)
 	c->dev = d;
 	ibdev = d->ibdev;
 
-	c->cq = ib_alloc_cq(ibdev, c, IB_SQ_DEPTH + DMAPLANE_WIRE_RECVS + IB_RDMA_CTXS * 3,
+	c->cq = ib_alloc_cq(ibdev, c, IB_SQ_DEPTH + DMAPLANE_WIRE_RECVS + IB_RDMA_CTXS * 3 + 2,
 			    0, IB_POLL_WORKQUEUE);
 	if (IS_ERR(c->cq)) {
 		ret = PTR_ERR(c->cq);
@@ -1910,8 +2002,9 @@ static int conn_setup(struct dmaplane_conn *c)
 	attr.recv_cq = c->cq;
 	attr.qp_type = IB_QPT_RC;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
-	attr.cap.max_send_wr = min_t(u32, IB_SQ_DEPTH, ibdev->attrs.max_qp_wr / 2);
-	attr.cap.max_recv_wr = DMAPLANE_WIRE_RECVS;
+	/* One more of each for ib_drain_qp(). */
+	attr.cap.max_send_wr = min_t(u32, IB_SQ_DEPTH, ibdev->attrs.max_qp_wr / 2) + 1;
+	attr.cap.max_recv_wr = DMAPLANE_WIRE_RECVS + 1;
 	attr.cap.max_send_sge = 1;
 	attr.cap.max_recv_sge = 2;
 	attr.cap.max_rdma_ctxs = IB_RDMA_CTXS;
@@ -2086,6 +2179,8 @@ static int cm_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	param.responder_resources = 16;
 	param.initiator_depth = 16;
 	param.rnr_retry_count = 7;
+	/* TCG-slow peers and long RDMA READs must not exhaust RC retries. */
+	rdma_set_ack_timeout(id, IB_ACK_TIMEOUT);
 	ret = rdma_accept(id, &param);
 	if (ret)
 		goto err_fail;
@@ -2130,6 +2225,7 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			param.initiator_depth = 16;
 			param.retry_count = 7;
 			param.rnr_retry_count = 7;
+			rdma_set_ack_timeout(id, IB_ACK_TIMEOUT);
 			ret = rdma_connect_locked(id, &param);
 		}
 		if (ret)
