@@ -13,7 +13,11 @@
  * connection that stays up.
  *
  *   evil_peer --addr IP [--port P] --case NAME|all [--timeout S] [--dst UID]
- *   evil_peer --list [all|accept|reject|drop|stay]
+ *   evil_peer --list [all|accept|reject|drop|stay|overflow]
+ *
+ * "overflow" lists the drop cases whose SEND is larger than the node's
+ * receive buffers: the node sees an error completion instead of a
+ * message (IB_WC_LOC_LEN_ERR, or IB_WC_LOC_QP_OP_ERR on rxe).
  *
  * Output is TAP; diagnostics are "# " lines before each result.  Exit
  * status 0 when every case passed.  Binding a port below 1024 needs root
@@ -596,6 +600,8 @@ struct evil_case {
 	uint8_t (*cm)(struct dmaplane_wire_cm *cm);
 	/* DROP: build the message in send slot 0, return its length. */
 	uint32_t (*msg)(struct conn *c);
+	/* DROP: larger than the node's receive buffers. */
+	bool overflow;
 };
 
 static uint8_t cm_bad_magic(struct dmaplane_wire_cm *cm)
@@ -849,7 +855,7 @@ static uint32_t m_seq_zero(struct conn *c)
 }
 
 static const struct evil_case cases[] = {
-	{ "accept-valid", ACCEPT, NULL, NULL },
+	{ "accept-valid", ACCEPT, .cm = NULL },
 	{ "reject-bad-magic", REJECT, .cm = cm_bad_magic },
 	{ "reject-bad-version", REJECT, .cm = cm_bad_version },
 	{ "reject-bad-credits", REJECT, .cm = cm_bad_credits },
@@ -863,9 +869,9 @@ static const struct evil_case cases[] = {
 	{ "drop-unknown-type", DROP, .msg = m_unknown_type },
 	{ "drop-len-mismatch", DROP, .msg = m_len_mismatch },
 	{ "drop-eager-msg-len", DROP, .msg = m_eager_msg_len },
-	{ "drop-eager-oversized", DROP, .msg = m_eager_oversized },
-	{ "drop-send-oversized", DROP, .msg = m_send_oversized },
-	{ "drop-ctrl-oversized", DROP, .msg = m_ctrl_oversized },
+	{ "drop-eager-oversized", DROP, .msg = m_eager_oversized, .overflow = true },
+	{ "drop-send-oversized", DROP, .msg = m_send_oversized, .overflow = true },
+	{ "drop-ctrl-too-long", DROP, .msg = m_ctrl_oversized },
 	{ "drop-rts-bogus-nsegs", DROP, .msg = m_rts_nsegs },
 	{ "drop-rts-too-many-segs", DROP, .msg = m_rts_too_many },
 	{ "drop-rts-zero-seg", DROP, .msg = m_rts_zero_seg },
@@ -882,7 +888,7 @@ static const struct evil_case cases[] = {
 	{ "drop-ack-unknown-nack", DROP, .msg = m_ack_nack_unknown },
 	{ "drop-seq-zero", DROP, .msg = m_seq_zero },
 	{ "drop-seq-gap", DROP, .msg = m_seq_gap },
-	{ "stay-rma-unknown-rkey", STAY, NULL, NULL },
+	{ "stay-rma-unknown-rkey", STAY, .cm = NULL },
 };
 
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
@@ -1046,7 +1052,7 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: evil_peer --addr IPV4 [--port P] --case NAME|all [--timeout S]\n"
 		"                 [--dst EP_UID]\n"
-		"       evil_peer --list [all|accept|reject|drop|stay]\n");
+		"       evil_peer --list [all|accept|reject|drop|stay|overflow]\n");
 	exit(2);
 }
 
@@ -1055,7 +1061,8 @@ static void list(const char *kind)
 	unsigned int i;
 
 	for (i = 0; i < NCASES; i++)
-		if (!strcmp(kind, "all") || !strcmp(kind, kind_names[cases[i].kind]))
+		if (!strcmp(kind, "all") || !strcmp(kind, kind_names[cases[i].kind]) ||
+		    (!strcmp(kind, "overflow") && cases[i].overflow))
 			printf("%s\n", cases[i].name);
 }
 
