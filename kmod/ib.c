@@ -1738,7 +1738,13 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		if (wc->status != IB_WC_WR_FLUSH_ERR) {
 			pr_warn_ratelimited("receive from %pISp failed: %s\n", &c->peer->addr,
 					    ib_wc_status_msg(wc->status));
-			conn_fail(c, wc->status == IB_WC_LOC_LEN_ERR);
+			/*
+			 * Our receive WRs are well formed: a length or
+			 * operation error here is a SEND larger than any
+			 * buffer (rxe reports it as LOC_QP_OP_ERR).
+			 */
+			conn_fail(c, wc->status == IB_WC_LOC_LEN_ERR ||
+				  wc->status == IB_WC_LOC_QP_OP_ERR);
 		}
 		return;
 	}
