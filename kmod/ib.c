@@ -2045,6 +2045,22 @@ static void cm_private(struct dmaplane_wire_cm *pd)
 	pd->buf_size = cpu_to_le32(DMAPLANE_WIRE_BUF_SIZE);
 }
 
+/* Parameters of CONNECT and ACCEPT, with our private data in @pd. */
+static void cm_conn_param(struct rdma_cm_id *id, struct rdma_conn_param *param,
+			  struct dmaplane_wire_cm *pd)
+{
+	cm_private(pd);
+	memset(param, 0, sizeof(*param));
+	param->private_data = pd;
+	param->private_data_len = sizeof(*pd);
+	param->responder_resources = 16;
+	param->initiator_depth = 16;
+	param->retry_count = 7;
+	param->rnr_retry_count = 7;
+	/* TCG-slow peers and long RDMA READs must not exhaust RC retries. */
+	rdma_set_ack_timeout(id, IB_ACK_TIMEOUT);
+}
+
 /* The peer's private data: its node_id, or 0 when invalid. */
 static u64 cm_private_check(const void *data, u8 len)
 {
@@ -2179,14 +2195,7 @@ static int cm_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	ret = conn_setup(c);
 	if (ret)
 		goto err_fail;
-	cm_private(&pd);
-	param.private_data = &pd;
-	param.private_data_len = sizeof(pd);
-	param.responder_resources = 16;
-	param.initiator_depth = 16;
-	param.rnr_retry_count = 7;
-	/* TCG-slow peers and long RDMA READs must not exhaust RC retries. */
-	rdma_set_ack_timeout(id, IB_ACK_TIMEOUT);
+	cm_conn_param(id, &param, &pd);
 	ret = rdma_accept(id, &param);
 	if (ret)
 		goto err_fail;
@@ -2224,14 +2233,7 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		ret = conn_setup(c);
 		if (!ret) {
-			cm_private(&pd);
-			param.private_data = &pd;
-			param.private_data_len = sizeof(pd);
-			param.responder_resources = 16;
-			param.initiator_depth = 16;
-			param.retry_count = 7;
-			param.rnr_retry_count = 7;
-			rdma_set_ack_timeout(id, IB_ACK_TIMEOUT);
+			cm_conn_param(id, &param, &pd);
 			ret = rdma_connect_locked(id, &param);
 		}
 		if (ret)

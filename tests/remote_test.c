@@ -1501,7 +1501,8 @@ TEST_F_TIMEOUT(remote, concurrent_senders_from_forked_processes, 600)
 
 			if (!ep || dp_av_insert(ep, &self->rname, &to))
 				_exit(1);
-			uid = uid_of(ep);
+			/* Children finish setting up in any order: say who we are. */
+			uid = (uint64_t)p << 56 | uid_of(ep);
 			if (write(pipefd[1], &uid, sizeof(uid)) != sizeof(uid))
 				_exit(2);
 			for (int i = 0; i < M; i++) {
@@ -1522,8 +1523,13 @@ TEST_F_TIMEOUT(remote, concurrent_senders_from_forked_processes, 600)
 			_exit(0);
 		}
 	}
-	for (int p = 0; p < P; p++)
-		ASSERT_EQ(sizeof(uids[p]), read(pipefd[0], &uids[p], sizeof(uids[p])));
+	for (int n = 0; n < P; n++) {
+		uint64_t v;
+
+		ASSERT_EQ(sizeof(v), read(pipefd[0], &v, sizeof(v)));
+		ASSERT_LT(v >> 56, (uint64_t)P);
+		uids[v >> 56] = v & ((1ULL << 56) - 1);
+	}
 	/* The other half of the receives while the senders run. */
 	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, DP_ANY_SRC,
 			   0, ~0ull, big, P * M / 2, P * M / 2, 0));
