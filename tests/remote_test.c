@@ -2130,9 +2130,11 @@ static int disrupt(const char *mode)
 		       "send %d: %d completions, status %d", i, here.done[i], here.status[i]);
 	}
 	/*
-	 * Their rendezvous messages queued here: the data is gone, so a
-	 * receive completes with an error -- or, if the transport dropped
-	 * them, stays posted until cancelled.  Never with data.
+	 * Their rendezvous message queued here: a receive completes exactly
+	 * once -- with an error once the data is gone, or, when it runs
+	 * before the node unloads, with the data the sender's node still
+	 * holds pinned (the message was sent whole) -- or, if the transport
+	 * dropped it, stays posted until cancelled.
 	 */
 	FAILIF(dp_recv(ep, to_r, 300, 0, rv, BIG, 50), "recv of queued rendezvous");
 	collect(ep, -1, 0, &here, 50, 50, 30);
@@ -2140,7 +2142,8 @@ static int disrupt(const char *mode)
 		FAILIF(dp_cancel(ep, 50), "receive 50 neither completed nor cancellable");
 		collect(ep, -1, 0, &here, 50, 50, 10);
 	}
-	FAILIF(here.done[50] != 1 || !here.status[50],
+	FAILIF(here.done[50] != 1 || (here.status[50] && here.status[50] != -ECONNRESET &&
+				       here.status[50] != -ECANCELED && here.status[50] != -EIO),
 	       "receive of a dead rendezvous: %d completions, status %d",
 	       here.done[50], here.status[50]);
 	/* Our receives from there: failed already, or cancellable. */
@@ -2164,9 +2167,12 @@ static int disrupt(const char *mode)
 	}
 	FAILIF(!ret, "send to a dead peer succeeded");
 	fprintf(stderr, "remote_test: send to the gone peer: %d\n", ret);
-	/* Its name: the node is gone (or, on one node, the endpoint). */
+	/*
+	 * Its name: the endpoint is gone (-ECONNREFUSED), and across nodes,
+	 * once the module there has unloaded, the node too (-ENETUNREACH).
+	 */
 	ret = dp_av_insert(ep, &rn, &to_r);
-	FAILIF(ret != (same_node ? -ECONNREFUSED : -ENETUNREACH),
+	FAILIF(ret != -ECONNREFUSED && (same_node || ret != -ENETUNREACH),
 	       "AV_INSERT of the gone peer's name: %d", ret);
 	/* With the link deleted the server lives on: its side failed too. */
 	if (!strcmp(mode, "linkdel")) {
