@@ -799,18 +799,41 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 	return 0;
 }
 
+/* A registered buffer for an operation of @ep, before sreg_build(). */
+static struct dmaplane_sreg *sreg_alloc(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
+					u64 tag, u64 len)
+{
+	struct dmaplane_sreg *s = kzalloc(sizeof(*s), GFP_KERNEL);
+
+	if (!s)
+		return NULL;
+	s->kind = COOKIE_SREG;
+	kref_get(&ep->ref);
+	s->ep = ep;
+	s->opcode = opcode;
+	s->ctx = ctx;
+	s->tag = tag;
+	s->len = len;
+	return s;
+}
+
 /*
- * Register @b and send @tx (an RTS or RMA_REQ whose segment list is at
- * @segs) with @s waiting for the FIN.  On error nothing was sent and the
- * caller frees @tx and @s.
+ * Send @tx (an RTS or RMA_REQ whose segment list, at @segs and counted in
+ * @nsegs, ends the message) with @s, already registered, waiting for the
+ * FIN.  On error nothing was sent and the caller frees @tx and @s.
  */
 static int sreg_submit(struct dmaplane_conn *c, struct dmaplane_sreg *s,
-		       struct dmaplane_tx *tx, struct dmaplane_wire_seg *segs,
-		       __le64 *cookie)
+		       struct dmaplane_tx *tx, __le32 *nsegs,
+		       struct dmaplane_wire_seg *segs, __le64 *cookie)
 {
+	struct dmaplane_wire_hdr *h = tx->buf;
 	int ret;
 
+	*nsegs = cpu_to_le32(s->nmrs);
 	memcpy(segs, s->segs, s->nmrs * sizeof(*segs));
+	/* tx was sized for the most segments: send only those used. */
+	tx->len = (void *)(segs + s->nmrs) - tx->buf;
+	h->len = cpu_to_le32(tx->len - sizeof(*h));
 	if (s->nmrs)
 		tx->reg_wrs = &s->reg[0].wr;
 	mutex_lock(&c->tx_lock);
@@ -897,27 +920,16 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 		goto out_put_conn;
 	}
 
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = sreg_alloc(ep, DMAPLANE_OP_SEND, op->ctx, op->tag, buf->len);
 	if (!s)
 		goto err_free_tx;
-	s->kind = COOKIE_SREG;
-	kref_get(&ep->ref);
-	s->ep = ep;
-	s->opcode = DMAPLANE_OP_SEND;
-	s->ctx = op->ctx;
-	s->tag = op->tag;
-	s->len = buf->len;
 	ret = sreg_build(c, s, buf);
 	if (!ret) {
 		struct dmaplane_wire_rts *rts = (void *)(m + 1);
-		struct dmaplane_wire_hdr *h = tx->buf;
 
-		rts->nsegs = cpu_to_le32(s->nmrs);
-		tx->len = sizeof(*h) + sizeof(*m) + struct_size(rts, segs, s->nmrs);
-		h->len = cpu_to_le32(tx->len - sizeof(*h));
 		pend->sreg = s;
 		tx->pend = pend;
-		ret = sreg_submit(c, s, tx, rts->segs, &rts->cookie);
+		ret = sreg_submit(c, s, tx, &rts->nsegs, rts->segs, &rts->cookie);
 	}
 	if (ret) {
 		sreg_free(c, s);
@@ -970,15 +982,9 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 		      struct_size(sl, segs, DMAPLANE_WIRE_MAX_SEGS));
 	if (!tx)
 		goto err_unreserve;
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = sreg_alloc(ep, op->opcode, op->ctx, 0, op->len);
 	if (!s)
 		goto err_free_tx;
-	s->kind = COOKIE_SREG;
-	kref_get(&ep->ref);
-	s->ep = ep;
-	s->opcode = op->opcode;
-	s->ctx = op->ctx;
-	s->len = op->len;
 	r = tx_body(tx);
 	sl = (void *)(r + 1);
 	r->src = cpu_to_le64(ep->ep_uid);
@@ -990,14 +996,8 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 	r->uid = cpu_to_le32(from_kuid(&init_user_ns, ep->uid));
 	r->write = op->opcode == DMAPLANE_OP_PUT;
 	ret = sreg_build(c, s, &b);
-	if (!ret) {
-		struct dmaplane_wire_hdr *h = tx->buf;
-
-		sl->nsegs = cpu_to_le32(s->nmrs);
-		tx->len = sizeof(*h) + sizeof(*r) + struct_size(sl, segs, s->nmrs);
-		h->len = cpu_to_le32(tx->len - sizeof(*h));
-		ret = sreg_submit(c, s, tx, sl->segs, &r->cookie);
-	}
+	if (!ret)
+		ret = sreg_submit(c, s, tx, &sl->nsegs, sl->segs, &r->cookie);
 	if (!ret)
 		goto out_put_conn;
 	sreg_free(c, s);
