@@ -514,7 +514,6 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 		      struct dmaplane_ubuf *buf, u64 ctx);
 void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status);
-unsigned int dmaplane_ib_port(void);
 #define DMAPLANE_HAVE_REMOTE true
 #else
 static inline int dmaplane_ib_init(void) { return 0; }
@@ -553,7 +552,6 @@ static inline int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst,
 static inline void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 				    struct dmaplane_ubuf *buf, u64 ctx) { }
 static inline void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status) { }
-static inline unsigned int dmaplane_ib_port(void) { return 0; }
 #define DMAPLANE_HAVE_REMOTE false
 #endif
 

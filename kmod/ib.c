@@ -2548,12 +2548,6 @@ out_free:
 	return ret;
 }
 
-/** dmaplane_ib_port() - the rdma_cm port (module parameter) */
-unsigned int dmaplane_ib_port(void)
-{
-	return port;
-}
-
 /* Devices ------------------------------------------------------------- */
 
 static int ib_add_one(struct ib_device *ibdev)
