@@ -50,6 +50,9 @@
  * @invalidations: registrations invalidated by MMU notifiers or move_notify
  * @posted_recvs: receives posted and waiting for a message
  * @unexp_msgs: messages queued as unexpected at their receiver
+ * @xfer_pages: user pages pinned for transfers with other nodes (ib.c:
+ *	rendezvous senders until the FIN, put/get initiators until the
+ *	FIN, receivers while they pull)
  *
  * Every object the module creates is counted here and uncounted when it is
  * freed, so tests can prove that nothing outlives its owner.  Shown in
@@ -68,6 +71,7 @@ struct dmaplane_stats {
 	atomic_long_t invalidations;
 	atomic_long_t posted_recvs;
 	atomic_long_t unexp_msgs;
+	atomic_long_t xfer_pages;
 };
 
 /*
@@ -514,6 +518,7 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 		      struct dmaplane_ubuf *buf, u64 ctx);
 void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status);
+void dmaplane_ib_ep_closed(struct dmaplane_ep *ep);
 #define DMAPLANE_HAVE_REMOTE true
 #else
 static inline int dmaplane_ib_init(void) { return 0; }
@@ -552,6 +557,7 @@ static inline int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst,
 static inline void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 				    struct dmaplane_ubuf *buf, u64 ctx) { }
 static inline void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status) { }
+static inline void dmaplane_ib_ep_closed(struct dmaplane_ep *ep) { }
 #define DMAPLANE_HAVE_REMOTE false
 #endif
 

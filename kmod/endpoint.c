@@ -145,13 +145,15 @@ int dmaplane_ep_for_each(u32 *pos, int (*fn)(struct dmaplane_ep *ep, void *arg),
  * dmaplane_ep_destroy() - the file is released: tear the endpoint down
  * @ep: endpoint from dmaplane_ep_create()
  *
- * Stops new lookups, fails what peers queued here, releases regions, and
+ * Stops new lookups, withdraws its rendezvous messages queued at other
+ * nodes, fails what peers queued here, releases regions, and
  * drops the file's reference; messages this endpoint sent that are still
  * queued at peers keep the structure until they are consumed.
  */
 void dmaplane_ep_destroy(struct dmaplane_ep *ep)
 {
 	xa_erase(&dmaplane_ep_ids, ep->id);
+	dmaplane_ib_ep_closed(ep);
 	dmaplane_ep_drain_messages(ep);
 	dmaplane_ep_release_regions(ep);
 	dmaplane_mr_cache_put(ep->mr_cache);

@@ -27,6 +27,11 @@
  *   answers with a FIN.  The target never hands out device keys of its
  *   own memory, so a revoked region is unreachable at once.
  *
+ * - A sender whose endpoint closes withdraws its RTSs not yet matched
+ *   with a CANCEL: the receiver FINs them at once (the sender unpins) and
+ *   a receive that matches one later completes with -ECONNRESET, as on
+ *   one node when a rendezvous sender dies.
+ *
  * Flow control: every request costs a credit; credits come back in ACKs,
  * so a SEND always finds a posted buffer.  Requests wait in a backlog when
  * credits run out.  Anything malformed from the peer drops the connection.
@@ -200,6 +205,9 @@ struct dmaplane_rx {
  * @sent: &struct dmaplane_pend of EAGER/RTS requests waiting for an ACK
  * @cookies: cookie -> operation waiting for a FIN or RESOLVED
  * @next_cookie: cursor for @cookies
+ * @rdvs: the peer's cookie -> &struct dmaplane_rdv queued at a local
+ *	endpoint and not matched yet; its xa lock decides between a match
+ *	and the peer's CANCEL
  * @ack_lock: protects @rx_upto, @credits.owed, @nacks and @nnacks
  * @rx_seq: seq of the last request received (receive handler only)
  * @rx_upto: seq of the last request consumed, for the next ACK
@@ -233,6 +241,7 @@ struct dmaplane_conn {
 	struct list_head sent;
 	struct xarray cookies;
 	u32 next_cookie;
+	struct xarray rdvs;
 	struct mutex ack_lock;	/* see @ack_lock above */
 	u64 rx_seq;
 	u64 rx_upto;
@@ -299,6 +308,7 @@ enum { COOKIE_SREG = 1, COOKIE_RESOLVE };
  * @ctx: the operation's context
  * @tag: SEND: tag
  * @len: bytes
+ * @withdrawn: SEND: a CANCEL went out (the endpoint closed)
  * @pages: pinned pages of the buffer
  * @npages: number of @pages
  * @nmrs: MRs in use
@@ -314,6 +324,7 @@ struct dmaplane_sreg {
 	u64 ctx;
 	u64 tag;
 	u64 len;
+	bool withdrawn;
 	struct page **pages;
 	unsigned int npages;
 	unsigned int nmrs;
@@ -450,6 +461,7 @@ static void conn_free(struct kref *ref)
 	struct dmaplane_conn *c = container_of(ref, struct dmaplane_conn, ref);
 
 	xa_destroy(&c->cookies);
+	xa_destroy(&c->rdvs);
 	mutex_destroy(&c->tx_lock);
 	mutex_destroy(&c->ack_lock);
 	ib_peer_put(c->peer);
@@ -689,6 +701,7 @@ static void sreg_free(struct dmaplane_conn *c, struct dmaplane_sreg *s)
 	if (s->pages) {
 		unpin_user_pages_dirty_lock(s->pages, s->npages,
 					    s->opcode == DMAPLANE_OP_GET);
+		atomic_long_sub(s->npages, &dmaplane_stats.xfer_pages);
 		kvfree(s->pages);
 	}
 	dmaplane_ep_put(s->ep);
@@ -749,8 +762,10 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 		pinned = pin_user_pages_fast(a & PAGE_MASK, np,
 					     FOLL_LONGTERM | (write ? FOLL_WRITE : 0),
 					     s->pages + pos);
-		if (pinned > 0)
+		if (pinned > 0) {
 			s->npages += pinned;
+			atomic_long_add(pinned, &dmaplane_stats.xfer_pages);
+		}
 		if (pinned != np)
 			return pinned < 0 ? pinned : -EFAULT;
 
@@ -1029,6 +1044,7 @@ static void xfer_free(struct dmaplane_xfer *x)
 	if (x->pages) {
 		if (x->user) {
 			unpin_user_pages_dirty_lock(x->pages, x->npages, !x->write);
+			atomic_long_sub(x->npages, &dmaplane_stats.xfer_pages);
 		} else {
 			for (i = 0; i < x->npages; i++)
 				put_page(x->pages[i]);
@@ -1250,8 +1266,10 @@ static int xfer_pin_user(struct dmaplane_xfer *x, struct mm_struct *mm,
 					       FOLL_LONGTERM | (x->write ? 0 : FOLL_WRITE),
 					       x->pages + pos, NULL, NULL);
 		mmap_read_unlock(mm);
-		if (pinned > 0)
+		if (pinned > 0) {
 			x->npages += pinned;
+			atomic_long_add(pinned, &dmaplane_stats.xfer_pages);
+		}
 		if (pinned != np) {
 			ret = pinned < 0 ? pinned : -EFAULT;
 			break;
@@ -1316,8 +1334,27 @@ static void pull_done(struct dmaplane_xfer *x)
 	send_fin(x->conn, x->cookie, st == -ECONNRESET ? -ECONNRESET : st ? -EIO : 0);
 }
 
+/*
+ * Take @rdv out of its connection's index, so that a CANCEL can no longer
+ * reach it.  Return: false when the peer withdrew it first (its FIN went
+ * out already).
+ */
+static bool rdv_take(struct dmaplane_rdv *rdv)
+{
+	struct xarray *xa = &rdv->conn->rdvs;
+	bool taken;
+
+	xa_lock(xa);
+	taken = xa_load(xa, rdv->cookie) == rdv;
+	if (taken)
+		__xa_erase(xa, rdv->cookie);
+	xa_unlock(xa);
+	return taken;
+}
+
 static void rdv_free(struct dmaplane_rdv *rdv)
 {
+	rdv_take(rdv);
 	conn_put(rdv->conn);
 	kfree(rdv);
 }
@@ -1340,6 +1377,13 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 	struct dmaplane_xfer *x;
 	int ret = -ENOMEM;
 
+	if (!rdv_take(rdv)) {
+		/* Its sender's endpoint closed: the data is gone. */
+		dmaplane_msg_complete(ep, DMAPLANE_OP_RECV, ctx, -ECONNRESET, 0,
+				      rdv->len, rdv->tag, rdv->src);
+		rdv_free(rdv);
+		return;
+	}
 	x = xfer_alloc(c, false);
 	if (!x)
 		goto err_complete;
@@ -1374,7 +1418,8 @@ err_complete:
  */
 void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status)
 {
-	send_fin(rdv->conn, rdv->cookie, status);
+	if (rdv_take(rdv))
+		send_fin(rdv->conn, rdv->cookie, status);
 	rdv_free(rdv);
 }
 
@@ -1420,6 +1465,13 @@ static int rx_msg(struct dmaplane_conn *c, u64 seq, const void *body, bool eager
 		rdv->len = le64_to_cpu(m->msg_len);
 		rdv->nsegs = n;
 		memcpy(rdv->segs, rts->segs, n * sizeof(*rdv->segs));
+		/* A cookie the peer uses twice at once names nothing. */
+		ret = xa_insert(&c->rdvs, rdv->cookie, rdv, GFP_KERNEL);
+		if (ret) {
+			conn_put(c);
+			kfree(rdv);
+			return ret == -EBUSY ? -EPROTO : ret;
+		}
 	}
 	ret = dmaplane_msg_arrive_remote(le64_to_cpu(m->dst), le32_to_cpu(m->uid),
 					 le64_to_cpu(m->auth_key), src,
@@ -1457,6 +1509,19 @@ static int rx_fin(struct dmaplane_conn *c, const struct dmaplane_wire_fin *f)
 	xa_erase(&c->cookies, cookie);
 	mutex_unlock(&c->tx_lock);
 	sreg_complete(c, s, (s32)le32_to_cpu(f->status));
+	return 0;
+}
+
+/* The peer withdraws an RTS (its sender's endpoint closed). */
+static int rx_cancel(struct dmaplane_conn *c, const struct dmaplane_wire_cancel *k)
+{
+	u64 cookie = le64_to_cpu(k->cookie);
+	struct dmaplane_rdv *rdv;
+
+	/* Not found: matched already (its FIN follows the pull) or FINed. */
+	rdv = xa_erase(&c->rdvs, cookie);
+	if (rdv)
+		send_fin(c, cookie, -ECONNRESET);
 	return 0;
 }
 
@@ -1668,8 +1733,11 @@ static int rx_handle(struct dmaplane_conn *c, const void *buf, u32 byte_len,
 	case DMAPLANE_WIRE_RESOLVE:
 		ret = rx_resolve(c, body);
 		break;
-	default:
+	case DMAPLANE_WIRE_RESOLVED:
 		ret = rx_resolved(c, body);
+		break;
+	default:
+		ret = rx_cancel(c, body);
 		break;
 	}
 	return ret ? ret : 1;
@@ -1959,6 +2027,7 @@ static struct dmaplane_conn *conn_alloc(struct dmaplane_ib_peer *p, bool active)
 	INIT_LIST_HEAD(&c->xfer_wait);
 	INIT_LIST_HEAD(&c->sent);
 	xa_init_flags(&c->cookies, XA_FLAGS_ALLOC);
+	xa_init(&c->rdvs);
 	init_waitqueue_head(&c->up_wq);
 	lockdep_assert_held(&ib_lock);
 	list_add_tail(&c->node, &ib_conns);
@@ -2546,6 +2615,55 @@ out_free:
 	kfree(w);
 	conn_put(c);
 	return ret;
+}
+
+/* Withdraw @ep's rendezvous sends queued at @c's peer; under ib_lock. */
+static void conn_withdraw(struct dmaplane_conn *c, struct dmaplane_ep *ep)
+{
+	struct dmaplane_wire_cancel *k;
+	struct dmaplane_sreg *s;
+	struct dmaplane_tx *tx;
+	unsigned long cookie;
+
+	lockdep_assert_held(&ib_lock);
+	mutex_lock(&c->tx_lock);
+	xa_for_each(&c->cookies, cookie, s) {
+		if (c->state != CONN_UP)
+			break;
+		if (s->kind != COOKIE_SREG || s->ep != ep ||
+		    s->opcode != DMAPLANE_OP_SEND || s->withdrawn)
+			continue;
+		tx = tx_alloc(DMAPLANE_WIRE_CANCEL, sizeof(*k));
+		if (!tx)
+			break;	/* it stays pinned until its FIN */
+		k = tx_body(tx);
+		k->cookie = cpu_to_le64(cookie);
+		s->withdrawn = true;
+		if (conn_submit_locked(c, tx))
+			tx_free(tx);
+	}
+	mutex_unlock(&c->tx_lock);
+}
+
+/**
+ * dmaplane_ib_ep_closed() - an endpoint's file is released
+ * @ep: the endpoint
+ *
+ * Its rendezvous messages queued at other nodes are withdrawn: each
+ * receiver answers with a FIN, which unpins the buffer, and a receive
+ * that matches one later fails with -ECONNRESET.  Sends being pulled
+ * finish as they are.  Called before the endpoint drains its own queue,
+ * so that the peers learn of the withdrawals before the FINs of that
+ * drain.
+ */
+void dmaplane_ib_ep_closed(struct dmaplane_ep *ep)
+{
+	struct dmaplane_conn *c;
+
+	mutex_lock(&ib_lock);
+	list_for_each_entry(c, &ib_conns, node)
+		conn_withdraw(c, ep);
+	mutex_unlock(&ib_lock);
 }
 
 /* Devices ------------------------------------------------------------- */

@@ -5,6 +5,7 @@
  */
 #include <linux/err.h>
 #include <linux/errno.h>
+#include <linux/limits.h>
 #include <linux/overflow.h>
 #include <linux/string.h>
 
@@ -65,6 +66,7 @@ static int check_rts(const void *body, u32 len)
 		return -EBADMSG;
 	nsegs = le32_to_cpu(rts->nsegs);
 	if (!nsegs || nsegs > DMAPLANE_WIRE_MAX_SEGS || rts->pad ||
+	    le64_to_cpu(rts->cookie) > U32_MAX ||
 	    len != sizeof(*m) + struct_size(rts, segs, nsegs))
 		return -EBADMSG;
 	return check_segs(rts->segs, nsegs, le64_to_cpu(m->msg_len));
@@ -166,9 +168,15 @@ int dmaplane_wire_check(const void *buf, u32 byte_len)
 		      0 : -EBADMSG;
 		break;
 	}
-	default:
+	case DMAPLANE_WIRE_ACK:
 		ret = check_ack(body, len);
 		break;
+	default: {
+		const struct dmaplane_wire_cancel *k = body;
+
+		ret = len == sizeof(*k) && le64_to_cpu(k->cookie) <= U32_MAX ? 0 : -EBADMSG;
+		break;
+	}
 	}
 	return ret ? ret : h->type;
 }

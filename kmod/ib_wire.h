@@ -27,7 +27,7 @@
 #include <linux/types.h>
 
 #define DMAPLANE_WIRE_MAGIC	0x4c504d44	/* "DMPL" */
-#define DMAPLANE_WIRE_VERSION	1
+#define DMAPLANE_WIRE_VERSION	2
 /*
  * A receive buffer is two pieces: the first DMAPLANE_WIRE_HDR_BYTES
  * (header + &struct dmaplane_wire_msg) and DMAPLANE_WIRE_EAGER_MAX bytes
@@ -84,6 +84,13 @@ struct dmaplane_wire_cm {
  *	answer
  * @DMAPLANE_WIRE_ACK: &struct dmaplane_wire_ack: requests consumed, their
  *	credits returned, and the failed eager and rendezvous deliveries
+ * @DMAPLANE_WIRE_CANCEL: request: &struct dmaplane_wire_cancel: the sender
+ *	of an RTS withdraws it (its endpoint closed).  If no receive has
+ *	matched it yet, the receiver answers with a FIN (-ECONNRESET) at
+ *	once and a receive that matches it later completes with
+ *	-ECONNRESET, as on one node; otherwise the pull goes on and its FIN
+ *	follows.  A CANCEL that crossed the FIN names a cookie the receiver
+ *	no longer knows, and is ignored.
  * @__DMAPLANE_WIRE_MAX: internal
  */
 enum dmaplane_wire_type {
@@ -94,6 +101,7 @@ enum dmaplane_wire_type {
 	DMAPLANE_WIRE_RESOLVE,
 	DMAPLANE_WIRE_RESOLVED,
 	DMAPLANE_WIRE_ACK,
+	DMAPLANE_WIRE_CANCEL,
 	__DMAPLANE_WIRE_MAX,
 };
 
@@ -148,7 +156,8 @@ struct dmaplane_wire_seg {
 
 /**
  * struct dmaplane_wire_rts - follows &struct dmaplane_wire_msg in an RTS
- * @cookie: the sender's handle of the send, echoed in the FIN
+ * @cookie: the sender's handle of the send, echoed in the FIN; below 2^32,
+ *	and never the cookie of another RTS the receiver still holds
  * @nsegs: 1 .. %DMAPLANE_WIRE_MAX_SEGS segments follow; their lengths
  *	add up to &dmaplane_wire_msg.msg_len
  * @pad: zero
@@ -172,6 +181,14 @@ struct dmaplane_wire_fin {
 	__le64 cookie;
 	__le32 status;
 	__le32 pad;
+};
+
+/**
+ * struct dmaplane_wire_cancel - the sender withdraws an RTS
+ * @cookie: &dmaplane_wire_rts.cookie
+ */
+struct dmaplane_wire_cancel {
+	__le64 cookie;
 };
 
 /**

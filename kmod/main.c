@@ -162,6 +162,7 @@ static int dmaplane_stats_show(struct seq_file *m, void *unused)
 		{ "invalidations", &dmaplane_stats.invalidations },
 		{ "posted_recvs", &dmaplane_stats.posted_recvs },
 		{ "unexp_msgs", &dmaplane_stats.unexp_msgs },
+		{ "xfer_pages", &dmaplane_stats.xfer_pages },
 	};
 	unsigned int i;
 

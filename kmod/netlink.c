@@ -93,6 +93,7 @@ static const struct {
 	{ DMAPLANE_ATTR_STAT_INVALIDATIONS, &dmaplane_stats.invalidations },
 	{ DMAPLANE_ATTR_STAT_POSTED_RECVS, &dmaplane_stats.posted_recvs },
 	{ DMAPLANE_ATTR_STAT_UNEXP_MSGS, &dmaplane_stats.unexp_msgs },
+	{ DMAPLANE_ATTR_STAT_XFER_PAGES, &dmaplane_stats.xfer_pages },
 };
 
 /* Module parameters reported by GET_STATS, by their names. */

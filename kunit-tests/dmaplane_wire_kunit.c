@@ -42,6 +42,7 @@ MODULE_IMPORT_NS(DMAPLANE_KUNIT);
 #define RES(f)		BODY(dmaplane_wire_resolve, f)
 #define ACK(f)		BODY(dmaplane_wire_ack, f)
 #define NACK(i, f)	(ACK(nacks) + (i) * NACKSZ + offsetof(struct dmaplane_wire_nack, f))
+#define CANCEL(f)	BODY(dmaplane_wire_cancel, f)
 
 /* A field overwritten after the message was built. */
 struct wire_poke {
@@ -127,6 +128,10 @@ static const struct wire_case wire_cases[] = {
 	  .poke = { P32(ACK(credits), DMAPLANE_WIRE_CREDITS) } },
 	{ "ack nack -MAX_ERRNO", WT(ACK), .n = 1,
 	  .poke = { P32(NACK(0, status), -MAX_ERRNO) } },
+	{ "cancel", WT(CANCEL) },
+	{ "cancel cookie 0", WT(CANCEL), .poke = { P64(CANCEL(cookie), 0) } },
+	{ "cancel cookie 2^32 - 1", WT(CANCEL), .poke = { P64(CANCEL(cookie), U32_MAX) } },
+	{ "rts cookie 2^32 - 1", WT(RTS), .n = 1, .poke = { P64(RTS(cookie), U32_MAX) } },
 
 	/* Short and oversized buffers. */
 	{ "0 bytes", WT(EAGER), .set_len = true, .byte_len = 0, .want = BAD },
@@ -158,7 +163,12 @@ static const struct wire_case wire_cases[] = {
 
 	/* Header. */
 	{ "version 0", WT(EAGER), .poke = { P8(HDR(version), 0) }, .want = PROTO },
-	{ "version 2", WT(EAGER), .poke = { P8(HDR(version), 2) }, .want = PROTO },
+	{ "version - 1", WT(EAGER), .poke = { P8(HDR(version), DMAPLANE_WIRE_VERSION - 1) },
+	  .want = PROTO },
+	{ "version + 1", WT(EAGER), .poke = { P8(HDR(version), DMAPLANE_WIRE_VERSION + 1) },
+	  .want = PROTO },
+	{ "cancel version - 1", WT(CANCEL),
+	  .poke = { P8(HDR(version), DMAPLANE_WIRE_VERSION - 1) }, .want = PROTO },
 	{ "ack version 255", WT(ACK), .poke = { P8(HDR(version), 255) }, .want = PROTO },
 	{ "flags 1", WT(EAGER), .poke = { P16(HDR(flags), 1) }, .want = PROTO },
 	{ "flags 0x8000", WT(FIN), .poke = { P16(HDR(flags), 0x8000) }, .want = PROTO },
@@ -178,6 +188,7 @@ static const struct wire_case wire_cases[] = {
 	{ "rma_req seq 0", WT(RMA_REQ), .n = 1, .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "resolve seq 0", WT(RESOLVE), .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "resolved seq 0", WT(RESOLVED), .poke = { P64(HDR(seq), 0) }, .want = BAD },
+	{ "cancel seq 0", WT(CANCEL), .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "ack seq 1", WT(ACK), .poke = { P64(HDR(seq), 1) }, .want = BAD },
 	{ "ack seq 2^64 - 1", WT(ACK), .poke = { P64(HDR(seq), U64_MAX) }, .want = BAD },
 
@@ -246,6 +257,20 @@ static const struct wire_case wire_cases[] = {
 	{ "ack - 1", WT(ACK), .extra = -1, .want = BAD },
 	{ "ack + 1", WT(ACK), .extra = 1, .want = BAD },
 	{ "ack with nack - 1", WT(ACK), .n = 1, .extra = -1, .want = BAD },
+	{ "cancel header only", WT(CANCEL), .extra = -8, .want = BAD },
+	{ "cancel - 1", WT(CANCEL), .extra = -1, .want = BAD },
+	{ "cancel + 1", WT(CANCEL), .extra = 1, .want = BAD },
+	{ "cancel + 8", WT(CANCEL), .extra = 8, .want = BAD },
+	{ "cancel CTRL_MAX + 1 bytes", WT(CANCEL), .extra = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ - 8,
+	  .want = BAD },
+
+	/* Cookies that can only be ours are below 2^32. */
+	{ "cancel cookie 2^32", WT(CANCEL), .poke = { P64(CANCEL(cookie), BIT_ULL(32)) },
+	  .want = BAD },
+	{ "cancel cookie 2^64 - 1", WT(CANCEL), .poke = { P64(CANCEL(cookie), U64_MAX) },
+	  .want = BAD },
+	{ "rts cookie 2^32", WT(RTS), .n = 1, .poke = { P64(RTS(cookie), BIT_ULL(32)) },
+	  .want = BAD },
 
 	/* Statuses and pads of FIN, RESOLVE(D). */
 	{ "fin status 1", WT(FIN), .poke = { P32(FIN(status), 1) }, .want = BAD },
@@ -414,6 +439,12 @@ static u32 build_valid(const struct wire_case *c, u8 *b)
 		r->ep_uid = cpu_to_le64(5);
 		return sizeof(*r);
 	}
+	case DMAPLANE_WIRE_CANCEL: {
+		struct dmaplane_wire_cancel *k = body;
+
+		k->cookie = cpu_to_le64(0xc00c1e);
+		return sizeof(*k);
+	}
 	default: {
 		struct dmaplane_wire_ack *a = body;
 
@@ -496,6 +527,11 @@ static void wire_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_resolve), 32);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_nack), 16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_ack), 16);
+	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_cancel), 8);
+	/* Types are only appended. */
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_EAGER, 1);
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_ACK, 7);
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_CANCEL, 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_cm, node_id), 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_hdr, seq), 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_rma, write), 60);

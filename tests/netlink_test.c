@@ -146,9 +146,11 @@ static void stats_row(struct nlattr **tb, uint8_t cmd, void *arg)
 			s->have[a] = true;
 		}
 	}
-	if (tb[DMAPLANE_ATTR_PARAM_PORT]) {
-		s->v[DMAPLANE_ATTR_PARAM_PORT] = nla_get_u64(tb[DMAPLANE_ATTR_PARAM_PORT]);
-		s->have[DMAPLANE_ATTR_PARAM_PORT] = true;
+	for (int a = DMAPLANE_ATTR_PARAM_PORT; a <= DMAPLANE_ATTR_STAT_XFER_PAGES; a++) {
+		if (tb[a]) {
+			s->v[a] = nla_get_u64(tb[a]);
+			s->have[a] = true;
+		}
 	}
 }
 
@@ -289,8 +291,10 @@ TEST_F(nl, stats_has_every_counter_and_parameter)
 	EXPECT_EQ(16384, s.v[DMAPLANE_ATTR_PARAM_EAGER_THRESHOLD]);
 	EXPECT_TRUE(s.have[DMAPLANE_ATTR_PARAM_PORT]);
 	EXPECT_EQ(20886, s.v[DMAPLANE_ATTR_PARAM_PORT]);
-	/* debugfs and netlink agree on a quiet counter. */
+	EXPECT_TRUE(s.have[DMAPLANE_ATTR_STAT_XFER_PAGES]);
+	/* debugfs and netlink agree on quiet counters. */
 	EXPECT_EQ(dp_test_stat("arenas"), (long)s.v[DMAPLANE_ATTR_STAT_ARENAS]);
+	EXPECT_EQ(dp_test_stat("xfer_pages"), (long)s.v[DMAPLANE_ATTR_STAT_XFER_PAGES]);
 }
 
 TEST_F(nl, stats_and_dumps_follow_objects)

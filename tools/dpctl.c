@@ -280,6 +280,7 @@ static const struct {
 	{ DMAPLANE_ATTR_STAT_INVALIDATIONS, "invalidations", false },
 	{ DMAPLANE_ATTR_STAT_POSTED_RECVS, "posted_recvs", false },
 	{ DMAPLANE_ATTR_STAT_UNEXP_MSGS, "unexp_msgs", false },
+	{ DMAPLANE_ATTR_STAT_XFER_PAGES, "xfer_pages", false },
 	{ DMAPLANE_ATTR_PARAM_EAGER_THRESHOLD, "eager_threshold", true },
 	{ DMAPLANE_ATTR_PARAM_UNEXP_BUDGET, "unexp_budget", true },
 	{ DMAPLANE_ATTR_PARAM_UNEXP_MAX, "unexp_max", true },

@@ -781,6 +781,8 @@ enum dmaplane_nl_cmd {
  * @DMAPLANE_ATTR_PEER_MEM_BYTES: u64, kernel memory the connection holds
  *	(receive buffers, queues); does not grow with remote processes
  * @DMAPLANE_ATTR_PARAM_PORT: u64, module parameter: rdma_cm port
+ * @DMAPLANE_ATTR_STAT_XFER_PAGES: u64, user pages pinned for transfers
+ *	with other nodes in progress
  * @__DMAPLANE_ATTR_MAX: internal
  * @DMAPLANE_ATTR_MAX: highest attribute
  */
@@ -828,6 +830,7 @@ enum dmaplane_nl_attr {
 	DMAPLANE_ATTR_PEER_DROPS,
 	DMAPLANE_ATTR_PEER_MEM_BYTES,
 	DMAPLANE_ATTR_PARAM_PORT,
+	DMAPLANE_ATTR_STAT_XFER_PAGES,
 
 	__DMAPLANE_ATTR_MAX,
 	DMAPLANE_ATTR_MAX = __DMAPLANE_ATTR_MAX - 1
