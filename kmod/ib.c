@@ -32,6 +32,10 @@
  *   a receive that matches one later completes with -ECONNRESET, as on
  *   one node when a rendezvous sender dies.
  *
+ * A peer that goes silent while operations wait for it gets a PING every
+ * IB_KEEPALIVE; when it is gone, the PING's retries run out and the
+ * connection breaks.
+ *
  * Flow control: every request costs a credit; credits come back in ACKs,
  * so a SEND always finds a posted buffer.  Requests wait in a backlog when
  * credits run out.  Anything malformed from the peer drops the connection.
@@ -81,6 +85,12 @@ MODULE_PARM_DESC(port, "rdma_cm port the transport listens on and connects to");
 #define IB_RW_BUDGET		8
 /* Local ACK timeout exponent: 4.096 us * 2^19, about 2 s per try. */
 #define IB_ACK_TIMEOUT		19
+/*
+ * Silence from a peer while operations wait for it: PING it this often,
+ * so that the connection's retries find out when the peer is gone (a
+ * node that vanishes sends nothing, and a FIN we wait for never comes).
+ */
+#define IB_KEEPALIVE		(5 * HZ)
 #define IB_MAX_SLOT		((1U << (64 - DMAPLANE_SRC_NODE_SHIFT - 1)) - 1)
 
 /*
@@ -194,6 +204,8 @@ struct dmaplane_rx {
  * @failing: teardown scheduled (set once)
  * @teardown_work: tears the connection down
  * @ack_work: sends the ACK owed to the peer
+ * @keepalive_work: PINGs a silent peer while operations wait for it
+ * @last_rx: jiffies of the last message from the peer
  * @tx_lock: protects @state transitions, @credits.avail, @tx_seq,
  *	@backlog, @sent, @cookies and posting to the send queue
  * @state: &enum conn_state; read locklessly as a hint
@@ -231,6 +243,8 @@ struct dmaplane_conn {
 	atomic_t failing;
 	struct work_struct teardown_work;
 	struct work_struct ack_work;
+	struct delayed_work keepalive_work;
+	unsigned long last_rx;
 	struct mutex tx_lock;	/* see @tx_lock above */
 	int state;
 	struct dmaplane_credits credits;
@@ -539,9 +553,11 @@ static void tx_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct dmaplane_conn *c = tx->conn;
 
 	ib_dma_unmap_single(c->dev->ibdev, tx->dma, tx->len, DMA_TO_DEVICE);
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR) {
-		pr_warn_ratelimited("send to %pISp failed: %s\n", &c->peer->addr,
-				    ib_wc_status_msg(wc->status));
+	if (wc->status != IB_WC_SUCCESS) {
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			pr_warn_ratelimited("send to %pISp failed: %s\n", &c->peer->addr,
+					    ib_wc_status_msg(wc->status));
+		/* The QP is in the error state (a flush says so too). */
 		conn_fail(c, false);
 	}
 	tx_free(tx);
@@ -682,6 +698,32 @@ static void ack_work(struct work_struct *work)
 	if (conn_submit(c, tx))
 		tx_free(tx);
 	mutex_unlock(&c->ack_lock);
+}
+
+static void keepalive_work(struct work_struct *work)
+{
+	struct dmaplane_conn *c = container_of(to_delayed_work(work), struct dmaplane_conn,
+					       keepalive_work);
+	struct dmaplane_tx *tx;
+
+	mutex_lock(&c->tx_lock);
+	if (c->state != CONN_UP) {
+		mutex_unlock(&c->tx_lock);
+		return;
+	}
+	/*
+	 * Only when something waits for the peer; a non-empty backlog means
+	 * requests are on the wire already, and their retries tell.
+	 */
+	if (time_after_eq(jiffies, READ_ONCE(c->last_rx) + IB_KEEPALIVE) &&
+	    (!xa_empty(&c->cookies) || !list_empty(&c->sent)) &&
+	    list_empty(&c->backlog)) {
+		tx = tx_alloc(DMAPLANE_WIRE_PING, 0);
+		if (tx && conn_submit_locked(c, tx))
+			tx_free(tx);
+	}
+	queue_delayed_work(dp_ib_wq, &c->keepalive_work, IB_KEEPALIVE);
+	mutex_unlock(&c->tx_lock);
 }
 
 /* Registered buffers ----------------------------------------------------- */
@@ -1129,12 +1171,17 @@ static void xfer_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct dmaplane_xfer *y, *tmp;
 	LIST_HEAD(finished);
 
-	if (wc->status != IB_WC_SUCCESS && !x->status) {
-		x->status = wc->status == IB_WC_WR_FLUSH_ERR ? -ECONNRESET : -EIO;
+	if (wc->status != IB_WC_SUCCESS) {
+		/* A peer that stopped answering reset the connection. */
+		if (!x->status)
+			x->status = wc->status == IB_WC_WR_FLUSH_ERR ||
+				    wc->status == IB_WC_RETRY_EXC_ERR ? -ECONNRESET : -EIO;
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			pr_warn_ratelimited("RDMA %s with %pISp failed: %s\n",
 					    x->write ? "WRITE" : "READ", &c->peer->addr,
 					    ib_wc_status_msg(wc->status));
+		/* The QP is in the error state: the connection is over. */
+		conn_fail(c, false);
 	}
 	mutex_lock(&c->tx_lock);
 	c->rw_inflight--;
@@ -1736,8 +1783,11 @@ static int rx_handle(struct dmaplane_conn *c, const void *buf, u32 byte_len,
 	case DMAPLANE_WIRE_RESOLVED:
 		ret = rx_resolved(c, body);
 		break;
-	default:
+	case DMAPLANE_WIRE_CANCEL:
 		ret = rx_cancel(c, body);
+		break;
+	default:
+		ret = 0;	/* PING: consumed, answered by the ACK */
 		break;
 	}
 	return ret ? ret : 1;
@@ -1813,6 +1863,8 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 			 */
 			conn_fail(c, wc->status == IB_WC_LOC_LEN_ERR ||
 				  wc->status == IB_WC_LOC_QP_OP_ERR);
+		} else {
+			conn_fail(c, false);
 		}
 		return;
 	}
@@ -1828,6 +1880,7 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	if (READ_ONCE(c->state) == CONN_DEAD)
 		return;
+	WRITE_ONCE(c->last_rx, jiffies);
 	atomic64_inc(&c->peer->rx_msgs);
 	atomic64_add(wc->byte_len, &c->peer->rx_bytes);
 	ib_dma_sync_single_for_cpu(ibdev, rx->dma, DMAPLANE_WIRE_HDR_BYTES, DMA_FROM_DEVICE);
@@ -1944,6 +1997,7 @@ static void conn_teardown(struct work_struct *work)
 		ib_drain_qp(c->qp);
 	}
 	cancel_work_sync(&c->ack_work);
+	cancel_delayed_work_sync(&c->keepalive_work);
 
 	/* Transfers that never got room fail now; the QP still exists. */
 	mutex_lock(&c->tx_lock);
@@ -2021,6 +2075,7 @@ static struct dmaplane_conn *conn_alloc(struct dmaplane_ib_peer *p, bool active)
 	c->state = CONN_CONNECTING;
 	INIT_WORK(&c->teardown_work, conn_teardown);
 	INIT_WORK(&c->ack_work, ack_work);
+	INIT_DELAYED_WORK(&c->keepalive_work, keepalive_work);
 	mutex_init(&c->tx_lock);
 	mutex_init(&c->ack_lock);
 	INIT_LIST_HEAD(&c->backlog);
@@ -2168,6 +2223,8 @@ static void conn_up(struct dmaplane_conn *c)
 	mutex_lock(&c->tx_lock);
 	dmaplane_credits_init(&c->credits, DMAPLANE_WIRE_CREDITS);
 	c->state = CONN_UP;
+	WRITE_ONCE(c->last_rx, jiffies);
+	queue_delayed_work(dp_ib_wq, &c->keepalive_work, IB_KEEPALIVE);
 	mutex_unlock(&c->tx_lock);
 	wake_up_all(&c->up_wq);
 	spin_lock(&p->lock);

@@ -171,6 +171,9 @@ int dmaplane_wire_check(const void *buf, u32 byte_len)
 	case DMAPLANE_WIRE_ACK:
 		ret = check_ack(body, len);
 		break;
+	case DMAPLANE_WIRE_PING:
+		ret = len ? -EBADMSG : 0;
+		break;
 	default: {
 		const struct dmaplane_wire_cancel *k = body;
 

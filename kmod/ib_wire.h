@@ -91,6 +91,10 @@ struct dmaplane_wire_cm {
  *	-ECONNRESET, as on one node; otherwise the pull goes on and its FIN
  *	follows.  A CANCEL that crossed the FIN names a cookie the receiver
  *	no longer knows, and is ignored.
+ * @DMAPLANE_WIRE_PING: request, empty: sent when operations wait for the
+ *	peer and nothing arrived from it for a while, so that the reliable
+ *	connection retries it and finds out if the peer is gone; answered
+ *	by the ACK that gives its credit back
  * @__DMAPLANE_WIRE_MAX: internal
  */
 enum dmaplane_wire_type {
@@ -102,6 +106,7 @@ enum dmaplane_wire_type {
 	DMAPLANE_WIRE_RESOLVED,
 	DMAPLANE_WIRE_ACK,
 	DMAPLANE_WIRE_CANCEL,
+	DMAPLANE_WIRE_PING,
 	__DMAPLANE_WIRE_MAX,
 };
 

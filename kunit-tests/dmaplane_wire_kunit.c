@@ -129,6 +129,8 @@ static const struct wire_case wire_cases[] = {
 	{ "ack nack -MAX_ERRNO", WT(ACK), .n = 1,
 	  .poke = { P32(NACK(0, status), -MAX_ERRNO) } },
 	{ "cancel", WT(CANCEL) },
+	{ "ping", WT(PING) },
+	{ "ping largest seq", WT(PING), .poke = { P64(HDR(seq), U64_MAX) } },
 	{ "cancel cookie 0", WT(CANCEL), .poke = { P64(CANCEL(cookie), 0) } },
 	{ "cancel cookie 2^32 - 1", WT(CANCEL), .poke = { P64(CANCEL(cookie), U32_MAX) } },
 	{ "rts cookie 2^32 - 1", WT(RTS), .n = 1, .poke = { P64(RTS(cookie), U32_MAX) } },
@@ -189,6 +191,8 @@ static const struct wire_case wire_cases[] = {
 	{ "resolve seq 0", WT(RESOLVE), .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "resolved seq 0", WT(RESOLVED), .poke = { P64(HDR(seq), 0) }, .want = BAD },
 	{ "cancel seq 0", WT(CANCEL), .poke = { P64(HDR(seq), 0) }, .want = BAD },
+	{ "ping seq 0", WT(PING), .poke = { P64(HDR(seq), 0) }, .want = BAD },
+	{ "ping flags 1", WT(PING), .poke = { P16(HDR(flags), 1) }, .want = PROTO },
 	{ "ack seq 1", WT(ACK), .poke = { P64(HDR(seq), 1) }, .want = BAD },
 	{ "ack seq 2^64 - 1", WT(ACK), .poke = { P64(HDR(seq), U64_MAX) }, .want = BAD },
 
@@ -261,6 +265,10 @@ static const struct wire_case wire_cases[] = {
 	{ "cancel - 1", WT(CANCEL), .extra = -1, .want = BAD },
 	{ "cancel + 1", WT(CANCEL), .extra = 1, .want = BAD },
 	{ "cancel + 8", WT(CANCEL), .extra = 8, .want = BAD },
+	{ "ping + 1", WT(PING), .extra = 1, .want = BAD },
+	{ "ping + 8", WT(PING), .extra = 8, .want = BAD },
+	{ "ping CTRL_MAX + 1 bytes", WT(PING), .extra = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ,
+	  .want = BAD },
 	{ "cancel CTRL_MAX + 1 bytes", WT(CANCEL), .extra = DMAPLANE_WIRE_CTRL_MAX + 1 - HSZ - 8,
 	  .want = BAD },
 
@@ -445,6 +453,8 @@ static u32 build_valid(const struct wire_case *c, u8 *b)
 		k->cookie = cpu_to_le64(0xc00c1e);
 		return sizeof(*k);
 	}
+	case DMAPLANE_WIRE_PING:
+		return 0;
 	default: {
 		struct dmaplane_wire_ack *a = body;
 
@@ -532,6 +542,7 @@ static void wire_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_EAGER, 1);
 	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_ACK, 7);
 	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_CANCEL, 8);
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_PING, 9);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_cm, node_id), 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_hdr, seq), 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_rma, write), 60);

@@ -27,8 +27,10 @@
  *                      "pending-ready" to the peer (whose script then
  *                      unloads its module: MODE unload, or deletes its rxe
  *                      device: MODE linkdel, or kills the server: MODE
- *                      kill) and check that everything completes with an
- *                      error within a bounded time
+ *                      kill, or has its VM killed: MODE vmkill, with a
+ *                      large message being pulled from it at that moment)
+ *                      and check that everything completes with an error
+ *                      within a bounded time
  *   --exchange [FILE]  a fresh exchange (both directions, rendezvous and
  *                      eager, put/get); FILE holds a stale name saved by
  *                      --disrupt, which must be refused
@@ -2133,12 +2135,16 @@ static void collect(struct dp_ep *ep, int s, int rep, struct dstate *d, int lo,
  *
  * Here: 4 rendezvous sends queued there (ctx 0-3), 4 receives from there
  * (ctx 10-13).  There: 2 rendezvous sends queued here (ctx 100-101), 2
- * receives from here (ctx 200-201).
+ * receives from here (ctx 200-201).  MODE vmkill: also a 64 MiB message
+ * from there (ctx 102) whose receive here (ctx 60) is pulling it when the
+ * VM dies.
  */
 static int disrupt(const char *mode)
 {
-	enum { NS = 4, NR = 4, BIG = 1 << 20 };
+	enum { NS = 4, NR = 4, BIG = 1 << 20, HUGE = 64 << 20 };
 	static struct dstate here, there;
+	int vmkill = !strcmp(mode, "vmkill");
+	char *huge = NULL;
 	struct dmaplane_name ln, rn;
 	struct dmaplane_cqe c[16];
 	struct dp_ep *ep;
@@ -2173,6 +2179,18 @@ static int disrupt(const char *mode)
 	}
 	FAILIF(RCALL(s, OP_PROBE, NULL, NULL, rep, r_to_l, 100 + NS - 1, 0, 0, 30000),
 	       "our last send is not queued there");
+	if (vmkill) {
+		struct dmaplane_probe p;
+		int t;
+
+		huge = malloc(HUGE);
+		FAILIF(!huge || RCALL(s, OP_SEND, NULL, NULL, rep, r_to_l, 500, HUGE, 3, 102),
+		       "remote 64 MiB send");
+		for (t = 0; t < 300 && dp_probe(ep, to_r, 500, 0, 0, &p); t++)
+			usleep(100000);
+		/* Matched at once: the pull starts now. */
+		FAILIF(!huge || dp_recv(ep, to_r, 500, 0, huge, HUGE, 60), "recv of 64 MiB");
+	}
 	f = fopen(STALE_FILE, "w");
 	if (f) {
 		fwrite(&rn, sizeof(rn), 1, f);
@@ -2228,6 +2246,26 @@ static int disrupt(const char *mode)
 	FAILIF(!ret, "send to a dead peer succeeded");
 	fprintf(stderr, "remote_test: send to the gone peer: %d\n", ret);
 	/*
+	 * The pull in progress when the VM died: an error (the data did not
+	 * all come), or, had it finished first, every byte right.
+	 */
+	if (vmkill) {
+		collect(ep, -1, 0, &here, 60, 60, 90);
+		fprintf(stderr, "remote_test: 64 MiB pull: %s, status %d\n",
+			here.done[60] ? "completed" : "PENDING", here.status[60]);
+		FAILIF(here.done[60] != 1 || (here.status[60] && here.status[60] != -ECONNRESET &&
+					       here.status[60] != -EIO),
+		       "pull cut off by the VM's death: %d completions, status %d",
+		       here.done[60], here.status[60]);
+		if (here.done[60] == 1 && !here.status[60]) {
+			char *want = malloc(HUGE);
+
+			dp_test_fill(want, HUGE, 3);
+			FAILIF(!want || memcmp(want, huge, HUGE), "64 MiB pulled, data differs");
+			free(want);
+		}
+	}
+	/*
 	 * Its name: the endpoint is gone (-ECONNREFUSED), and across nodes,
 	 * once the module there has unloaded, the node too (-ENETUNREACH).
 	 */
@@ -2257,6 +2295,7 @@ static int disrupt(const char *mode)
 	dp_close(ep);
 	free(big);
 	free(rv);
+	free(huge);
 	fprintf(stderr, "remote_test: disrupt %s: %s\n", mode, fails ? "FAIL" : "ok");
 	return !!fails;
 }
@@ -2365,7 +2404,7 @@ int main(int argc, char **argv)
 		return exchange(argc > 2 ? argv[2] : NULL);
 	if (argc > 1 && argv[1][0] == '-' && strcmp(argv[1], "--local")) {
 		fprintf(stderr, "usage: %s [--local | --serve | --signal NAME | --wait-for NAME |"
-			" --disrupt unload|linkdel|kill | --exchange [STALE_FILE]]\n", argv[0]);
+			" --disrupt unload|linkdel|kill|vmkill | --exchange [STALE_FILE]]\n", argv[0]);
 		return 2;
 	}
 	if (role && !strcmp(role, "server"))

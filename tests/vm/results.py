@@ -145,7 +145,8 @@ def judge_node(outdir, node, nodes, label, ksrc, results):
                 results.append((None, f"{prefix}/{name}", why))
             else:
                 emit(results, status == "PASS", f"{prefix}/{name}", why)
-        elif line.startswith("DMAPLANE-GUEST-DONE"):
+        elif line.startswith("DMAPLANE-GUEST-DONE") or line.startswith("DMAPLANE-KILL-VM"):
+            # The job ran to its end, or to where it had the VM killed.
             done = True
     emit(results, done, f"{prefix}/guest-finished",
          "the guest never finished its job (crash or hang):\n" +

@@ -11,10 +11,12 @@
 # Node N writes the kernel console to OUTDIR/console-N.log and the job's
 # output (second serial port) to OUTDIR/results-N.log.  With -n 2 the two
 # VMs share an Ethernet segment: a QEMU socket netdev on 127.0.0.1 (the
-# host side never leaves loopback).  Exit status: 0 when every node ran
-# the job to its end (the job's own verdict is in results-N.log, judged by
-# tests/vm/results.py), 1 when a node crashed, hung past the timeout or
-# never started the job.
+# host side never leaves loopback).  A job that prints DMAPLANE-KILL-VM
+# on its results port is killed (SIGKILL to its QEMU, as if the machine
+# died) within a second: that counts as the end of its job.  Exit status:
+# 0 when every node ran the job to its end (the job's own verdict is in
+# results-N.log, judged by tests/vm/results.py), 1 when a node crashed,
+# hung past the timeout or never started the job.
 
 set -e
 
@@ -68,12 +70,31 @@ start_node() {
 	eval "pid$n=\$!"
 }
 
+# kill_on_request N: SIGKILL node N's QEMU once its job asks for it.
+kill_on_request() {
+	n=$1
+	eval "tpid=\$pid$n"
+	while kill -0 "$tpid" 2>/dev/null; do
+		if grep -q '^DMAPLANE-KILL-VM' "$out/results-$n.log" 2>/dev/null; then
+			pkill -KILL -P "$tpid"	# timeout(1)'s child: QEMU
+			echo "run-vm: node $n: killed, as its job asked" >&2
+			return
+		fi
+		sleep 0.2
+	done
+}
+
 start=$(date +%s)
 start_node 0
 if [ "$nodes" -gt 1 ]; then
 	sleep 1
 	start_node 1
 fi
+n=0
+while [ "$n" -lt "$nodes" ]; do
+	kill_on_request "$n" &
+	n=$((n + 1))
+done
 
 status=0
 n=0
@@ -83,7 +104,9 @@ while [ "$n" -lt "$nodes" ]; do
 	wait "$pid" || rc=$?
 	tr -d '\r' <"$out/results-$n.log" >"$out/results-$n.tmp" 2>/dev/null || :
 	mv "$out/results-$n.tmp" "$out/results-$n.log" 2>/dev/null || :
-	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+	if grep -q '^DMAPLANE-KILL-VM' "$out/results-$n.log" 2>/dev/null; then
+		:	# killed on request: the end of its job
+	elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 		echo "run-vm: node $n: timed out after ${timeout}s (job $job)" >&2
 		status=1
 	elif [ "$rc" != 0 ]; then

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Two VMs on one Ethernet segment: bring up the link, reach the peer, add a
 # soft-RoCE device on eth0, load dmaplane on both nodes, connect them as
-# peers and run tests/remote_test across them, then take node 1 away twice
-# (module unload, rxe device deletion) while node 0 has operations
-# pending, and check that node 0 recovers.
+# peers and run tests/remote_test across them, then take node 1 away three
+# times (module unload, rxe device deletion, and at last the whole VM,
+# killed by the host) while node 0 has operations pending, and check that
+# node 0 recovers.
 #
 # Node 0 (10.77.0.1) is the client: it runs the kselftest suite and the
 # --disrupt/--exchange checks.  Node 1 (10.77.0.2) runs the responder
@@ -31,7 +32,11 @@
 #   (checks errors)     -linkdel-checked> rdma link add rxe0
 #   peer up             <-link-readded-
 #   --exchange          --exchange-done-> stop server
-#   rmmod, rxe-del, kmemleak            rmmod, rxe-del, kmemleak
+#                                       rmmod, kmemleak; insmod; peer add;
+#   peer up             <-ready-for-kill- --serve
+#   --disrupt vmkill    -pending-ready-> DMAPLANE-KILL-VM: the host kills
+#   (checks errors)                      the VM (SIGKILL to QEMU)
+#   rmmod, rxe-del, kmemleak
 . /dmaplane/jobs/lib.sh
 
 me=$((DMAPLANE_NODE + 1))
@@ -185,15 +190,38 @@ else
 fi
 
 # Killed sessions may take a moment to close their endpoints.
-for i in $(seq 10); do
-	grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats && break
-	sleep 1
-done
-grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats
-case_result endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
+endpoints_released() {
+	for i in $(seq 10); do
+		grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats && break
+		sleep 1
+	done
+	grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats
+	case_result endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
+	grep -qx 'xfer_pages 0' /sys/kernel/debug/dmaplane/stats
+	case_result xfer-pages-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
+}
+
+# ---- (c) node 1 dies (the host kills its VM) with operations pending --------
+# Node 1 reports its own verdicts first, then serves again until it dies.
+if [ "$DMAPLANE_NODE" = 1 ]; then
+	endpoints_released
+	check rmmod rmmod_retry
+	kmemleak_report
+	check insmod-before-kill insmod $D/dmaplane.ko
+	check peer-add-before-kill $D/dpctl peer add 10.77.0.1
+	start_server
+	sync_signal ready-for-kill
+	sync_wait pending-ready
+	# No disconnect, no last word: the VM stops dead.
+	echo "DMAPLANE-KILL-VM fails=$fails"
+	sleep 600
+	exit $fails
+fi
+sync_wait ready-for-kill
+peer_up peer-up-before-kill
+check disrupt-vmkill $RT --disrupt vmkill
+endpoints_released
 check rmmod rmmod_retry
-# Keep the node up until the peer is done with us too.
-sleep 5
 check rxe-del rdma link del rxe0
 kmemleak_report
 exit $fails
