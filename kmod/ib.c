@@ -323,6 +323,8 @@ enum { COOKIE_SREG = 1, COOKIE_RESOLVE };
  * @tag: SEND: tag
  * @len: bytes
  * @withdrawn: SEND: a CANCEL went out (the endpoint closed)
+ * @mm: address space charged for the pages (mmgrab()ed), or NULL
+ * @charged: pages charged to @mm and the module cap
  * @pages: pinned pages of the buffer
  * @npages: number of @pages
  * @nmrs: MRs in use
@@ -339,6 +341,8 @@ struct dmaplane_sreg {
 	u64 tag;
 	u64 len;
 	bool withdrawn;
+	struct mm_struct *mm;
+	unsigned long charged;
 	struct page **pages;
 	unsigned int npages;
 	unsigned int nmrs;
@@ -746,6 +750,10 @@ static void sreg_free(struct dmaplane_conn *c, struct dmaplane_sreg *s)
 		atomic_long_sub(s->npages, &dmaplane_stats.xfer_pages);
 		kvfree(s->pages);
 	}
+	if (s->mm) {
+		dmaplane_uncharge_pages(s->mm, s->charged);
+		mmdrop(s->mm);
+	}
 	dmaplane_ep_put(s->ep);
 	kfree(s);
 }
@@ -761,7 +769,9 @@ static void sreg_complete(struct dmaplane_conn *c, struct dmaplane_sreg *s, int 
 /*
  * Pin the user buffer @b of the current task and register it in MRs of
  * at most the device's page-list length each, for remote read (SEND, PUT)
- * or remote write (GET).
+ * or remote write (GET).  The pages stay pinned until the peer's FIN,
+ * which may be long for a SEND: they are charged like a registration
+ * (RLIMIT_MEMLOCK unless CAP_IPC_LOCK, and the module cap).
  */
 static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 		      struct dmaplane_ubuf *b)
@@ -788,6 +798,12 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 		if (l)
 			total += DIV_ROUND_UP(offset_in_page(a) + l, PAGE_SIZE);
 	}
+	ret = dmaplane_charge_pages(current->mm, total);
+	if (ret)
+		return ret;
+	mmgrab(current->mm);
+	s->mm = current->mm;
+	s->charged = total;
 	s->pages = kvmalloc_array(total, sizeof(*s->pages), GFP_KERNEL);
 	if (!s->pages)
 		return -ENOMEM;
@@ -920,7 +936,8 @@ out_unlock:
  *
  * Return: 0 when accepted (it completes on the ring), or -ECONNRESET (no
  * live connection), -EAGAIN (ring full), -EMSGSIZE (more segments than a
- * rendezvous carries), -EFAULT, -ENOMEM.
+ * rendezvous carries), -EFAULT, -ENOMEM (also: a rendezvous buffer over
+ * RLIMIT_MEMLOCK or the module cap).
  */
 int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *op,
 		     struct dmaplane_ubuf *buf)

@@ -47,6 +47,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -1972,6 +1973,77 @@ TEST_F_TIMEOUT(remote, remote_sender_close_withdraws_rendezvous, 300)
 	}
 	EXPECT_EQ(-EAGAIN, dp_probe(self->ep, self->to_r, 0, ~0ULL, 0, &p));
 	free(dst);
+}
+
+/*
+ * In a child that dropped to nobody with RLIMIT_MEMLOCK = 16 pages: send
+ * to @rname (auth key @key) a 128 KiB message (tag 8) and a 32 KiB one
+ * (tag 9, seed 11).  Across nodes the first would pin 32 pages until the
+ * receiver pulls it: -ENOMEM.  Exit code: 0, or which step failed.
+ */
+static int memlock_sender(const struct dmaplane_name *rname, uint64_t key, int local)
+{
+	struct rlimit rl = { 16 * 4096, 16 * 4096 };
+	enum { BIG = 128 << 10, SMALL = 32 << 10 };
+	char *buf = malloc(BIG);
+	struct dmaplane_cqe c;
+	struct dp_ep *ep;
+	uint32_t h;
+	int ret;
+
+	if (!buf || setgid(65534) || setuid(65534))
+		return 2;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		return 3;
+	ep = ep_new(key, 64);
+	if (!ep || dp_av_insert(ep, rname, &h))
+		return 4;
+	dp_test_fill(buf, BIG, 11);
+	ret = dp_send(ep, h, 8, buf, BIG, 1);
+	if (ret != (local ? 0 : -ENOMEM))
+		return 5;
+	if (dp_send(ep, h, 9, buf, SMALL, 2))
+		return 6;
+	/* Only the small one can complete: the big one is never received. */
+	if (lwait(ep, &c, 1, 60000) != 1 || c.ctx != 2 || c.status)
+		return 7;
+	dp_close(ep);
+	return 0;
+}
+
+/* Across nodes a rendezvous buffer is pinned until the FIN: it is charged. */
+TEST_F_TIMEOUT(remote, remote_rendezvous_charged_to_memlock, 300)
+{
+	const uint64_t key = 0x6d656d6c6f636bull;
+	long charged = dp_test_stat("charged_pages");
+	struct dmaplane_name rname;
+	struct dmaplane_cqe c;
+	int ridx, status;
+	pid_t pid;
+
+	if (getuid() != 0)
+		SKIP(return, "needs root to drop to another uid");
+	ridx = r_open(self->s, key, 0, &rname);
+	ASSERT_LE(0, ridx);
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, ridx, DP_ANY_SRC, 9, 0,
+			   32 << 10, 5));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(memlock_sender(&rname, key, self->local));
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(1, r_wait(self->s, ridx, &c, 1, 60000));
+	EXPECT_EQ(5, c.ctx);
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(32 << 10, c.len);
+	EXPECT_EQ(9, c.tag);
+	EXPECT_EQ(-1, r_check(self->s, ridx, 5, 11, 32 << 10, 32 << 10));
+	EXPECT_EQ(0, RCALL(self->s, OP_CLOSE, NULL, NULL, ridx));
+	/* Nothing stays charged here once the sender is gone. */
+	EXPECT_EQ(charged, dp_test_stat("charged_pages"));
+	EXPECT_EQ(0, dp_test_stat("xfer_pages"));
 }
 
 /* ---- two-node script helpers --------------------------------------------- */

@@ -601,7 +601,10 @@ struct dmaplane_av_insert {
  * mask on a send, the endpoint is not set up), -ENOENT (unknown address
  * handle), -ECONNRESET (the peer is gone), -EAGAIN (no room left on the
  * ring for its completion, or the receiver's unexpected-message budget is
- * exhausted: retry after consuming completions), -EFAULT.
+ * exhausted: retry after consuming completions), -EFAULT, -ENOMEM (also,
+ * to an endpoint of another node: a SEND above the eager threshold, a PUT
+ * or a GET whose buffer, pinned until the peer is done with it, would
+ * exceed RLIMIT_MEMLOCK or the module cap).
  *
  * PUT and GET are checked on the target and complete with: -ENOENT (no
  * region of the peer has that key: never, or no longer), -EACCES (the
