@@ -28,7 +28,8 @@
  *                      unloads its module: MODE unload, or deletes its rxe
  *                      device: MODE linkdel, or kills the server: MODE
  *                      kill, or has its VM killed: MODE vmkill, with a
- *                      large message being pulled from it at that moment)
+ *                      large message being pulled from it at that moment,
+ *                      or takes its link down for a minute: MODE linkdown)
  *                      and check that everything completes with an error
  *                      within a bounded time
  *   --exchange [FILE]  a fresh exchange (both directions, rendezvous and
@@ -2201,7 +2202,7 @@ static void collect(struct dp_ep *ep, int s, int rep, struct dstate *d, int lo,
 
 /*
  * Operations left pending in both directions when the peer goes away
- * (MODE: unload, linkdel, kill -- what the peer's script does once we
+ * (MODE: unload, linkdel, kill, vmkill, linkdown -- what the peer's script does once we
  * signal "pending-ready"); all must complete with an error within a
  * bounded time, each exactly once.
  *
@@ -2216,6 +2217,9 @@ static int disrupt(const char *mode)
 	enum { NS = 4, NR = 4, BIG = 1 << 20, HUGE = 64 << 20 };
 	static struct dstate here, there;
 	int vmkill = !strcmp(mode, "vmkill");
+	/* The server survives these; after linkdown the peer comes back too. */
+	int linkdown = !strcmp(mode, "linkdown");
+	int server_lives = linkdown || !strcmp(mode, "linkdel");
 	char *huge = NULL;
 	struct dmaplane_name ln, rn;
 	struct dmaplane_cqe c[16];
@@ -2309,14 +2313,15 @@ static int disrupt(const char *mode)
 		       "receive %d: %d completions, status %d", i, here.done[i],
 		       here.status[i]);
 	/* The address no longer works, at once or in the completion. */
-	ret = dp_send(ep, to_r, 1, big, 10, 99);
+	ret = linkdown ? -ECONNRESET : dp_send(ep, to_r, 1, big, 10, 99);
 	if (!ret) {
 		collect(ep, -1, 0, &here, 99, 99, 30);
 		FAILIF(!here.done[99], "send to a dead peer never completed");
 		ret = here.status[99];
 	}
 	FAILIF(!ret, "send to a dead peer succeeded");
-	fprintf(stderr, "remote_test: send to the gone peer: %d\n", ret);
+	if (!linkdown)
+		fprintf(stderr, "remote_test: send to the gone peer: %d\n", ret);
 	/*
 	 * The pull in progress when the VM died: an error (the data did not
 	 * all come), or, had it finished first, every byte right.
@@ -2341,11 +2346,15 @@ static int disrupt(const char *mode)
 	 * Its name: the endpoint is gone (-ECONNREFUSED), and across nodes,
 	 * once the module there has unloaded, the node too (-ENETUNREACH).
 	 */
-	ret = dp_av_insert(ep, &rn, &to_r);
+	ret = linkdown ? -ENETUNREACH : dp_av_insert(ep, &rn, &to_r);
 	FAILIF(ret != -ECONNREFUSED && (same_node || ret != -ENETUNREACH),
 	       "AV_INSERT of the gone peer's name: %d", ret);
-	/* With the link deleted the server lives on: its side failed too. */
-	if (!strcmp(mode, "linkdel")) {
+	/*
+	 * With the link deleted or down the server lives on: its side failed
+	 * too (asked over the control connection, which TCP keeps across a
+	 * link that comes back).
+	 */
+	if (server_lives) {
 		collect(NULL, s, rep, &there, 100, 101, 90);
 		for (int i = 200; i <= 201; i++) {
 			if (there.done[i])
@@ -2476,7 +2485,7 @@ int main(int argc, char **argv)
 		return exchange(argc > 2 ? argv[2] : NULL);
 	if (argc > 1 && argv[1][0] == '-' && strcmp(argv[1], "--local")) {
 		fprintf(stderr, "usage: %s [--local | --serve | --signal NAME | --wait-for NAME |"
-			" --disrupt unload|linkdel|kill|vmkill | --exchange [STALE_FILE]]\n", argv[0]);
+			" --disrupt unload|linkdel|kill|vmkill|linkdown | --exchange [STALE_FILE]]\n", argv[0]);
 		return 2;
 	}
 	if (role && !strcmp(role, "server"))

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Two VMs on one Ethernet segment: bring up the link, reach the peer, add a
 # soft-RoCE device on eth0, load dmaplane on both nodes, connect them as
-# peers and run tests/remote_test across them, then take node 1 away three
-# times (module unload, rxe device deletion, and at last the whole VM,
-# killed by the host) while node 0 has operations pending, and check that
-# node 0 recovers.
+# peers and run tests/remote_test across them, then take node 1 away four
+# times (module unload, rxe device deletion, its link down for a minute,
+# and at last the whole VM, killed by the host) while node 0 has
+# operations pending, and check that node 0 recovers.
 #
 # Node 0 (10.77.0.1) is the client: it runs the kselftest suite and the
 # --disrupt/--exchange checks.  Node 1 (10.77.0.2) runs the responder
@@ -31,7 +31,10 @@
 #   --disrupt linkdel   -pending-ready> rdma link del rxe0
 #   (checks errors)     -linkdel-checked> rdma link add rxe0
 #   peer up             <-link-readded-
-#   --exchange          --exchange-done-> stop server
+#   --exchange          --exchange-done->
+#   --disrupt linkdown  -pending-ready> ip link set eth0 down; 60 s; up
+#   (checks errors)     <--link-back---
+#   peer up; --exchange -exchange-after-link-back-done-> stop server
 #                                       rmmod, kmemleak; insmod; peer add;
 #   peer up             <-ready-for-kill- --serve
 #   --disrupt vmkill    -pending-ready-> DMAPLANE-KILL-VM: the host kills
@@ -179,7 +182,6 @@ if [ "$DMAPLANE_NODE" = 1 ]; then
 	check rxe-readd rdma link add rxe0 type rxe netdev eth0
 	sync_signal link-readded
 	sync_wait exchange-done
-	stop_server
 else
 	check disrupt-linkdel $RT --disrupt linkdel
 	sync_signal linkdel-checked
@@ -187,6 +189,25 @@ else
 	peer_up peer-up-after-rxe-readd
 	check exchange-after-rxe-readd $RT --exchange $STALE
 	sync_signal exchange-done
+fi
+
+# ---- (c) node 1's link is down for a minute with operations pending ---------
+# Nothing tells either node: each finds out by its keepalive, fails what
+# was pending, and the two reconnect once the link is back.
+if [ "$DMAPLANE_NODE" = 1 ]; then
+	sync_wait pending-ready
+	check link-down ip link set eth0 down
+	sleep 60
+	check link-up ip link set eth0 up
+	sync_signal link-back
+	sync_wait exchange-after-link-back-done
+	stop_server
+else
+	check disrupt-linkdown $RT --disrupt linkdown
+	sync_wait link-back
+	peer_up peer-up-after-link-back
+	check exchange-after-link-back $RT --exchange
+	sync_signal exchange-after-link-back-done
 fi
 
 # Killed sessions may take a moment to close their endpoints.
@@ -201,7 +222,7 @@ endpoints_released() {
 	case_result xfer-pages-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
 }
 
-# ---- (c) node 1 dies (the host kills its VM) with operations pending --------
+# ---- (d) node 1 dies (the host kills its VM) with operations pending --------
 # Node 1 reports its own verdicts first, then serves again until it dies.
 if [ "$DMAPLANE_NODE" = 1 ]; then
 	endpoints_released
