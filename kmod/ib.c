@@ -77,12 +77,25 @@ MODULE_PARM_DESC(port, "rdma_cm port the transport listens on and connects to");
 #define IB_RESOLVE_TIMEOUT	(5 * HZ)
 #define IB_SQ_DEPTH		4096
 #define IB_RDMA_CTXS		256
+/* Scatter/gather entries per RDMA READ or WRITE work request, at most. */
+#define IB_MAX_SGE		16
 /*
- * RDMA contexts (each up to 2 MiB) in flight per connection: beyond this
- * they wait, so that a burst of large messages neither overflows the send
- * queue nor keeps READs outstanding long enough to exhaust RC retries.
+ * RDMA contexts (one per remote segment, up to 2 MiB each) and their work
+ * requests in flight per connection: beyond this, contexts wait (a large
+ * message's too, piece by piece), so that a burst of large messages
+ * neither overflows the send queue nor keeps READs outstanding long
+ * enough to exhaust RC retries.
  */
 #define IB_RW_BUDGET		8
+#define IB_RW_WRS		1024
+/*
+ * What the send queue holds at the most: the RDMA work requests above,
+ * every request the credits allow with its fast registrations (an RTS or
+ * RMA_REQ registers up to DMAPLANE_WIRE_MAX_SEGS MRs), an ACK per credit.
+ */
+#define IB_SQ_NEEDED		(IB_RW_WRS + DMAPLANE_WIRE_CREDITS *		\
+				 (DMAPLANE_WIRE_MAX_SEGS + 1) + DMAPLANE_WIRE_CREDITS)
+static_assert(IB_SQ_NEEDED <= IB_SQ_DEPTH);
 /* Local ACK timeout exponent: 4.096 us * 2^19, about 2 s per try. */
 #define IB_ACK_TIMEOUT		19
 /*
@@ -212,8 +225,10 @@ struct dmaplane_rx {
  * @credits: requests we may send; @credits.owed is under @ack_lock
  * @tx_seq: seq of the last request posted
  * @backlog: &struct dmaplane_tx requests waiting for a credit
- * @xfer_wait: &struct dmaplane_xfer waiting for room in %IB_RW_BUDGET
+ * @xfer_wait: &struct dmaplane_xfer with contexts waiting for room in
+ *	%IB_RW_BUDGET and %IB_RW_WRS, oldest first
  * @rw_inflight: RDMA contexts posted and not completed
+ * @rw_wrs: their work requests
  * @sent: &struct dmaplane_pend of EAGER/RTS requests waiting for an ACK
  * @cookies: cookie -> operation waiting for a FIN or RESOLVED
  * @next_cookie: cursor for @cookies
@@ -252,6 +267,7 @@ struct dmaplane_conn {
 	struct list_head backlog;
 	struct list_head xfer_wait;
 	unsigned int rw_inflight;
+	unsigned int rw_wrs;
 	struct list_head sent;
 	struct xarray cookies;
 	u32 next_cookie;
@@ -401,8 +417,10 @@ struct dmaplane_rdv {
  * @bv: the local bytes, piece by piece
  * @nbv: pieces in @bv
  * @nctx: RDMA contexts, one per remote segment
+ * @next: contexts posted so far (or given up), in order
+ * @completed: contexts completed, in order (a send queue completes in order)
  * @rsegs: the remote segments, one per context
- * @ctx: the contexts and their scatterlists
+ * @ctx: the contexts, their scatterlists and work request counts
  * @done: called once, in process context, when every context completed
  * @ep: receiver (rendezvous) or target's endpoint (referenced)
  * @region: RMA target: the region (referenced)
@@ -426,11 +444,14 @@ struct dmaplane_xfer {
 	struct bio_vec *bv;
 	unsigned int nbv;
 	unsigned int nctx;
+	unsigned int next;
+	unsigned int completed;
 	struct dmaplane_wire_seg *rsegs;
 	struct {
 		struct rdma_rw_ctx rw;
 		struct sg_table sgt;
 		bool init;
+		unsigned int wrs;
 	} *ctx;
 	void (*done)(struct dmaplane_xfer *x);
 	struct dmaplane_ep *ep;
@@ -1126,57 +1147,70 @@ static void xfer_finish(struct dmaplane_xfer *x)
 }
 
 /*
- * Post every context of @x; under tx_lock, the connection up.  Return: how
- * many could not be posted (the caller takes them off @x->pending).
+ * Post the next contexts of @x while the budget has room; under tx_lock,
+ * the connection up.  Return: how many contexts were given up on (after
+ * an error; the caller takes them off @x->pending).
  */
 static unsigned int xfer_post_locked(struct dmaplane_conn *c, struct dmaplane_xfer *x)
 {
 	enum dma_data_direction dir = x->write ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
-	unsigned int i, posted = 0;
-	int ret = 0;
+	unsigned int i, dropped;
+	int ret;
 
 	lockdep_assert_held(&c->tx_lock);
-	for (i = 0; i < x->nctx; i++) {
-		ret = rdma_rw_ctx_init(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
-				       x->ctx[i].sgt.sgl, x->ctx[i].sgt.orig_nents, 0,
-				       le64_to_cpu(x->rsegs[i].addr),
-				       le32_to_cpu(x->rsegs[i].rkey), dir);
-		if (ret < 0)
+	while (x->next < x->nctx && c->rw_inflight < IB_RW_BUDGET) {
+		i = x->next;
+		if (!x->ctx[i].init) {
+			ret = rdma_rw_ctx_init(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
+					       x->ctx[i].sgt.sgl, x->ctx[i].sgt.orig_nents, 0,
+					       le64_to_cpu(x->rsegs[i].addr),
+					       le32_to_cpu(x->rsegs[i].rkey), dir);
+			if (ret < 0)
+				goto err_drop;
+			x->ctx[i].init = true;
+			x->ctx[i].wrs = ret;
+		}
+		if (c->rw_inflight && c->rw_wrs + x->ctx[i].wrs > IB_RW_WRS)
 			break;
-		x->ctx[i].init = true;
 		ret = rdma_rw_ctx_post(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
 				       &x->cqe, NULL);
 		if (ret) {
-			rdma_rw_ctx_destroy(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
-					    x->ctx[i].sgt.sgl, x->ctx[i].sgt.orig_nents, dir);
-			x->ctx[i].init = false;
 			/* The send queue is full or broken: give up on the peer. */
 			conn_fail(c, false);
-			break;
+			goto err_drop;
 		}
-		posted++;
+		c->rw_inflight++;
+		c->rw_wrs += x->ctx[i].wrs;
+		x->next++;
 	}
-	c->rw_inflight += posted;
-	if (posted < x->nctx && !x->status)
+	return 0;
+
+err_drop:
+	if (!x->status)
 		x->status = ret < 0 ? ret : -EIO;
-	atomic64_add(x->len, x->write ? &c->peer->tx_bytes : &c->peer->rx_bytes);
-	return x->nctx - posted;
+	dropped = x->nctx - x->next;
+	x->next = x->nctx;
+	return dropped;
 }
 
 /*
- * Start what waits for room; under tx_lock.  Transfers that could not be
- * posted at all go on @finished, to be finished without the lock.
+ * Post what waits for room, oldest first; under tx_lock.  Transfers that
+ * end with that (an error gave up their last contexts) go on @finished,
+ * to be finished without the lock.
  */
 static void xfer_kick_locked(struct dmaplane_conn *c, struct list_head *finished)
 {
 	struct dmaplane_xfer *x;
+	unsigned int dropped;
 
 	lockdep_assert_held(&c->tx_lock);
 	while (c->state == CONN_UP &&
-	       (x = list_first_entry_or_null(&c->xfer_wait, struct dmaplane_xfer, node)) &&
-	       (!c->rw_inflight || c->rw_inflight + x->nctx <= IB_RW_BUDGET)) {
+	       (x = list_first_entry_or_null(&c->xfer_wait, struct dmaplane_xfer, node))) {
+		dropped = xfer_post_locked(c, x);
+		if (x->next < x->nctx)
+			break;
 		list_del(&x->node);
-		if (atomic_sub_and_test(xfer_post_locked(c, x), &x->pending))
+		if (dropped && atomic_sub_and_test(dropped, &x->pending))
 			list_add_tail(&x->node, finished);
 	}
 }
@@ -1202,6 +1236,7 @@ static void xfer_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	mutex_lock(&c->tx_lock);
 	c->rw_inflight--;
+	c->rw_wrs -= x->ctx[x->completed++].wrs;
 	xfer_kick_locked(c, &finished);
 	mutex_unlock(&c->tx_lock);
 	if (atomic_dec_and_test(&x->pending))
@@ -1246,7 +1281,7 @@ static int xfer_start(struct dmaplane_xfer *x, const struct dmaplane_wire_seg *s
 		      u32 nsegs)
 {
 	struct dmaplane_conn *c = x->conn;
-	unsigned int i, failed;
+	unsigned int i, dropped;
 	u64 pos = 0;
 	int ret = 0;
 
@@ -1274,17 +1309,18 @@ static int xfer_start(struct dmaplane_xfer *x, const struct dmaplane_wire_seg *s
 		mutex_unlock(&c->tx_lock);
 		return -ECONNRESET;
 	}
-	if (list_empty(&c->xfer_wait) &&
-	    (!c->rw_inflight || c->rw_inflight + x->nctx <= IB_RW_BUDGET)) {
-		failed = xfer_post_locked(c, x);
-		if (failed == x->nctx && x->nctx) {
+	/* Behind older transfers that wait, or now as far as there is room. */
+	if (list_empty(&c->xfer_wait)) {
+		dropped = xfer_post_locked(c, x);
+		if (dropped && dropped == x->nctx) {
 			mutex_unlock(&c->tx_lock);
 			return x->status;
 		}
-		atomic_sub(failed, &x->pending);
-	} else {
-		list_add_tail(&x->node, &c->xfer_wait);
+		atomic_sub(dropped, &x->pending);
 	}
+	if (x->next < x->nctx)
+		list_add_tail(&x->node, &c->xfer_wait);
+	atomic64_add(x->len, x->write ? &c->peer->tx_bytes : &c->peer->rx_bytes);
 	mutex_unlock(&c->tx_lock);
 	/* Drop the submitter's count: the last completion finishes. */
 	if (atomic_dec_and_test(&x->pending))
@@ -2021,8 +2057,11 @@ static void conn_teardown(struct work_struct *work)
 	list_splice_init(&c->xfer_wait, &xwait);
 	mutex_unlock(&c->tx_lock);
 	list_for_each_entry_safe(x, xtmp, &xwait, node) {
+		unsigned int left = x->nctx - x->next;
+
 		x->status = -ECONNRESET;
-		if (atomic_sub_and_test(x->nctx, &x->pending))
+		x->next = x->nctx;
+		if (atomic_sub_and_test(left, &x->pending))
 			xfer_finish(x);
 	}
 
@@ -2151,8 +2190,14 @@ static int conn_setup(struct dmaplane_conn *c)
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	/* One more of each for ib_drain_qp(). */
 	attr.cap.max_send_wr = min_t(u32, IB_SQ_DEPTH, ibdev->attrs.max_qp_wr / 2) + 1;
+	if (attr.cap.max_send_wr <= IB_SQ_NEEDED) {
+		pr_warn_once("%s: send queues of %u entries are too small\n",
+			     dev_name(&ibdev->dev), attr.cap.max_send_wr);
+		return -EOPNOTSUPP;
+	}
 	attr.cap.max_recv_wr = DMAPLANE_WIRE_RECVS + 1;
-	attr.cap.max_send_sge = 1;
+	/* Up to IB_MAX_SGE pages per RDMA READ or WRITE. */
+	attr.cap.max_send_sge = clamp_t(u32, ibdev->attrs.max_send_sge, 1, IB_MAX_SGE);
 	attr.cap.max_recv_sge = 2;
 	attr.cap.max_rdma_ctxs = IB_RDMA_CTXS;
 	attr.port_num = c->cm_id->port_num;
