@@ -33,8 +33,8 @@
  *   one node when a rendezvous sender dies.
  *
  * A peer that goes silent while operations wait for it gets a PING every
- * IB_KEEPALIVE; when it is gone, the PING's retries run out and the
- * connection breaks.
+ * IB_KEEPALIVE; one that stays silent for IB_DEAD_AFTER is taken for
+ * gone and the connection breaks.
  *
  * Flow control: every request costs a credit; credits come back in ACKs,
  * so a SEND always finds a posted buffer.  Requests wait in a backlog when
@@ -99,11 +99,14 @@ static_assert(IB_SQ_NEEDED <= IB_SQ_DEPTH);
 /* Local ACK timeout exponent: 4.096 us * 2^19, about 2 s per try. */
 #define IB_ACK_TIMEOUT		19
 /*
- * Silence from a peer while operations wait for it: PING it this often,
- * so that the connection's retries find out when the peer is gone (a
- * node that vanishes sends nothing, and a FIN we wait for never comes).
+ * Silence from a peer while operations wait for it: PING it this often
+ * (a live peer answers with an ACK at once), and give up on it after
+ * IB_DEAD_AFTER.  A node that vanishes sends nothing, a FIN we wait for
+ * never comes, and the connection's own retries may never run out (rxe
+ * retries forever with a retry count of 7).
  */
 #define IB_KEEPALIVE		(5 * HZ)
+#define IB_DEAD_AFTER		(30 * HZ)
 #define IB_MAX_SLOT		((1U << (64 - DMAPLANE_SRC_NODE_SHIFT - 1)) - 1)
 
 /*
@@ -729,20 +732,26 @@ static void keepalive_work(struct work_struct *work)
 {
 	struct dmaplane_conn *c = container_of(to_delayed_work(work), struct dmaplane_conn,
 					       keepalive_work);
+	unsigned long silent = jiffies - READ_ONCE(c->last_rx);
 	struct dmaplane_tx *tx;
+	bool waiting;
 
 	mutex_lock(&c->tx_lock);
 	if (c->state != CONN_UP) {
 		mutex_unlock(&c->tx_lock);
 		return;
 	}
-	/*
-	 * Only when something waits for the peer; a non-empty backlog means
-	 * requests are on the wire already, and their retries tell.
-	 */
-	if (time_after_eq(jiffies, READ_ONCE(c->last_rx) + IB_KEEPALIVE) &&
-	    (!xa_empty(&c->cookies) || !list_empty(&c->sent)) &&
-	    list_empty(&c->backlog)) {
+	waiting = !xa_empty(&c->cookies) || !list_empty(&c->sent) ||
+		  !list_empty(&c->backlog) || c->rw_inflight;
+	if (waiting && silent >= IB_DEAD_AFTER) {
+		mutex_unlock(&c->tx_lock);
+		pr_warn("%pISp silent for %u s with operations pending: dropping the connection\n",
+			&c->peer->addr, jiffies_to_msecs(silent) / 1000);
+		conn_fail(c, false);
+		return;
+	}
+	/* A full backlog waits for an ACK already: no room for a PING. */
+	if (waiting && silent >= IB_KEEPALIVE && list_empty(&c->backlog)) {
 		tx = tx_alloc(DMAPLANE_WIRE_PING, 0);
 		if (tx && conn_submit_locked(c, tx))
 			tx_free(tx);
@@ -2008,9 +2017,8 @@ static void conn_teardown(struct work_struct *work)
 	LIST_HEAD(backlog);
 	LIST_HEAD(sent);
 	unsigned int i;
-	void *entry;
-
 	int refs = 0;
+	void *entry;
 
 	mutex_lock(&ib_lock);
 	list_del_init(&c->node);
