@@ -107,6 +107,8 @@ static_assert(IB_SQ_NEEDED <= IB_SQ_DEPTH);
  */
 #define IB_KEEPALIVE		(5 * HZ)
 #define IB_DEAD_AFTER		(30 * HZ)
+/* A connection not established by then is given up (and retried). */
+#define IB_CONNECT_TIMEOUT	(20 * HZ)
 #define IB_MAX_SLOT		((1U << (64 - DMAPLANE_SRC_NODE_SHIFT - 1)) - 1)
 
 /*
@@ -220,7 +222,9 @@ struct dmaplane_rx {
  * @failing: teardown scheduled (set once)
  * @teardown_work: tears the connection down
  * @ack_work: sends the ACK owed to the peer
- * @keepalive_work: PINGs a silent peer while operations wait for it
+ * @keepalive_work: gives up on a connection not established within
+ *	%IB_CONNECT_TIMEOUT; then PINGs a silent peer while operations wait
+ *	for it
  * @last_rx: jiffies of the last message from the peer
  * @tx_lock: protects @state transitions, @credits.avail, @tx_seq,
  *	@backlog, @sent, @cookies and posting to the send queue
@@ -737,6 +741,14 @@ static void keepalive_work(struct work_struct *work)
 	bool waiting;
 
 	mutex_lock(&c->tx_lock);
+	if (c->state == CONN_CONNECTING) {
+		/* A REQ or REP lost, or an answer that never comes. */
+		mutex_unlock(&c->tx_lock);
+		pr_info("connecting %s %pISp timed out\n", c->active ? "to" : "from",
+			&c->peer->addr);
+		conn_fail(c, false);
+		return;
+	}
 	if (c->state != CONN_UP) {
 		mutex_unlock(&c->tx_lock);
 		return;
@@ -2294,7 +2306,7 @@ static void conn_up(struct dmaplane_conn *c)
 	dmaplane_credits_init(&c->credits, DMAPLANE_WIRE_CREDITS);
 	c->state = CONN_UP;
 	WRITE_ONCE(c->last_rx, jiffies);
-	queue_delayed_work(dp_ib_wq, &c->keepalive_work, IB_KEEPALIVE);
+	mod_delayed_work(dp_ib_wq, &c->keepalive_work, IB_KEEPALIVE);
 	mutex_unlock(&c->tx_lock);
 	wake_up_all(&c->up_wq);
 	spin_lock(&p->lock);
@@ -2395,6 +2407,7 @@ static int cm_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	ret = rdma_accept(id, &param);
 	if (ret)
 		goto err_fail;
+	queue_delayed_work(dp_ib_wq, &c->keepalive_work, IB_CONNECT_TIMEOUT);
 	return 0;
 
 err_fail:
@@ -2515,6 +2528,7 @@ static void peer_connect_work(struct work_struct *work)
 	kref_get(&c->ref);
 	p->state = DMAPLANE_NL_PEER_CONNECTING;
 	spin_unlock(&p->lock);
+	queue_delayed_work(dp_ib_wq, &c->keepalive_work, IB_CONNECT_TIMEOUT);
 	mutex_unlock(&ib_lock);
 	if (ret)
 		conn_fail(c, false);
