@@ -65,7 +65,8 @@ enum kind {
 	ACCEPT,		/* valid CONNECT: accepted, stays up */
 	REJECT,		/* bad CONNECT: rejected by the node */
 	DROP,		/* accepted, one bad message: the node disconnects */
-	STAY,		/* accepted, one user-level error: answered, stays up */
+	STAY,		/* accepted, one user-level error or a message that
+			 * needs no answer: answered, stays up */
 };
 
 static const char *const kind_names[] = { "accept", "reject", "drop", "stay" };
@@ -547,7 +548,8 @@ static uint32_t msg_rts(struct conn *c, uint32_t nsegs)
 	m->src = htole64(rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1));
 	m->dst = htole64(opt.dst_uid);
 	m->msg_len = htole64((uint64_t)nsegs * 4096);
-	rts->cookie = htole64(rnd64());
+	/* Senders' cookies are below 2^32 (a larger one is its own fault). */
+	rts->cookie = htole64((uint32_t)rnd64());
 	rts->nsegs = htole32(nsegs);
 	for (i = 0; i < nsegs; i++) {
 		rts->segs[i].addr = htole64(rnd64());
@@ -598,7 +600,10 @@ struct evil_case {
 	enum kind kind;
 	/* REJECT: alter valid private data, return its length. */
 	uint8_t (*cm)(struct dmaplane_wire_cm *cm);
-	/* DROP: build the message in send slot 0, return its length. */
+	/*
+	 * DROP, and STAY with a message: build the message in send slot 0,
+	 * return its length.
+	 */
 	uint32_t (*msg)(struct conn *c);
 	/* DROP: larger than the node's receive buffers. */
 	bool overflow;
@@ -846,6 +851,53 @@ static uint32_t m_ack_nack_unknown(struct conn *c)
 	return HSZ + body;
 }
 
+static uint32_t m_rts_cookie_range(struct conn *c)
+{
+	uint32_t len = msg_rts(c, 1);
+	struct dmaplane_wire_rts *rts = (void *)(hdr(c) + 1) + sizeof(struct dmaplane_wire_msg);
+
+	rts->cookie = htole64(1ull << 32 | (uint32_t)rnd64());
+	return len;
+}
+
+/* CANCEL of an RTS this peer never sent: nothing to withdraw. */
+static uint32_t m_cancel_unknown(struct conn *c)
+{
+	struct dmaplane_wire_cancel *k = msg_start(c, DMAPLANE_WIRE_CANCEL, sizeof(*k));
+
+	k->cookie = htole64((uint32_t)rnd64());
+	return HSZ + sizeof(*k);
+}
+
+static uint32_t m_cancel_cookie_range(struct conn *c)
+{
+	uint32_t len = m_cancel_unknown(c);
+	struct dmaplane_wire_cancel *k = (void *)(hdr(c) + 1);
+
+	k->cookie = htole64(~0ull);
+	return len;
+}
+
+static uint32_t m_cancel_long(struct conn *c)
+{
+	struct dmaplane_wire_cancel *k = msg_start(c, DMAPLANE_WIRE_CANCEL, 2 * sizeof(*k));
+
+	k->cookie = htole64((uint32_t)rnd64());
+	return HSZ + 2 * sizeof(*k);
+}
+
+static uint32_t m_ping(struct conn *c)
+{
+	msg_start(c, DMAPLANE_WIRE_PING, 0);
+	return HSZ;
+}
+
+static uint32_t m_ping_body(struct conn *c)
+{
+	msg_start(c, DMAPLANE_WIRE_PING, 8);
+	return HSZ + 8;
+}
+
 static uint32_t m_seq_zero(struct conn *c)
 {
 	uint32_t len = msg_eager(c, 8);
@@ -888,7 +940,13 @@ static const struct evil_case cases[] = {
 	{ "drop-ack-unknown-nack", DROP, .msg = m_ack_nack_unknown },
 	{ "drop-seq-zero", DROP, .msg = m_seq_zero },
 	{ "drop-seq-gap", DROP, .msg = m_seq_gap },
+	{ "drop-rts-cookie-range", DROP, .msg = m_rts_cookie_range },
+	{ "drop-cancel-cookie-range", DROP, .msg = m_cancel_cookie_range },
+	{ "drop-cancel-too-long", DROP, .msg = m_cancel_long },
+	{ "drop-ping-with-body", DROP, .msg = m_ping_body },
 	{ "stay-rma-unknown-rkey", STAY, .cm = NULL },
+	{ "stay-cancel-unknown-cookie", STAY, .msg = m_cancel_unknown },
+	{ "stay-ping", STAY, .msg = m_ping },
 };
 
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
@@ -1033,6 +1091,39 @@ out:
 	return ret;
 }
 
+/*
+ * A request the node consumes without answering but for its credit (a
+ * CANCEL naming nothing, a PING): an ACK giving the credit back, and the
+ * connection stays up.
+ */
+static int run_stay_msg(const struct evil_case *t)
+{
+	struct conn *c = conn_open_valid();
+	const struct dmaplane_wire_ack *a;
+	long long end;
+	int ret = -1;
+
+	if (!c)
+		return -1;
+	a = (void *)(c->rx + HSZ);
+	if (send_msg(c, 0, t->msg(c)))
+		goto out;
+	end = now_ms() + opt.timeout_ms;
+	while (now_ms() < end && !rx_is_ack(c) && !c->disconnected && !c->rx_err)
+		next_event(c, STEP_MS);
+	if (!rx_is_ack(c) || c->rx_len < HSZ + sizeof(*a) || le32toh(a->credits) != 1 ||
+	    le64toh(a->upto) != 1) {
+		diag("no ACK of the request within %d ms (%u bytes received, type %u)",
+		     opt.timeout_ms, c->rx_len, c->rx_len ? c->rx[0] : 0);
+		goto out;
+	}
+	diag("ACK: upto 1, 1 credit back");
+	ret = stays_up(c, 1000);
+out:
+	conn_close(c);
+	return ret;
+}
+
 static int run_case(const struct evil_case *t)
 {
 	switch (t->kind) {
@@ -1043,7 +1134,7 @@ static int run_case(const struct evil_case *t)
 	case DROP:
 		return run_drop(t);
 	default:
-		return run_stay();
+		return t->msg ? run_stay_msg(t) : run_stay();
 	}
 }
 
