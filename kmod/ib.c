@@ -1473,9 +1473,9 @@ static bool rdv_take(struct dmaplane_rdv *rdv)
 	return taken;
 }
 
+/* Free @rdv, taken (or never indexed) already. */
 static void rdv_free(struct dmaplane_rdv *rdv)
 {
-	rdv_take(rdv);
 	conn_put(rdv->conn);
 	kfree(rdv);
 }
@@ -1589,8 +1589,7 @@ static int rx_msg(struct dmaplane_conn *c, u64 seq, const void *body, bool eager
 		/* A cookie the peer uses twice at once names nothing. */
 		ret = xa_insert(&c->rdvs, rdv->cookie, rdv, GFP_KERNEL);
 		if (ret) {
-			conn_put(c);
-			kfree(rdv);
+			rdv_free(rdv);
 			return ret == -EBUSY ? -EPROTO : ret;
 		}
 	}
@@ -1599,8 +1598,11 @@ static int rx_msg(struct dmaplane_conn *c, u64 seq, const void *body, bool eager
 					 le64_to_cpu(m->tag), le64_to_cpu(m->msg_len),
 					 eager ? payload : NULL, rdv);
 	if (ret) {
-		if (rdv)
+		/* Not queued: still the caller's, and still in the index. */
+		if (rdv) {
+			rdv_take(rdv);
 			rdv_free(rdv);
+		}
 		nack(c, seq, ret);
 	}
 	return 0;
