@@ -447,7 +447,7 @@ int dmaplane_mmap(struct dmaplane_ep *ep, struct vm_area_struct *vma)
 	}
 
 	/* The lookup's reference becomes the VMA's. */
-	vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+	vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_private_data = arena;
 	vma->vm_ops = &arena_vm_ops;
 	return 0;

@@ -159,14 +159,14 @@ int dmaplane_cq_mmap(struct dmaplane_cq *cq, struct vm_area_struct *vma)
 			return -EINVAL;
 		if (vma->vm_flags & VM_WRITE)
 			return -EPERM;
-		vma->vm_flags &= ~VM_MAYWRITE;
-		vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+		vm_flags_clear(vma, VM_MAYWRITE);
+		vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 		return remap_vmalloc_range(vma, cq->ring, 0);
 	}
 	if (off == DMAPLANE_CQ_HEAD_OFFSET) {
 		if (len != PAGE_SIZE)
 			return -EINVAL;
-		vma->vm_flags |= VM_DONTEXPAND | VM_DONTDUMP;
+		vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
 		return remap_vmalloc_range(vma, cq->head, 0);
 	}
 	return -EINVAL;

@@ -33,7 +33,7 @@
 
 #include "dmaplane.h"
 
-MODULE_IMPORT_NS(DMA_BUF);
+MODULE_IMPORT_NS(DMAPLANE_NS(DMA_BUF));
 
 /**
  * struct dmaplane_dmabuf - an exported arena slice
@@ -188,7 +188,7 @@ static int dmaplane_dmabuf_mmap(struct dma_buf *dmabuf, struct vm_area_struct *v
 	/* dma_buf_mmap_internal() checked the range against the size. */
 	if (!(vma->vm_flags & VM_SHARED))
 		return -EINVAL;
-	vma->vm_flags |= VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP;
+	vm_flags_set(vma, VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP);
 	vma->vm_private_data = dmabuf->priv;
 	vma->vm_ops = &dmaplane_dmabuf_vm_ops;
 	return 0;
@@ -390,7 +390,7 @@ static int dmaplane_import_copy(struct dmaplane_region *r, u64 off,
 
 	mutex_lock(&imp->lock);
 	if (!imp->vmapped) {
-		ret = dma_buf_vmap(imp->dmabuf, &imp->map);
+		ret = dma_buf_vmap_unlocked(imp->dmabuf, &imp->map);
 		if (ret) {
 			mutex_unlock(&imp->lock);
 			return ret;
@@ -419,7 +419,7 @@ static void dmaplane_import_release(struct dmaplane_region *r)
 	struct dmaplane_import *imp = to_import(r);
 
 	if (imp->vmapped)
-		dma_buf_vunmap(imp->dmabuf, &imp->map);
+		dma_buf_vunmap_unlocked(imp->dmabuf, &imp->map);
 	dma_buf_detach(imp->dmabuf, imp->attach);
 	dma_buf_put(imp->dmabuf);
 	mutex_destroy(&imp->lock);

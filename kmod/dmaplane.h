@@ -23,17 +23,21 @@
 
 #include <uapi/linux/dmaplane.h>
 
+#include "compat.h"
+
 #define DMAPLANE_DRV_NAME	"dmaplane"
 
 /*
  * Internal functions that only the KUnit module calls are exported to it
  * in a private namespace, as EXPORT_SYMBOL_IF_KUNIT() does upstream from
- * 6.2 on.  Kernels without KUnit export nothing.
+ * 6.2 on.  Kernels without KUnit export nothing (and only check that the
+ * symbol exists).
  */
 #if IS_ENABLED(CONFIG_KUNIT)
-#define EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(sym) EXPORT_SYMBOL_NS_GPL(sym, DMAPLANE_KUNIT)
+#define EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(sym) \
+	EXPORT_SYMBOL_NS_GPL(sym, DMAPLANE_NS(DMAPLANE_KUNIT))
 #else
-#define EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(sym)
+#define EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(sym) static_assert(sizeof(typeof(sym) *))
 #endif
 
 /**

@@ -242,9 +242,9 @@ struct dmaplane_rx {
  * @rdvs: the peer's cookie -> &struct dmaplane_rdv queued at a local
  *	endpoint and not matched yet; its xa lock decides between a match
  *	and the peer's CANCEL
- * @ack_lock: protects @rx_upto, @credits.owed, @nacks and @nnacks
+ * @ack_lock: protects @rx_consumed, @credits.owed, @nacks and @nnacks
  * @rx_seq: seq of the last request received (receive handler only)
- * @rx_upto: seq of the last request consumed, for the next ACK
+ * @rx_consumed: seq of the last request consumed, for the next ACK
  * @nnacks: entries in @nacks
  * @nacks: failed requests to report in the next ACK
  * @scratch: a control message put back together (receive handler only)
@@ -281,7 +281,7 @@ struct dmaplane_conn {
 	struct xarray rdvs;
 	struct mutex ack_lock;	/* see @ack_lock above */
 	u64 rx_seq;
-	u64 rx_upto;
+	u64 rx_consumed;
 	u32 nnacks;
 	struct dmaplane_wire_nack nacks[DMAPLANE_WIRE_CREDITS];
 	u8 scratch[DMAPLANE_WIRE_CTRL_MAX];
@@ -721,7 +721,7 @@ static void ack_work(struct work_struct *work)
 		return;
 	}
 	ack = tx_body(tx);
-	ack->upto = cpu_to_le64(c->rx_upto);
+	ack->consumed = cpu_to_le64(c->rx_consumed);
 	ack->credits = cpu_to_le32(dmaplane_credits_owed(&c->credits));
 	ack->nnacks = cpu_to_le32(n);
 	memcpy(ack->nacks, c->nacks, n * sizeof(*c->nacks));
@@ -1383,9 +1383,10 @@ static int xfer_pin_user(struct dmaplane_xfer *x, struct mm_struct *mm,
 			continue;
 		np = DIV_ROUND_UP(offset_in_page(a) + l, PAGE_SIZE);
 		mmap_read_lock(mm);
-		pinned = pin_user_pages_remote(mm, a & PAGE_MASK, np,
-					       FOLL_LONGTERM | (x->write ? 0 : FOLL_WRITE),
-					       x->pages + pos, NULL, NULL);
+		pinned = dmaplane_pin_user_pages_remote(mm, a & PAGE_MASK, np,
+							FOLL_LONGTERM |
+							(x->write ? 0 : FOLL_WRITE),
+							x->pages + pos);
 		mmap_read_unlock(mm);
 		if (pinned > 0) {
 			x->npages += pinned;
@@ -1758,7 +1759,7 @@ static int nack_status(const struct dmaplane_wire_ack *ack, u64 seq)
 
 static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 {
-	u64 upto = le64_to_cpu(ack->upto);
+	u64 consumed = le64_to_cpu(ack->consumed);
 	struct dmaplane_pend *p, *tmp;
 	LIST_HEAD(done);
 	u32 i, found = 0;
@@ -1766,12 +1767,12 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 
 	mutex_lock(&c->tx_lock);
 	ret = dmaplane_credits_return(&c->credits, le32_to_cpu(ack->credits));
-	if (ret || upto > c->tx_seq) {
+	if (ret || consumed > c->tx_seq) {
 		mutex_unlock(&c->tx_lock);
 		return -EPROTO;
 	}
 	list_for_each_entry_safe(p, tmp, &c->sent, node) {
-		if (p->seq > upto)
+		if (p->seq > consumed)
 			break;
 		list_move_tail(&p->node, &done);
 	}
@@ -1993,7 +1994,7 @@ out_malformed:
 	if (ret) {
 		mutex_lock(&c->ack_lock);
 		dmaplane_credits_consumed(&c->credits);
-		c->rx_upto = c->rx_seq;
+		c->rx_consumed = c->rx_seq;
 		mutex_unlock(&c->ack_lock);
 		queue_work(dp_ib_wq, &c->ack_work);
 	}

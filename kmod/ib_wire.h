@@ -265,14 +265,14 @@ struct dmaplane_wire_nack {
 
 /**
  * struct dmaplane_wire_ack - requests consumed by the receiver
- * @upto: every request up to this seq was consumed; EAGER messages
+ * @consumed: every request up to this seq was consumed; EAGER messages
  *	among them are delivered or queued unless listed in @nacks
  * @credits: credits given back (one per request consumed)
  * @nnacks: entries in @nacks, at most %DMAPLANE_WIRE_CREDITS
  * @nacks: failed EAGER and RTS requests
  */
 struct dmaplane_wire_ack {
-	__le64 upto;
+	__le64 consumed;
 	__le32 credits;
 	__le32 nnacks;
 	struct dmaplane_wire_nack nacks[];

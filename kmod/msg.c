@@ -138,9 +138,9 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 		long pinned, i;
 
 		mmap_read_lock(mm);
-		pinned = pin_user_pages_remote(mm, uaddr & PAGE_MASK, nr,
-					       to_remote ? FOLL_WRITE : 0,
-					       pages, NULL, NULL);
+		pinned = dmaplane_pin_user_pages_remote(mm, uaddr & PAGE_MASK, nr,
+							to_remote ? FOLL_WRITE : 0,
+							pages);
 		mmap_read_unlock(mm);
 		if (pinned <= 0) {
 			ret = pinned ? pinned : -EFAULT;
@@ -173,12 +173,6 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 	}
 	mmput(mm);
 	return ret;
-}
-
-static int user_iter(int dir, u64 uaddr, u64 len, struct iovec *iov,
-		     struct iov_iter *iter)
-{
-	return import_single_range(dir, u64_to_user_ptr(uaddr), len, iov, iter);
 }
 
 /* Describe the buffer of @op (one range, or an iovec with F_IOV). */
@@ -668,7 +662,6 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	struct dmaplane_region *r = NULL;
 	struct dmaplane_ep *dest;
 	struct iov_iter iter;
-	struct iovec iov;
 	u64 uid;
 	int ret, status;
 
@@ -695,8 +688,8 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 				      DMAPLANE_ACCESS_REMOTE_READ)))
 		status = -EACCES;
 	else
-		status = user_iter(put ? ITER_SOURCE : ITER_DEST, op->addr,
-				   op->len, &iov, &iter);
+		status = import_ubuf(put ? ITER_SOURCE : ITER_DEST,
+				     u64_to_user_ptr(op->addr), op->len, &iter);
 	if (!status)
 		status = dmaplane_region_copy(r, op->roffset, op->len, &iter, put);
 	dmaplane_region_put(r);

@@ -213,7 +213,7 @@ static void nl_dump_init(struct dmaplane_nl_dump *d, struct sk_buff *skb,
 	d->cb = cb;
 	d->all = netlink_capable(cb->skb, CAP_NET_ADMIN);
 	/* The credentials the socket was opened with, as for the capability. */
-	d->uid = file ? file->f_cred->euid : sock_i_uid(sk);
+	d->uid = file ? file->f_cred->euid : sock_net_uid(sock_net(sk), sk);
 	d->ep_id = cb->args[0];
 	d->handle = cb->args[1];
 }

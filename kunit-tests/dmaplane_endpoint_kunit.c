@@ -9,7 +9,7 @@
 
 #include "../kmod/dmaplane.h"
 
-MODULE_IMPORT_NS(DMAPLANE_KUNIT);
+MODULE_IMPORT_NS(DMAPLANE_NS(DMAPLANE_KUNIT));
 
 static struct dmaplane_ep *ep_create_or_fail(struct kunit *test)
 {

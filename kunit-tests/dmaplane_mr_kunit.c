@@ -14,7 +14,7 @@
 
 #include "../kmod/dmaplane.h"
 
-MODULE_IMPORT_NS(DMAPLANE_KUNIT);
+MODULE_IMPORT_NS(DMAPLANE_NS(DMAPLANE_KUNIT));
 
 #define BASE	0x100000ul	/* a fake, page-aligned user address */
 #define RW	(DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_WRITE)

@@ -12,7 +12,7 @@
 
 #include "../kmod/dmaplane.h"
 
-MODULE_IMPORT_NS(DMAPLANE_KUNIT);
+MODULE_IMPORT_NS(DMAPLANE_NS(DMAPLANE_KUNIT));
 
 struct fake_region {
 	struct dmaplane_region region;

@@ -14,12 +14,11 @@
 #include <linux/limits.h>
 #include <linux/slab.h>
 #include <linux/string.h>
-#include <asm/unaligned.h>
 
 #include "../kmod/dmaplane.h"
 #include "../kmod/ib_wire.h"
 
-MODULE_IMPORT_NS(DMAPLANE_KUNIT);
+MODULE_IMPORT_NS(DMAPLANE_NS(DMAPLANE_KUNIT));
 
 #define HSZ		sizeof(struct dmaplane_wire_hdr)
 #define MSZ		sizeof(struct dmaplane_wire_msg)
@@ -458,7 +457,7 @@ static u32 build_valid(const struct wire_case *c, u8 *b)
 	default: {
 		struct dmaplane_wire_ack *a = body;
 
-		a->upto = cpu_to_le64(7);
+		a->consumed = cpu_to_le64(7);
 		a->credits = cpu_to_le32(1);
 		a->nnacks = cpu_to_le32(c->n);
 		for (i = 0; i < c->n; i++) {

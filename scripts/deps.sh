@@ -15,6 +15,7 @@ build_pkgs="gcc make pkg-config libnl-3-dev libnl-genl-3-dev
 	linux-headers-amd64 kmod"
 vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
 	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64
+	linux-source-6.12 linux-image-6.12-amd64 linux-headers-6.12-amd64 dkms
 	iproute2 procps binutils libibverbs-dev librdmacm-dev ibverbs-providers"
 bench_pkgs="ucx-utils openmpi-bin netpipe-openmpi perftest libfabric-bin iperf3
 	qperf rdma-core ibverbs-providers librdmacm1"

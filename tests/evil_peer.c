@@ -1112,12 +1112,12 @@ static int run_stay_msg(const struct evil_case *t)
 	while (now_ms() < end && !rx_is_ack(c) && !c->disconnected && !c->rx_err)
 		next_event(c, STEP_MS);
 	if (!rx_is_ack(c) || c->rx_len < HSZ + sizeof(*a) || le32toh(a->credits) != 1 ||
-	    le64toh(a->upto) != 1) {
+	    le64toh(a->consumed) != 1) {
 		diag("no ACK of the request within %d ms (%u bytes received, type %u)",
 		     opt.timeout_ms, c->rx_len, c->rx_len ? c->rx[0] : 0);
 		goto out;
 	}
-	diag("ACK: upto 1, 1 credit back");
+	diag("ACK: consumed 1, 1 credit back");
 	ret = stays_up(c, 1000);
 out:
 	conn_close(c);

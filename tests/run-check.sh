@@ -2,20 +2,27 @@
 # SPDX-License-Identifier: GPL-2.0
 # make check: the whole dmaplane test suite.
 #
-#  1. dependencies (scripts/deps.sh) and the cached test kernel
-#  2. build: library, tools, tests; the module for the test kernel and for
-#     Debian's stock kernel (warnings are errors)
+#  1. dependencies (scripts/deps.sh) and the two cached test kernels, from
+#     Debian's linux-source-6.1 and linux-source-6.12
+#  2. build: library, tools, tests; the module (with its feature probes)
+#     and the KUnit module for both test kernels, the module for Debian's
+#     stock 6.1 and 6.12 kernels (W=1, warnings are errors)
 #  3. checkpatch --strict on kernel and uapi sources
-#  4. host tests: the library without a module, install + pkg-config
-#  5. test kernel VM (KASAN, lockdep, kmemleak): KUnit + kselftest suite
-#  6. stock kernel VM (linux-image-amd64): the kselftest suite
+#  4. host tests: the library without a module, install + pkg-config,
+#     dkms build for both stock kernels
+#  5. test kernel VMs, 6.1 and 6.12 (KASAN, lockdep, kmemleak): KUnit +
+#     kselftest suite
+#  6. stock kernel VMs (linux-image-amd64 and linux-image-6.12-amd64): the
+#     kselftest suite
 #  7. two VMs over a socket netdev: link, soft-RoCE, module on both nodes,
 #     remote_test across them, peer unload and rxe removal under load
 #
 # Every test prints PASS/FAIL/SKIP; the last line is "N passed, N failed".
-# Exit status 1 when anything failed.  Logs: build/check/.
+# Every step prints its time.  Exit status 1 when anything failed.
+# Logs: build/check/.
 #
-# DMAPLANE_CHECK=quick skips steps 6 and 7 (for development; CI runs all).
+# DMAPLANE_CHECK=quick skips steps 6 and 7 and the 6.12 test kernel VM
+# (for development; CI runs all).
 
 set -u
 cd "$(dirname "$0")/.."
@@ -47,13 +54,23 @@ step() {	# name command...: one test that is the command's success
 }
 
 judge() {	# results.py arguments: append its verdicts
-	python3 tests/vm/results.py --ksrc "$KSRC" "$@" >>"$results.tmp" 2>&1
+	python3 tests/vm/results.py --ksrc "${JUDGE_KSRC:-$KSRC}" "$@" >>"$results.tmp" 2>&1
 	cat "$results.tmp"
 	cat "$results.tmp" >>"$results"
 	rm -f "$results.tmp"
 }
 
+t0=$(date +%s)
+tstep=$t0
+section() {	# title: print the time the previous section took, start the next
+	now=$(date +%s)
+	[ "$now" = "$t0" ] || echo "   ($((now - tstep)) s)"
+	tstep=$now
+	echo "== $*"
+}
+
 finish() {
+	section "done in $(($(date +%s) - t0)) s"
 	pass=$(grep -c '^PASS ' "$results")
 	fail=$(grep -c '^FAIL ' "$results")
 	skip=$(grep -c '^SKIP ' "$results")
@@ -68,35 +85,43 @@ finish() {
 	exit $?
 }
 
-echo "== dependencies"
+
+section "dependencies"
 if ! scripts/deps.sh all; then
 	record FAIL dependencies "scripts/deps.sh failed"
 	finish
 fi
-echo "== test kernel (cached after the first build, ~15 min)"
-if ! KSRC=$(tests/vm/build-kernel.sh); then
-	record FAIL test-kernel "tests/vm/build-kernel.sh failed"
+section "test kernels (cached after the first build, ~10 and ~15 min)"
+if ! KSRC=$(tests/vm/build-kernel.sh 6.1); then
+	record FAIL test-kernel-6.1 "tests/vm/build-kernel.sh 6.1 failed"
+	finish
+fi
+if ! KSRC612=$(tests/vm/build-kernel.sh 6.12); then
+	record FAIL test-kernel-6.12 "tests/vm/build-kernel.sh 6.12 failed"
 	finish
 fi
 stock=$(stock_version)
-STOCK_KDIR=/usr/src/linux-headers-$stock
-STOCK_BZ=/boot/vmlinuz-$stock
+stock612=$(stock_version linux-image-6.12-amd64)
 KSFT=$KSRC/tools/testing/selftests
 
-echo "== build"
+section "build (W=1 -Werror against every kernel)"
 step build/user make -s BUILD="$BUILD" KSFT_DIR="$KSFT" lib tools examples tests
-step build/module-testkernel build_ko test "$KSRC"
-step build/module-stock-$stock build_ko stock "$STOCK_KDIR"
-[ -e "$BUILD/ko-test/dmaplane_kunit.ko" ]
-[ $? = 0 ] && record PASS build/kunit-module || record FAIL build/kunit-module "not built"
+step build/module-testkernel-6.1 build_ko test "$KSRC"
+step build/module-testkernel-6.12 build_ko test612 "$KSRC612"
+step build/module-stock-$stock build_ko stock "/usr/src/linux-headers-$stock"
+step build/module-stock-$stock612 build_ko stock612 "/usr/src/linux-headers-$stock612"
+for k in test test612; do
+	[ -e "$BUILD/ko-$k/dmaplane_kunit.ko" ]
+	[ $? = 0 ] && record PASS build/kunit-module-$k || record FAIL build/kunit-module-$k "not built"
+done
 
-echo "== checkpatch --strict"
-for f in kmod/*.[ch] kunit-tests/*.c uapi/linux/*.h; do
-	step "checkpatch/$f" perl "$KSRC/scripts/checkpatch.pl" --no-tree --strict \
+section "checkpatch --strict"
+for f in kmod/*.[ch] kunit-tests/*.c uapi/linux/*.h compat/*.c; do
+	step "checkpatch/$f" perl "$KSRC612/scripts/checkpatch.pl" --no-tree --strict \
 		--show-types -f "$f"
 done
 
-echo "== host tests"
+section "host tests"
 for t in "$BUILD"/tests/host/*_test; do
 	[ -x "$t" ] || continue
 	"$t" >"$out/host-$(basename "$t").log" 2>&1
@@ -104,6 +129,9 @@ for t in "$BUILD"/tests/host/*_test; do
 done
 sh tests/host/install_test.sh "$BUILD" >"$out/host-install.log" 2>&1
 judge --label host/install --tap "$out/host-install.log" --rc $?
+section "dkms build for $stock and $stock612"
+sh tests/host/dkms_test.sh "$stock" "$stock612" >"$out/host-dkms.log" 2>&1
+judge --label host/dkms --tap "$out/host-dkms.log" --rc $?
 
 run_vm() {	# label kernel kodir job nodes timeout
 	label=$1
@@ -120,15 +148,20 @@ run_vm() {	# label kernel kodir job nodes timeout
 	judge --label "$label" "$out/$label" "$5"
 }
 
-echo "== test kernel VM: KUnit and kselftest suite"
+section "test kernel 6.1 VM: KUnit and kselftest suite"
 run_vm testkernel "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" suite 1 900
 if [ "${DMAPLANE_CHECK:-}" = quick ]; then
-	echo "== DMAPLANE_CHECK=quick: stock kernel and two-VM runs skipped"
+	echo "== DMAPLANE_CHECK=quick: 6.12 test kernel, stock kernel and two-VM runs skipped"
 	finish
 fi
-echo "== stock kernel $stock VM: kselftest suite"
-run_vm stock "$STOCK_BZ" "$BUILD/ko-stock" suite 1 600
-echo "== two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
+section "test kernel 6.12 VM: KUnit and kselftest suite"
+JUDGE_KSRC=$KSRC612 run_vm testkernel-6.12 "$KSRC612/arch/x86/boot/bzImage" \
+	"$BUILD/ko-test612" suite 1 900
+section "stock kernel $stock VM: kselftest suite"
+run_vm stock "/boot/vmlinuz-$stock" "$BUILD/ko-stock" suite 1 600
+section "stock kernel $stock612 VM: kselftest suite"
+run_vm stock-6.12 "/boot/vmlinuz-$stock612" "$BUILD/ko-stock612" suite 1 600
+section "two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
 run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
 
 finish

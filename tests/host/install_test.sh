@@ -74,7 +74,7 @@ kdir=/usr/src/linux-headers-$kver
 if [ -d "$kdir" ]; then
 	# In a copy of the sources: kbuild's clean would sweep the whole tree.
 	mkdir -p "$stage/src"
-	cp -a Kbuild Makefile kmod kunit-tests uapi libuser tools examples udev "$stage/src/"
+	cp -a Kbuild Makefile compat kmod kunit-tests uapi libuser tools examples udev "$stage/src/"
 	env -u PKG_CONFIG_SYSROOT_DIR -u PKG_CONFIG_LIBDIR \
 	make -s -C "$stage/src" DESTDIR="$stage/full" PREFIX=/usr KDIR="$kdir" \
 		UDEVDIR=/lib/udev/rules.d install >"$stage/full.log" 2>&1

@@ -1,10 +1,14 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# Build (once) the dmaplane test kernel from Debian's linux-source-6.1 and
-# print the path of the built source tree on stdout.
+# Build (once) a dmaplane test kernel from Debian's linux-source-VERSION
+# (6.1 by default, or 6.12) and print the path of the built source tree on
+# stdout.  Usage: build-kernel.sh [6.1|6.12]
 #
-# The build is cached outside the work tree, in
-#   ${DMAPLANE_CACHE:-/var/cache/dmaplane}/kernel-<key>
+# Both kernels take the same config fragment, kernel.config; a "# CONFIG_X
+# is not set" line is also met by a kernel that has no X at all (6.12 has
+# no SLOB).  The build is cached outside the work tree, in
+#   ${DMAPLANE_CACHE:-/var/cache/dmaplane}/kernel-<key>      (6.1)
+#   ${DMAPLANE_CACHE:-/var/cache/dmaplane}/kernel-<ver>-<key> (others)
 # where <key> hashes the config fragment, the build recipe version below and
 # the source package version, so it is rebuilt only when one of those changes.
 # Bump recipe when the build steps change in a way that alters the result.  All progress
@@ -15,14 +19,23 @@ set -e
 here=$(cd "$(dirname "$0")" && pwd)
 frag=$here/kernel.config
 cache=${DMAPLANE_CACHE:-/var/cache/dmaplane}
-tarball=/usr/src/linux-source-6.1.tar.xz
+ver=${1:-6.1}
+case $ver in
+6.1|6.12) ;;
+*)	echo "build-kernel: unknown kernel '$ver' (6.1 or 6.12)" >&2; exit 2 ;;
+esac
+tarball=/usr/src/linux-source-$ver.tar.xz
 jobs=${DMAPLANE_JOBS:-$(($(nproc) + 1))}
 
 [ -r "$tarball" ] || { echo "build-kernel: $tarball missing (run scripts/deps.sh)" >&2; exit 1; }
-srcver=$(dpkg-query -W -f='${Version}' linux-source-6.1)
+srcver=$(dpkg-query -W -f='${Version}' "linux-source-$ver")
 recipe=1
 key=$( (cat "$frag"; echo "recipe $recipe"; echo "$srcver") | sha256sum | cut -c1-16)
-dir=$cache/kernel-$key
+if [ "$ver" = 6.1 ]; then
+	dir=$cache/kernel-$key
+else
+	dir=$cache/kernel-$ver-$key
+fi
 ksrc=$dir/linux
 
 mkdir -p "$cache"
@@ -39,7 +52,7 @@ rm -rf "$dir"
 mkdir -p "$dir"
 start=$(date +%s)
 tar -C "$dir" -xf "$tarball"
-mv "$dir"/linux-source-6.1 "$ksrc"
+mv "$dir/linux-source-$ver" "$ksrc"
 
 (
 	cd "$ksrc"
@@ -48,12 +61,21 @@ mv "$dir"/linux-source-6.1 "$ksrc"
 	make olddefconfig
 ) >"$dir/build.log" 2>&1 || { tail -30 "$dir/build.log" >&2; exit 1; }
 
-# Every option of the fragment must have survived olddefconfig.
+# Every option of the fragment must have survived olddefconfig; an option
+# to be left unset may also be one this kernel does not have.
 bad=0
 grep -E '^(CONFIG_[A-Z0-9_]+=.*|# CONFIG_[A-Z0-9_]+ is not set)$' "$frag" |
 while IFS= read -r line; do
-	grep -qxF "$line" "$ksrc/.config" ||
-		{ echo "build-kernel: fragment line not in .config: $line" >&2; exit 1; }
+	grep -qxF "$line" "$ksrc/.config" && continue
+	case $line in
+	"# CONFIG_"*)
+		sym=${line#\# }
+		sym=${sym%% *}
+		grep -q "^$sym=" "$ksrc/.config" || continue
+		;;
+	esac
+	echo "build-kernel: fragment line not in .config: $line" >&2
+	exit 1
 done || bad=1
 [ "$bad" = 0 ] || exit 1
 

@@ -7,31 +7,51 @@ BUILD=${BUILD:-build}
 # Modules of Debian's kernel that dmaplane.ko needs, in load order.
 STOCK_RDMA_MODULES="configfs ib_core ib_cm iw_cm rdma_cm"
 
-# stock_version: the Debian kernel linux-image-amd64 points at.
+# stock_version [PACKAGE]: the Debian kernel a meta-package points at
+# (linux-image-amd64, 6.1, by default; linux-image-6.12-amd64 for 6.12).
 stock_version() {
-	dpkg-query -W -f='${Depends}' linux-image-amd64 |
+	dpkg-query -W -f='${Depends}' "${1:-linux-image-amd64}" |
 		sed -n 's/.*linux-image-\([0-9][^ ,]*\).*/\1/p'
 }
 
 # build_ko NAME KDIR: build the modules against KDIR in $BUILD/ko-NAME, a
 # copy of the kernel sources (kbuild writes its objects next to them).
+# The kernel's release is kept in $BUILD/ko-NAME/kernelrelease.
 build_ko() {
 	local dir rc
 	dir=$BUILD/ko-$1
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	cp -a Kbuild kmod kunit-tests uapi "$dir"/
+	cp -a Kbuild compat kmod kunit-tests uapi "$dir"/
+	cat "$2/include/config/kernel.release" >"$dir/kernelrelease"
 	make -C "$2" M="$(pwd)/$dir" W=1 KCFLAGS=-Werror modules >"$dir/build.log" 2>&1
 	rc=$?
 	[ $rc = 0 ] || cat "$dir/build.log" >&2
+	grep -h . "$dir"/compat/*.probe 2>/dev/null | sed 's/^/probe: /'
 	return $rc
+}
+
+# stock_module KVER NAME: the path of a module of Debian's kernel KVER,
+# uncompressed (6.12's are .ko.xz, which busybox insmod cannot load).
+stock_module() {
+	local path out
+	path=$(modinfo -k "$1" -n "$2") || return 1
+	case $path in
+	*.xz)
+		out=$BUILD/kmods-$1/$2.ko
+		mkdir -p "$(dirname "$out")"
+		[ -e "$out" ] || xz -dc "$path" >"$out"
+		echo "$out"
+		;;
+	*)	echo "$path" ;;
+	esac
 }
 
 # make_initramfs OUT KODIR [SRC[:DEST]...]: an initramfs with the modules
 # of KODIR, the library, the tools, the examples, the in-VM tests and any
 # further files given.
 make_initramfs() {
-	local img kodir t
+	local img kodir kver t
 	img=$1
 	kodir=$2
 	shift 2
@@ -44,8 +64,9 @@ make_initramfs() {
 	# needs; the test kernel has it built in.
 	case $kodir in
 	*stock*)
+		kver=$(cat "$kodir/kernelrelease")
 		for t in $STOCK_RDMA_MODULES; do
-			set -- "$@" "$(modinfo -k "$(stock_version)" -n "$t"):/dmaplane/kmods/$t.ko"
+			set -- "$@" "$(stock_module "$kver" "$t"):/dmaplane/kmods/$t.ko"
 		done
 		;;
 	esac

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel API differences between the kernels dmaplane builds on (6.1 and
+ * newer).  Which API a kernel has is found out by the feature probes in
+ * compat/NAME.c, which Kbuild compiles against the target kernel before the
+ * module (never by LINUX_VERSION_CODE: distribution kernels backport).
+ * The code calls the newest form of each API; this file supplies it on
+ * kernels that lack it, or stops the build naming what is missing.
+ */
+#ifndef _DMAPLANE_COMPAT_H
+#define _DMAPLANE_COMPAT_H
+
+#include <linux/dma-buf.h>
+#include <linux/mm.h>
+#include <linux/uio.h>
+
+#include "compat/dmaplane_probes.h"
+
+/* <asm/unaligned.h> moved to <linux/unaligned.h> in 6.12. */
+#ifdef DMAPLANE_HAVE_LINUX_UNALIGNED_H
+#include <linux/unaligned.h>
+#else
+#include <asm/unaligned.h>
+#endif
+
+/* vma->vm_flags is read-only from 6.3 on; before, it is written directly. */
+#ifndef DMAPLANE_HAVE_VM_FLAGS_SET
+static inline void vm_flags_set(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags |= flags;
+}
+
+static inline void vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
+{
+	vma->vm_flags &= ~flags;
+}
+#endif
+
+/* pin_user_pages_remote() lost its vmas argument in 6.5. */
+#if defined(DMAPLANE_HAVE_PIN_USER_PAGES_REMOTE)
+#define dmaplane_pin_user_pages_remote(mm, start, nr, flags, pages) \
+	pin_user_pages_remote(mm, start, nr, flags, pages, NULL)
+#elif defined(DMAPLANE_HAVE_PIN_USER_PAGES_REMOTE_VMAS)
+#define dmaplane_pin_user_pages_remote(mm, start, nr, flags, pages) \
+	pin_user_pages_remote(mm, start, nr, flags, pages, NULL, NULL)
+#else
+#error "dmaplane: pin_user_pages_remote() has no known signature here (compat/*.log)"
+#endif
+
+/*
+ * import_ubuf() is not in 6.1; the fallback does what it does, with the
+ * ITER_UBUF iterator 6.1 already has (import_single_range() is gone in 6.8).
+ */
+#ifndef DMAPLANE_HAVE_IMPORT_UBUF
+static inline int import_ubuf(int rw, void __user *buf, size_t len,
+			      struct iov_iter *i)
+{
+	if (len > MAX_RW_COUNT)
+		len = MAX_RW_COUNT;
+	if (unlikely(!access_ok(buf, len)))
+		return -EFAULT;
+	iov_iter_ubuf(i, rw, buf, len);
+	return 0;
+}
+#endif
+
+/*
+ * From 6.2 dma_buf_vmap() expects the reservation lock held, and importers
+ * that do not hold it call the _unlocked variants; before, dma_buf_vmap()
+ * took its own lock, so the plain call is the unlocked one.
+ */
+#ifndef DMAPLANE_HAVE_DMA_BUF_VMAP_UNLOCKED
+#define dma_buf_vmap_unlocked(dmabuf, map)	dma_buf_vmap(dmabuf, map)
+#define dma_buf_vunmap_unlocked(dmabuf, map)	dma_buf_vunmap(dmabuf, map)
+#endif
+
+/*
+ * Symbol namespaces: identifiers up to 6.12 (stringified by the macros),
+ * string literals from 6.13.  Use DMAPLANE_NS(NAME) in MODULE_IMPORT_NS()
+ * and EXPORT_SYMBOL_NS*().
+ */
+#ifdef DMAPLANE_HAVE_SYMBOL_NS_IDENTIFIER
+#define DMAPLANE_NS(ns)	ns
+#else
+#define DMAPLANE_NS(ns)	#ns
+#endif
+
+#endif /* _DMAPLANE_COMPAT_H */
