@@ -439,7 +439,8 @@ static const struct dmaplane_region_ops dmaplane_import_region_ops = {
  *	handle, lkey and rkey are filled in on success
  *
  * Return: 0, -EINVAL for a bad request, -ERANGE (slice beyond the
- * dma-buf), -ENOMEM, or the error of the exporter's attach.
+ * dma-buf), -EACCES (write access to a dma-buf exported read-only),
+ * -ENOMEM, or the error of the exporter's attach.
  */
 int dmaplane_import_dmabuf(struct dmaplane_ep *ep, struct dma_buf *dmabuf,
 			   struct dmaplane_mr_import_dmabuf *args)
@@ -455,8 +456,12 @@ int dmaplane_import_dmabuf(struct dmaplane_ep *ep, struct dma_buf *dmabuf,
 		return -EINVAL;
 	if (check_add_overflow(args->offset, args->len, &end) || end > dmabuf->size)
 		return -ERANGE;
+	/* Whoever exported it read-only did not let us write it. */
+	if ((args->access & (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_WRITE)) &&
+	    !(dmabuf->file->f_mode & FMODE_WRITE))
+		return -EACCES;
 
-	imp = kzalloc(sizeof(*imp), GFP_KERNEL);
+	imp = kzalloc(sizeof(*imp), GFP_KERNEL_ACCOUNT);
 	if (!imp)
 		return -ENOMEM;
 	get_dma_buf(dmabuf);

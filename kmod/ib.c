@@ -244,6 +244,9 @@ struct dmaplane_rx {
  *	and the peer's CANCEL
  * @ack_lock: protects @rx_consumed, @credits.owed, @nacks and @nnacks
  * @rx_seq: seq of the last request received (receive handler only)
+ * @rx_nack: how the request being handled failed, 0 if it did not
+ *	(receive handler only); reported with its consumption, so that an
+ *	ACK never names a failed request beyond the ones it says consumed
  * @rx_consumed: seq of the last request consumed, for the next ACK
  * @nnacks: entries in @nacks
  * @nacks: failed requests to report in the next ACK
@@ -281,6 +284,7 @@ struct dmaplane_conn {
 	struct xarray rdvs;
 	struct mutex ack_lock;	/* see @ack_lock above */
 	u64 rx_seq;
+	int rx_nack;
 	u64 rx_consumed;
 	u32 nnacks;
 	struct dmaplane_wire_nack nacks[DMAPLANE_WIRE_CREDITS];
@@ -346,6 +350,8 @@ enum { COOKIE_SREG = 1, COOKIE_RESOLVE };
  * @tag: SEND: tag
  * @len: bytes
  * @withdrawn: SEND: a CANCEL went out (the endpoint closed)
+ * @posted: its RTS or RMA_REQ went out (under the connection's tx_lock):
+ *	before, it may wait in the backlog, and the peer cannot know it
  * @mm: address space charged for the pages (mmgrab()ed), or NULL
  * @charged: pages charged to @mm and the module cap
  * @pages: pinned pages of the buffer
@@ -364,6 +370,7 @@ struct dmaplane_sreg {
 	u64 tag;
 	u64 len;
 	bool withdrawn;
+	bool posted;
 	struct mm_struct *mm;
 	unsigned long charged;
 	struct page **pages;
@@ -608,6 +615,8 @@ static int tx_post_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 	if (tx->request) {
 		h->seq = cpu_to_le64(++c->tx_seq);
 		if (tx->pend) {
+			if (tx->pend->sreg)
+				tx->pend->sreg->posted = true;
 			tx->pend->seq = c->tx_seq;
 			list_add_tail(&tx->pend->node, &c->sent);
 			tx->pend = NULL;
@@ -774,17 +783,22 @@ static void keepalive_work(struct work_struct *work)
 
 /* Registered buffers ----------------------------------------------------- */
 
-static void sreg_free(struct dmaplane_conn *c, struct dmaplane_sreg *s)
+/*
+ * Take the peer's access to the buffer of @s away, in the order that
+ * keeps the device from reaching pages it should not: deregister the MRs
+ * (the remote keys stop working), then DMA-unmap, then unpin.
+ */
+static void sreg_release(struct dmaplane_conn *c, struct dmaplane_sreg *s)
 {
 	unsigned int i;
 
 	for (i = 0; i < s->nmrs; i++) {
+		if (s->mrs[i].mr)
+			ib_dereg_mr(s->mrs[i].mr);
 		if (s->mrs[i].mapped)
 			ib_dma_unmap_sg(c->dev->ibdev, s->mrs[i].sgt.sgl,
 					s->mrs[i].sgt.orig_nents, DMA_BIDIRECTIONAL);
 		sg_free_table(&s->mrs[i].sgt);
-		if (s->mrs[i].mr)
-			ib_dereg_mr(s->mrs[i].mr);
 	}
 	if (s->pages) {
 		unpin_user_pages_dirty_lock(s->pages, s->npages,
@@ -796,16 +810,27 @@ static void sreg_free(struct dmaplane_conn *c, struct dmaplane_sreg *s)
 		dmaplane_uncharge_pages(s->mm, s->charged);
 		mmdrop(s->mm);
 	}
+}
+
+static void sreg_free(struct dmaplane_conn *c, struct dmaplane_sreg *s)
+{
+	sreg_release(c, s);
 	dmaplane_ep_put(s->ep);
 	kfree(s);
 }
 
-/* Complete the operation of @s and free it. */
+/*
+ * Complete the operation of @s and free it.  The completion comes after
+ * the release: once the user sees it, the peer can no longer reach the
+ * buffer (a GET cannot write into memory already reused).
+ */
 static void sreg_complete(struct dmaplane_conn *c, struct dmaplane_sreg *s, int status)
 {
+	sreg_release(c, s);
 	dmaplane_msg_complete(s->ep, s->opcode, s->ctx, status, status ? 0 : s->len,
 			      s->len, s->tag, 0);
-	sreg_free(c, s);
+	dmaplane_ep_put(s->ep);
+	kfree(s);
 }
 
 /*
@@ -1552,19 +1577,7 @@ static void rma_done(struct dmaplane_xfer *x)
 
 /* Receiving ----------------------------------------------------------- */
 
-/* A request that failed at this end: report it in the next ACK. */
-static void nack(struct dmaplane_conn *c, u64 seq, int status)
-{
-	mutex_lock(&c->ack_lock);
-	if (!WARN_ON_ONCE(c->nnacks >= DMAPLANE_WIRE_CREDITS)) {
-		c->nacks[c->nnacks].seq = cpu_to_le64(seq);
-		c->nacks[c->nnacks].status = cpu_to_le32(status);
-		c->nnacks++;
-	}
-	mutex_unlock(&c->ack_lock);
-}
-
-static int rx_msg(struct dmaplane_conn *c, u64 seq, const void *body, bool eager,
+static int rx_msg(struct dmaplane_conn *c, const void *body, bool eager,
 		  const void *payload)
 {
 	const struct dmaplane_wire_msg *m = body;
@@ -1604,7 +1617,8 @@ static int rx_msg(struct dmaplane_conn *c, u64 seq, const void *body, bool eager
 			rdv_take(rdv);
 			rdv_free(rdv);
 		}
-		nack(c, seq, ret);
+		/* Reported in the ACK that says it was consumed. */
+		c->rx_nack = ret;
 	}
 	return 0;
 }
@@ -1618,7 +1632,12 @@ static int rx_fin(struct dmaplane_conn *c, const struct dmaplane_wire_fin *f)
 	mutex_lock(&c->tx_lock);
 	if (cookie <= U32_MAX)
 		s = xa_load(&c->cookies, cookie);
-	if (!s || s->kind != COOKIE_SREG) {
+	/*
+	 * A FIN names a request the peer received: one still waiting for a
+	 * credit is not known to it (a guessed cookie), and freeing it would
+	 * leave the backlog pointing at freed MRs.
+	 */
+	if (!s || s->kind != COOKIE_SREG || !s->posted) {
 		mutex_unlock(&c->tx_lock);
 		return -EPROTO;
 	}
@@ -1842,11 +1861,24 @@ static int rx_handle(struct dmaplane_conn *c, const void *buf, u32 byte_len,
 	seq = le64_to_cpu(h->seq);
 	if (seq != c->rx_seq + 1)
 		return -EPROTO;
+	/*
+	 * Every request takes a credit, which comes back once it was
+	 * consumed: requests consumed and not yet credited back are at
+	 * most the credits granted.  A peer beyond them is dropped (and
+	 * could otherwise overrun the receive buffers and @nacks).
+	 */
+	mutex_lock(&c->ack_lock);
+	ret = c->credits.owed >= c->credits.max ? -EPROTO : 0;
+	mutex_unlock(&c->ack_lock);
+	if (ret) {
+		pr_warn_ratelimited("%pISp sent beyond its credits\n", &c->peer->addr);
+		return ret;
+	}
 	c->rx_seq = seq;
 	switch (type) {
 	case DMAPLANE_WIRE_EAGER:
 	case DMAPLANE_WIRE_RTS:
-		ret = rx_msg(c, seq, body, type == DMAPLANE_WIRE_EAGER, payload);
+		ret = rx_msg(c, body, type == DMAPLANE_WIRE_EAGER, payload);
 		break;
 	case DMAPLANE_WIRE_FIN:
 		ret = rx_fin(c, body);
@@ -1992,7 +2024,18 @@ out_malformed:
 		return;
 	}
 	if (ret) {
+		/*
+		 * The request's failure, its consumption and its credit in
+		 * one critical section: the next ACK reports all or none.
+		 * At most one NACK per credit owed, so @nacks has room.
+		 */
 		mutex_lock(&c->ack_lock);
+		if (c->rx_nack) {
+			c->nacks[c->nnacks].seq = cpu_to_le64(c->rx_seq);
+			c->nacks[c->nnacks].status = cpu_to_le32(c->rx_nack);
+			c->nnacks++;
+			c->rx_nack = 0;
+		}
 		dmaplane_credits_consumed(&c->credits);
 		c->rx_consumed = c->rx_seq;
 		mutex_unlock(&c->ack_lock);
@@ -2285,26 +2328,34 @@ static u64 cm_private_check(const void *data, u8 len)
 	return le64_to_cpu(pd->node_id);
 }
 
-/* @c is established: it becomes the peer's connection.  Under ib_lock. */
-static void conn_up(struct dmaplane_conn *c)
+/*
+ * @c is established: it becomes the peer's connection.  Under ib_lock.
+ * Return: 0, or -ENOSPC when no node slot is left for a node seen anew
+ * (slots are never reused; slot 0 is this node, so a connection without
+ * a slot of its own must not come up).
+ */
+static int conn_up(struct dmaplane_conn *c)
 {
 	struct dmaplane_ib_peer *p = c->peer;
 	struct dmaplane_conn *old = NULL;
-	u32 old_slot = 0;
+	u32 slot = p->slot;
 
 	lockdep_assert_held(&ib_lock);
-	if (p->slot && p->node_id != c->node_id) {
-		/* The peer came back as a new node: its old names are dead. */
-		old_slot = p->slot;
-		p->slot = 0;
+	if (!slot || p->node_id != c->node_id) {
+		/* A new node (or the peer came back as one): a new slot. */
+		if (ib_next_slot >= IB_MAX_SLOT ||
+		    xa_insert(&ib_slots, ib_next_slot + 1, p, GFP_KERNEL)) {
+			pr_warn_ratelimited("no node slot left for %pISp: connection refused\n",
+					    &p->addr);
+			return -ENOSPC;
+		}
+		slot = ++ib_next_slot;
+		/* The peer's old names are dead. */
+		if (p->slot)
+			xa_erase(&ib_slots, p->slot);
+		p->slot = slot;
 	}
-	if (!p->slot && ib_next_slot < IB_MAX_SLOT) {
-		p->slot = ++ib_next_slot;
-		xa_store(&ib_slots, p->slot, p, GFP_KERNEL);
-	}
-	if (old_slot)
-		xa_erase(&ib_slots, old_slot);
-	c->slot = p->slot;
+	c->slot = slot;
 	mutex_lock(&c->tx_lock);
 	dmaplane_credits_init(&c->credits, DMAPLANE_WIRE_CREDITS);
 	c->state = CONN_UP;
@@ -2332,6 +2383,7 @@ static void conn_up(struct dmaplane_conn *c)
 	conn_notify(p, true);
 	pr_info("connected to %pISp (node %016llx, slot %u)\n", &p->addr,
 		c->node_id, p->slot);
+	return 0;
 }
 
 static struct dmaplane_ib_peer *peer_find_addr(const struct sockaddr *sa)
@@ -2461,8 +2513,8 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			}
 		}
 		mutex_lock(&ib_lock);
-		if (!atomic_read(&c->failing))
-			conn_up(c);
+		if (!atomic_read(&c->failing) && conn_up(c))
+			conn_fail(c, false);
 		mutex_unlock(&ib_lock);
 		break;
 	case RDMA_CM_EVENT_REJECTED:

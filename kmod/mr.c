@@ -393,11 +393,24 @@ static bool mr_invalidate(struct mmu_interval_notifier *mni,
 	struct dmaplane_mr_cache *c = e->cache;
 
 	/*
-	 * Any event overlapping the range (munmap, mremap, MADV_DONTNEED,
-	 * fork's write protection, migration, exit) means the process may
-	 * no longer see these pages.  Only non-sleeping bookkeeping here:
-	 * this may run with !mmu_notifier_range_blockable(range).
+	 * A change of protection (mprotect, NUMA balancing's PROT_NONE
+	 * hinting, fork's write protection: pinned anonymous pages are
+	 * copied for the child, never write-protected in the parent) or of
+	 * soft-dirty bits leaves the same pages mapped at the same place:
+	 * the registration stays valid.  Any other event overlapping the
+	 * range (munmap, mremap, MADV_DONTNEED, migration, exit) means the
+	 * process may no longer see these pages.  Only non-sleeping
+	 * bookkeeping here: this may run with
+	 * !mmu_notifier_range_blockable(range).
 	 */
+	switch (range->event) {
+	case MMU_NOTIFY_PROTECTION_VMA:
+	case MMU_NOTIFY_PROTECTION_PAGE:
+	case MMU_NOTIFY_SOFT_DIRTY:
+		return true;
+	default:
+		break;
+	}
 	spin_lock(&c->lock);
 	mmu_interval_set_seq(mni, cur_seq);
 	mr_entry_invalidate_locked(c, e);

@@ -736,6 +736,13 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 		return -EINVAL;
 	if (!dmaplane_ep_cq(ep))
 		return -EINVAL;
+	/*
+	 * Every buffer address below is one of the opener's: only the
+	 * opener's address space may name them (not a process that was
+	 * handed the fd), as for MR_REG.
+	 */
+	if (!current->mm || current->mm != ep->mm)
+		return -EPERM;
 
 	for (i = 0; i < arg.nr; i++) {
 		if (copy_from_user(&op, u64_to_user_ptr(arg.ops) + i * sizeof(op),

@@ -42,9 +42,24 @@ enum dmaplane_nl_mcgrp {
 	DMAPLANE_NL_MCGRP_EVENTS,
 };
 
+/*
+ * Events name other users' endpoints and regions and the peer nodes: only
+ * CAP_NET_ADMIN may join the group.  A kernel that cannot require that of
+ * a multicast group (before 6.7 and 6.1.y) gets no "events" group, and no
+ * events are sent.
+ */
+#ifdef DMAPLANE_HAVE_GENL_MCAST_CAP_NET_ADMIN
 static const struct genl_multicast_group dmaplane_nl_mcgrps[] = {
-	[DMAPLANE_NL_MCGRP_EVENTS] = { .name = DMAPLANE_GENL_MCGRP_EVENTS },
+	[DMAPLANE_NL_MCGRP_EVENTS] = {
+		.name = DMAPLANE_GENL_MCGRP_EVENTS,
+		.flags = GENL_MCAST_CAP_NET_ADMIN,
+	},
 };
+
+#define DMAPLANE_NL_EVENTS	true
+#else
+#define DMAPLANE_NL_EVENTS	false
+#endif
 
 /* A peer address is a struct in_addr or a struct in6_addr: -EINVAL else. */
 static int nl_validate_peer_addr(const struct nlattr *attr,
@@ -403,12 +418,20 @@ static int nl_put_peer(struct sk_buff *skb, const struct dmaplane_peer *p)
 	return 0;
 }
 
+/* Is anybody listening to events (and can there be)? */
+static bool nl_events_wanted(void)
+{
+	return DMAPLANE_NL_EVENTS && READ_ONCE(dmaplane_nl_ready) &&
+	       genl_has_listeners(&dmaplane_nl_family, &init_net,
+				  DMAPLANE_NL_MCGRP_EVENTS);
+}
+
 static void nl_notify_peer(const struct dmaplane_peer *p, u8 cmd)
 {
 	struct sk_buff *msg;
 	void *hdr;
 
-	if (!genl_has_listeners(&dmaplane_nl_family, &init_net, DMAPLANE_NL_MCGRP_EVENTS))
+	if (!nl_events_wanted())
 		return;
 	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	if (!msg)
@@ -563,8 +586,7 @@ void dmaplane_nl_notify_region_invalidated(const struct dmaplane_region *r)
 	struct sk_buff *msg;
 	void *hdr;
 
-	if (!READ_ONCE(dmaplane_nl_ready) ||
-	    !genl_has_listeners(&dmaplane_nl_family, &init_net, DMAPLANE_NL_MCGRP_EVENTS))
+	if (!nl_events_wanted())
 		return;
 	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_ATOMIC);
 	if (!msg)
@@ -595,8 +617,7 @@ void dmaplane_nl_notify_peer_state(u16 family, const struct in6_addr *addr,
 	struct sk_buff *msg;
 	void *hdr;
 
-	if (!READ_ONCE(dmaplane_nl_ready) ||
-	    !genl_has_listeners(&dmaplane_nl_family, &init_net, DMAPLANE_NL_MCGRP_EVENTS))
+	if (!nl_events_wanted())
 		return;
 	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
 	if (!msg)
@@ -676,8 +697,10 @@ static struct genl_family dmaplane_nl_family = {
 	.small_ops = dmaplane_nl_ops,
 	.n_small_ops = ARRAY_SIZE(dmaplane_nl_ops),
 	.resv_start_op = __DMAPLANE_CMD_MAX,
+#ifdef DMAPLANE_HAVE_GENL_MCAST_CAP_NET_ADMIN
 	.mcgrps = dmaplane_nl_mcgrps,
 	.n_mcgrps = ARRAY_SIZE(dmaplane_nl_mcgrps),
+#endif
 };
 
 /** dmaplane_nl_init() - register the generic netlink family */

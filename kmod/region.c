@@ -123,17 +123,19 @@ struct dmaplane_region *dmaplane_region_get(struct dmaplane_ep *ep, u32 handle,
 					    enum dmaplane_region_kind kind)
 {
 	struct dmaplane_region *r;
+	int err = 0;
 
+	/* Decide under the lock: an unreferenced @r may be freed after it. */
 	xa_lock(&ep->regions);
 	r = xa_load(&ep->regions, handle);
-	if (r && r->kind == kind)
+	if (!r)
+		err = -ENOENT;
+	else if (r->kind != kind)
+		err = -EINVAL;
+	else
 		kref_get(&r->ref);
 	xa_unlock(&ep->regions);
-	if (!r)
-		return ERR_PTR(-ENOENT);
-	if (r->kind != kind)
-		return ERR_PTR(-EINVAL);
-	return r;
+	return err ? ERR_PTR(err) : r;
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_get);
 
@@ -151,16 +153,19 @@ struct dmaplane_region *dmaplane_region_unpublish(struct dmaplane_ep *ep, u32 ha
 						  enum dmaplane_region_kind kind)
 {
 	struct dmaplane_region *r;
+	int err = 0;
 
 	xa_lock(&ep->regions);
 	r = xa_load(&ep->regions, handle);
-	if (r && r->kind == kind)
+	if (!r)
+		err = -ENOENT;
+	else if (r->kind != kind)
+		err = -EINVAL;
+	else
 		__xa_erase(&ep->regions, handle);
 	xa_unlock(&ep->regions);
-	if (!r)
-		return ERR_PTR(-ENOENT);
-	if (r->kind != kind)
-		return ERR_PTR(-EINVAL);
+	if (err)
+		return ERR_PTR(err);
 	region_unhash(r);
 	return r;
 }

@@ -589,6 +589,44 @@ TEST_F(dmabuf, import_from_dma_heap)
 	import_foreign(_metadata, data.fd, 4 * MiB, &self->base);
 }
 
+/*
+ * A dma-buf exported read-only (here a dma-heap buffer allocated with
+ * O_RDONLY) is imported for reading only: any write access is -EACCES,
+ * so put and receives cannot write what its exporter made read-only.
+ */
+TEST_F(dmabuf, read_only_dmabuf_refuses_write_access)
+{
+	static const unsigned int writes[] = {
+		DMAPLANE_ACCESS_LOCAL_WRITE, DMAPLANE_ACCESS_REMOTE_WRITE,
+		DMAPLANE_ACCESS_ALL,
+	};
+	struct dma_heap_allocation_data data;
+	struct dp_mr *mr;
+	struct dp_ep *ep;
+	int heap;
+
+	heap = open(HEAP_NODE, O_RDONLY | O_CLOEXEC);
+	if (heap < 0)
+		SKIP(return, "no %s in this kernel", HEAP_NODE);
+	memset(&data, 0, sizeof(data));
+	data.len = MiB;
+	data.fd_flags = O_RDONLY | O_CLOEXEC;
+	ASSERT_EQ(0, dp_test_ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &data));
+	close(heap);
+	ASSERT_EQ(0, dp_open(NULL, 0, &ep));
+	for (size_t i = 0; i < sizeof(writes) / sizeof(writes[0]); i++)
+		EXPECT_EQ(-EACCES, dp_mr_import_dmabuf(ep, data.fd, 0, MiB,
+						       writes[i], &mr));
+	EXPECT_EQ(self->base.imports, dp_test_stat("imports"));
+	ASSERT_EQ(0, dp_mr_import_dmabuf(ep, data.fd, 0, MiB,
+					 DMAPLANE_ACCESS_REMOTE_READ, &mr));
+	EXPECT_EQ(self->base.imports + 1, dp_test_stat("imports"));
+	EXPECT_EQ(0, dp_mr_dereg(mr));
+	close(data.fd);
+	dp_close(ep);
+	EXPECT_EQ(self->base.imports, dp_test_stat("imports"));
+}
+
 TEST_F(dmabuf, import_from_udmabuf)
 {
 	struct udmabuf_create create;

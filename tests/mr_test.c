@@ -456,13 +456,13 @@ TEST_F(mr, invalidated_cached_range_is_not_served)
 
 /*
  * fork() write-protects the parent's private anonymous pages for
- * copy-on-write; that is an MMU notifier event over the whole mapping, so
- * registrations of private memory are invalidated in the parent (the
- * child never shares the pinned pages).  Shared memory and
- * MADV_DONTFORK memory are not write-protected: their registrations
- * survive the fork.
+ * copy-on-write, but never pinned ones: those are copied for the child at
+ * once, and the parent keeps its pages.  The MMU notifier event (a
+ * protection change over the mapping) therefore leaves every registration
+ * valid: private, shared and MADV_DONTFORK memory alike, and the child's
+ * writes stay its own.
  */
-TEST_F(mr, fork_invalidates_private_memory_only)
+TEST_F(mr, fork_keeps_registrations_valid)
 {
 	unsigned char *priv = map_anon(2 * pgsz());
 	unsigned char *shared = mmap(NULL, 2 * pgsz(), PROT_READ | PROT_WRITE,
@@ -501,11 +501,11 @@ TEST_F(mr, fork_invalidates_private_memory_only)
 	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 
 	ASSERT_EQ(0, mr_query(self->fd, a.handle, &q));
-	EXPECT_EQ(DMAPLANE_MR_STATE_INVALID, q.state);
+	EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
 	ASSERT_EQ(0, mr_query(self->fd, b.handle, &q));
 	EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
 	ASSERT_EQ(0, mr_query(self->fd, c.handle, &q));
-	EXPECT_EQ(dontfork ? DMAPLANE_MR_STATE_VALID : DMAPLANE_MR_STATE_INVALID, q.state);
+	EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
 	EXPECT_EQ(1, priv[0]);
 	EXPECT_EQ(8, shared[1]);
 	EXPECT_EQ(3, nofork[0]);
@@ -515,6 +515,41 @@ TEST_F(mr, fork_invalidates_private_memory_only)
 	munmap(priv, 2 * pgsz());
 	munmap(shared, 2 * pgsz());
 	munmap(nofork, 2 * pgsz());
+}
+
+/*
+ * Changes of protection (mprotect to read-only, to PROT_NONE and back)
+ * leave the same pages mapped: the registration stays valid, nothing is
+ * invalidated or unpinned, and the kernel's view is the same bytes.
+ */
+TEST_F(mr, mprotect_keeps_registration_valid)
+{
+	static const int prots[] = { PROT_READ, PROT_NONE, PROT_READ | PROT_WRITE };
+	unsigned char *buf = map_anon(4 * pgsz());
+	struct dmaplane_mr_reg reg, again;
+	struct dmaplane_mr_query q;
+	long pinned, inval;
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 7, 4 * pgsz());
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * pgsz(), RW, &reg));
+	pinned = dp_test_stat("pinned_pages");
+	inval = dp_test_stat("invalidations");
+	for (size_t i = 0; i < sizeof(prots) / sizeof(prots[0]); i++) {
+		ASSERT_EQ(0, mprotect(buf, 4 * pgsz(), prots[i]));
+		ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
+		EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
+		EXPECT_EQ(reg.invalidations, q.invalidations);
+	}
+	EXPECT_EQ(inval, dp_test_stat("invalidations"));
+	EXPECT_EQ(pinned, dp_test_stat("pinned_pages"));
+	/* A second registration of the range is served from the cache. */
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * pgsz(), RW, &again));
+	EXPECT_EQ(pinned, dp_test_stat("pinned_pages"));
+	EXPECT_EQ(0, mr_dereg(self->fd, again.handle));
+	EXPECT_EQ(7, buf[0]);
+	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
+	munmap(buf, 4 * pgsz());
 }
 
 TEST_F(mr, unpinnable_memory_faults)

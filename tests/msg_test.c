@@ -944,6 +944,72 @@ TEST_F(pair, probe_cancel_getname_bad_input)
 	EXPECT_EQ(-EFAULT, dp_test_ioctl(fd, DMAPLANE_IOCTL_SUBMIT, NULL));
 }
 
+/*
+ * An endpoint's file descriptor in another address space (here a child
+ * after fork(); SCM_RIGHTS is the same) moves no data: every SUBMIT fails
+ * with -EPERM, so the holder can neither make the kernel write into the
+ * opener's memory (a RECV at an address of the opener) nor read from it
+ * (a SEND from one).  Nothing is posted, nothing completes, and the
+ * opener's buffers stay as they were.
+ */
+TEST_F(pair, other_address_space_moves_no_data)
+{
+	static char secret[4096], landing[4096];
+	struct dmaplane_cqe c;
+	struct dp_mr *mr;
+	int status;
+	pid_t pid;
+
+	fill_random(secret, sizeof(secret), 77);
+	memset(landing, 0x5a, sizeof(landing));
+	ASSERT_EQ(0, dp_mr_reg(self->b, landing, sizeof(landing),
+			       DMAPLANE_ACCESS_REMOTE_READ |
+			       DMAPLANE_ACCESS_REMOTE_WRITE, &mr));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct iovec iov = { secret, sizeof(secret) };
+		uint64_t rkey = dp_mr_key(mr);
+		int bad = 0;
+
+		/* The child's copies differ from the opener's from now on. */
+		memset(secret, 0x11, sizeof(secret));
+		bad |= dp_recv(self->b, self->b2a, 1, 0, landing,
+			       sizeof(landing), 1) != -EPERM;
+		bad |= dp_send(self->a, self->a2b, 1, secret,
+			       sizeof(secret), 2) != -EPERM;
+		bad |= dp_sendv(self->a, self->a2b, 1, &iov, 1, 3) != -EPERM;
+		bad |= dp_recvv(self->b, self->b2a, 1, 0, &iov, 1, 4) != -EPERM;
+		bad |= dp_put(self->a, self->a2b, rkey, 0, secret,
+			      sizeof(secret), 5) != -EPERM;
+		bad |= dp_get(self->a, self->a2b, rkey, 0, secret,
+			      sizeof(secret), 6) != -EPERM;
+		bad |= dp_mr_reg(self->a, secret, sizeof(secret),
+				 DMAPLANE_ACCESS_REMOTE_READ, &mr) != -EPERM;
+		_exit(bad);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, dp_test_stat("posted_recvs"));
+	EXPECT_EQ(0, dp_test_stat("unexp_msgs"));
+	EXPECT_EQ(0, dp_poll(self->a, &c, 1));
+	EXPECT_EQ(0, dp_poll(self->b, &c, 1));
+	for (size_t i = 0; i < sizeof(landing); i++)
+		ASSERT_EQ(0x5a, (unsigned char)landing[i]);
+
+	/* The opener itself still can. */
+	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 1, 0, landing,
+			     sizeof(landing), 1));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 1, secret, sizeof(secret), 2));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(0, memcmp(secret, landing, sizeof(secret)));
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(0, dp_mr_dereg(mr));
+}
+
 TEST(probe_and_cancel_need_setup)
 {
 	struct dmaplane_probe p;

@@ -625,6 +625,8 @@ TEST_F(nl, policy_rejects_bad_attributes)
 
 /* ---- events ----------------------------------------------------------- */
 
+#define NO_EVENTS "no events group: this kernel cannot restrict it to CAP_NET_ADMIN"
+
 struct ev {
 	int n;
 	uint8_t cmd[16];
@@ -685,7 +687,10 @@ TEST_F(nl, events_for_peers_and_invalidated_regions)
 
 	NEED_NL();
 
-	ASSERT_EQ(0, ev_open(&mon, &ev));
+	if (ev_open(&mon, &ev) == -ENOENT) {
+		nlt_close(&mon);
+		SKIP(return, NO_EVENTS);
+	}
 	ASSERT_EQ(0, peer_req(&self->t, DMAPLANE_CMD_PEER_ADD, AF_INET, "10.7.7.7", 99));
 	ASSERT_EQ(0, peer_req(&self->t, DMAPLANE_CMD_PEER_DEL, AF_INET, "10.7.7.7", -1));
 	ev_wait(&mon, &ev, 2);
@@ -799,6 +804,14 @@ static int nobody_checks(uint32_t root_ep)
 			return 12;
 		if (!strstr(out, "dpctl: peer add: Operation not permitted"))
 			return 13;
+	}
+	/* Events name other users' objects: the group is not for nobody. */
+	{
+		int grp = genl_ctrl_resolve_grp(t.sk, DMAPLANE_GENL_NAME,
+						DMAPLANE_GENL_MCGRP_EVENTS);
+
+		if (grp >= 0 && !nl_socket_add_membership(t.sk, grp))
+			return 14;
 	}
 	nlt_close(&t);
 	dp_close(ep);
@@ -975,6 +988,9 @@ TEST_F(nl, dpctl_monitor_prints_events)
 	NEED_NL();
 	if (!dpctl)
 		SKIP(return, "no dpctl (set DPCTL=)");
+	if (genl_ctrl_resolve_grp(self->t.sk, DMAPLANE_GENL_NAME,
+				  DMAPLANE_GENL_MCGRP_EVENTS) < 0)
+		SKIP(return, NO_EVENTS);
 	ASSERT_EQ(0, pipe(fds));
 	pid = fork();
 	ASSERT_LE(0, pid);

@@ -615,14 +615,18 @@ static int cmd_monitor(struct nl_ctx *c)
 {
 	int grp, ret;
 
+	/*
+	 * The group exists only where the kernel can keep it to
+	 * CAP_NET_ADMIN (6.7 and newer), and only that may join it.
+	 */
 	grp = genl_ctrl_resolve_grp(c->sk, DMAPLANE_GENL_NAME, DMAPLANE_GENL_MCGRP_EVENTS);
 	if (grp < 0)
-		return -ENOENT;
+		return -EOPNOTSUPP;
 	nl_socket_disable_seq_check(c->sk);
 	nl_socket_modify_cb(c->sk, NL_CB_VALID, NL_CB_CUSTOM, print_event, NULL);
 	ret = nl_socket_add_membership(c->sk, grp);
 	if (ret < 0)
-		return -EIO;
+		return ret == -NLE_PERM ? -EPERM : -EIO;
 	for (;;) {
 		ret = nl_recvmsgs_default(c->sk);
 		if (ret < 0 && ret != -NLE_INTR && ret != -NLE_AGAIN)

@@ -361,6 +361,14 @@ struct dmaplane_mr_import_dmabuf {
  * turn them into address handles with %DMAPLANE_IOCTL_AV_INSERT.
  * Operations are submitted in batches with %DMAPLANE_IOCTL_SUBMIT; each
  * completes exactly once, as a &struct dmaplane_cqe on the ring.
+ *
+ * Data moves only through the address space of the process that opened
+ * the endpoint, and only at its request: %DMAPLANE_IOCTL_SUBMIT and
+ * %DMAPLANE_IOCTL_MR_REG from any other address space (a process that got
+ * the file descriptor through SCM_RIGHTS, or a child after fork() or
+ * exec()) fail with -EPERM, so holding the descriptor never lets a process
+ * read or write the opener's memory.  Such a process may still poll the
+ * ring and query the endpoint.
  */
 
 /**
