@@ -23,7 +23,8 @@ build_ko() {
 	rm -rf "$dir"
 	mkdir -p "$dir"
 	cp -a Kbuild compat kmod kunit-tests uapi "$dir"/
-	cat "$2/include/config/kernel.release" >"$dir/kernelrelease"
+	sed -n 's/^#define UTS_RELEASE "\(.*\)"$/\1/p' \
+		"$2/include/generated/utsrelease.h" >"$dir/kernelrelease"
 	make -C "$2" M="$(pwd)/$dir" W=1 KCFLAGS=-Werror modules >"$dir/build.log" 2>&1
 	rc=$?
 	[ $rc = 0 ] || cat "$dir/build.log" >&2
