@@ -103,7 +103,7 @@ static int arena_alloc_pages(struct dmaplane_arena *arena, int nid,
 
 	*nr_alloc = 0;
 	while (i < arena->npages) {
-		gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO;
+		gfp_t gfp = GFP_HIGHUSER | __GFP_ZERO | __GFP_ACCOUNT;
 		struct page *page;
 
 		while (order && (1UL << order) > arena->npages - i)
@@ -234,7 +234,7 @@ int dmaplane_arena_create(struct dmaplane_ep *ep, struct dmaplane_arena_create *
 	if (args->size >> PAGE_SHIFT > totalram_pages())
 		return -ENOMEM;
 
-	arena = kzalloc(sizeof(*arena), GFP_KERNEL);
+	arena = kzalloc(sizeof(*arena), GFP_KERNEL_ACCOUNT);
 	if (!arena)
 		return -ENOMEM;
 	arena->npages = args->size >> PAGE_SHIFT;
@@ -247,8 +247,9 @@ int dmaplane_arena_create(struct dmaplane_ep *ep, struct dmaplane_arena_create *
 		arena->charged_mm = mm;
 	}
 
+	/* Sized by the user: charged to it, and no warning when too large. */
 	arena->pages = kvmalloc_array(arena->npages, sizeof(*arena->pages),
-				      GFP_KERNEL);
+				      GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 	if (!arena->pages) {
 		ret = -ENOMEM;
 		goto err_uncharge;

@@ -35,7 +35,7 @@ struct dmaplane_cq *dmaplane_cq_create(u32 entries)
 	if (!is_power_of_2(entries) || entries > DMAPLANE_CQ_MAX_ENTRIES)
 		return ERR_PTR(-EINVAL);
 
-	cq = kzalloc(sizeof(*cq), GFP_KERNEL);
+	cq = kzalloc(sizeof(*cq), GFP_KERNEL_ACCOUNT);
 	if (!cq)
 		return ERR_PTR(-ENOMEM);
 

@@ -268,7 +268,7 @@ struct dma_buf *dmaplane_dmabuf_export(struct dmaplane_ep *ep,
 		goto err_put_arena;
 	}
 
-	buf = kzalloc(sizeof(*buf), GFP_KERNEL);
+	buf = kzalloc(sizeof(*buf), GFP_KERNEL_ACCOUNT);
 	if (!buf) {
 		ret = -ENOMEM;
 		goto err_put_arena;

@@ -158,6 +158,7 @@ struct dmaplane_matcher {
  * @av: address handle -> ep_uid of the peer, stored with xa_mk_value()
  *	(ep_uid < 2^63); the xa lock protects it
  * @next_av: cursor for cyclic address handles, under the xa lock
+ * @nav: entries in @av (at most the module parameter av_max)
  * @match_lock: protects @matcher, @unexp_bytes, @unexp_msgs and @dead
  * @matcher: posted receives and unexpected messages
  * @unexp_bytes: eager payload bytes queued as unexpected
@@ -182,6 +183,7 @@ struct dmaplane_ep {
 	u64 auth_key;
 	struct xarray av;
 	u32 next_av;
+	atomic_t nav;
 	struct mutex match_lock;	/* see @match_lock above */
 	struct dmaplane_matcher matcher;
 	u64 unexp_bytes;

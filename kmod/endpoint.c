@@ -46,7 +46,7 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 	struct dmaplane_ep *ep;
 	int ret;
 
-	ep = kzalloc(sizeof(*ep), GFP_KERNEL);
+	ep = kzalloc(sizeof(*ep), GFP_KERNEL_ACCOUNT);
 	if (!ep)
 		return ERR_PTR(-ENOMEM);
 
@@ -273,6 +273,35 @@ int dmaplane_ioctl_getname(struct dmaplane_ep *ep, void __user *uarg)
 	return copy_to_user(uarg, &name, sizeof(name)) ? -EFAULT : 0;
 }
 
+static unsigned int av_max = 1U << 20;
+module_param(av_max, uint, 0644);
+MODULE_PARM_DESC(av_max, "Address handles one endpoint may hold");
+
+/* A new address handle for @value (a source value); -ENOSPC beyond av_max. */
+static int av_insert(struct dmaplane_ep *ep, u64 value, u32 *handle)
+{
+	int ret;
+
+	if (atomic_inc_return(&ep->nav) > READ_ONCE(av_max)) {
+		atomic_dec(&ep->nav);
+		return -ENOSPC;
+	}
+	ret = xa_alloc_cyclic(&ep->av, handle, xa_mk_value(value),
+			      XA_LIMIT(0, DMAPLANE_AV_ANY - 1), &ep->next_av,
+			      GFP_KERNEL_ACCOUNT);
+	if (ret < 0)
+		atomic_dec(&ep->nav);
+	return ret;
+}
+
+static int av_erase(struct dmaplane_ep *ep, u32 handle)
+{
+	if (!xa_erase(&ep->av, handle))
+		return -ENOENT;
+	atomic_dec(&ep->nav);
+	return 0;
+}
+
 int dmaplane_ioctl_av_insert(struct dmaplane_ep *ep, void __user *uarg)
 {
 	struct dmaplane_av_insert arg;
@@ -293,9 +322,7 @@ int dmaplane_ioctl_av_insert(struct dmaplane_ep *ep, void __user *uarg)
 		ret = dmaplane_ib_resolve(ep, arg.name.node_id, arg.name.ep_uid, &src);
 		if (ret)
 			return ret;
-		ret = xa_alloc_cyclic(&ep->av, &arg.handle, xa_mk_value(src),
-				      XA_LIMIT(0, DMAPLANE_AV_ANY - 1), &ep->next_av,
-				      GFP_KERNEL);
+		ret = av_insert(ep, src, &arg.handle);
 		goto out_copy;
 	}
 
@@ -307,17 +334,14 @@ int dmaplane_ioctl_av_insert(struct dmaplane_ep *ep, void __user *uarg)
 	else if (!dmaplane_ep_same_domain(ep, peer))
 		ret = -EACCES;
 	else
-		ret = xa_alloc_cyclic(&ep->av, &arg.handle,
-				      xa_mk_value(arg.name.ep_uid),
-				      XA_LIMIT(0, DMAPLANE_AV_ANY - 1), &ep->next_av,
-				      GFP_KERNEL);
+		ret = av_insert(ep, arg.name.ep_uid, &arg.handle);
 	dmaplane_ep_put(peer);
 out_copy:
 	if (ret < 0)
 		return ret;
 
 	if (copy_to_user(uarg, &arg, sizeof(arg))) {
-		xa_erase(&ep->av, arg.handle);
+		av_erase(ep, arg.handle);
 		return -EFAULT;
 	}
 	return 0;
@@ -331,7 +355,7 @@ int dmaplane_ioctl_av_remove(struct dmaplane_ep *ep, void __user *uarg)
 		return -EFAULT;
 	if (arg.flags || arg.reserved)
 		return -EINVAL;
-	return xa_erase(&ep->av, arg.handle) ? 0 : -ENOENT;
+	return av_erase(ep, arg.handle);
 }
 
 /**

@@ -206,7 +206,7 @@ static struct dmaplane_mr_cache *mr_cache_alloc(struct mm_struct *mm)
 {
 	struct dmaplane_mr_cache *c;
 
-	c = kzalloc(sizeof(*c), GFP_KERNEL);
+	c = kzalloc(sizeof(*c), GFP_KERNEL_ACCOUNT);
 	if (!c)
 		return NULL;
 	kref_init(&c->ref);
@@ -562,7 +562,7 @@ static struct dmaplane_mr *mr_alloc(u64 addr, u64 len, u32 access)
 {
 	struct dmaplane_mr *mr;
 
-	mr = kzalloc(sizeof(*mr), GFP_KERNEL);
+	mr = kzalloc(sizeof(*mr), GFP_KERNEL_ACCOUNT);
 	if (!mr)
 		return NULL;
 	dmaplane_region_init(&mr->region, &mr_region_ops, DMAPLANE_REGION_USER,
@@ -601,7 +601,7 @@ static struct dmaplane_mr_entry *mr_entry_alloc(struct dmaplane_mr_cache *c,
 {
 	struct dmaplane_mr_entry *e;
 
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	if (!e)
 		return NULL;
 	e->it.start = start;
@@ -1020,7 +1020,8 @@ int dmaplane_mr_test_add(struct dmaplane_mr_cache *c, unsigned long start,
 		return -ENOMEM;
 	}
 	if (pages) {
-		e->pages = kvmalloc_array(npages, sizeof(*pages), GFP_KERNEL);
+		e->pages = kvmalloc_array(npages, sizeof(*pages),
+					  GFP_KERNEL_ACCOUNT | __GFP_NOWARN);
 		if (!e->pages) {
 			mr_release_pages(pages, npages, false, false);
 			kfree(e);

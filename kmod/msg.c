@@ -193,7 +193,7 @@ static int ubuf_from_op(struct dmaplane_ubuf *b, const struct dmaplane_op *op)
 	}
 	if (!op->len || op->len > UIO_MAXIOV)
 		return -EINVAL;
-	b->segs = kmalloc_array(op->len, sizeof(*b->segs), GFP_KERNEL);
+	b->segs = kmalloc_array(op->len, sizeof(*b->segs), GFP_KERNEL_ACCOUNT);
 	if (!b->segs)
 		return -ENOMEM;
 	if (copy_from_user(b->segs, uvec, op->len * sizeof(*b->segs)))
@@ -379,7 +379,7 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 			return ret;
 	}
 
-	r = kzalloc(sizeof(*r), GFP_KERNEL);
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
 	ret = ubuf_from_op(&r->buf, op);
@@ -446,7 +446,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		goto out_free_buf;
 	}
 
-	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
+	msg = kzalloc(sizeof(*msg), GFP_KERNEL_ACCOUNT);
 	if (!msg) {
 		ret = -ENOMEM;
 		goto out_put_dest;
@@ -496,7 +496,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		goto err_unqueue;
 	}
 	if (len <= dmaplane_eager_threshold()) {
-		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL);
+		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL_ACCOUNT);
 		if (!msg->data) {
 			ret = -ENOMEM;
 			goto err_unqueue;
@@ -844,7 +844,7 @@ int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg)
 	if (claim) {
 		/* Reserve the handle first, so that nothing can fail later. */
 		ret = xa_alloc_cyclic(&ep->claims, &arg.claim, NULL, xa_limit_31b,
-				      &ep->next_claim, GFP_KERNEL);
+				      &ep->next_claim, GFP_KERNEL_ACCOUNT);
 		if (ret < 0)
 			return ret;
 	}

@@ -87,7 +87,7 @@ int dmaplane_region_publish(struct dmaplane_ep *ep, struct dmaplane_region *r)
 
 	r->owner_id = ep->id;
 	ret = xa_alloc_cyclic(&ep->regions, &r->handle, r, xa_limit_31b,
-			      &ep->next_handle, GFP_KERNEL);
+			      &ep->next_handle, GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
 		return ret;
 

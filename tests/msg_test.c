@@ -1010,6 +1010,39 @@ TEST_F(pair, other_address_space_moves_no_data)
 	EXPECT_EQ(0, dp_mr_dereg(mr));
 }
 
+/*
+ * An endpoint holds at most av_max address handles (kernel memory on a
+ * user's behalf is bounded): beyond, AV_INSERT is -ENOSPC; a removal
+ * makes room again.
+ */
+TEST_F(pair, address_vector_is_bounded)
+{
+	const char *param = "/sys/module/dmaplane/parameters/av_max";
+	struct dmaplane_name name;
+	char old[32] = "";
+	uint32_t h[3];
+	int pfd;
+
+	pfd = open(param, O_RDWR);
+	ASSERT_LE(0, pfd);
+	ASSERT_LT(0, read(pfd, old, sizeof(old) - 1));
+	ASSERT_EQ(1, pwrite(pfd, "3", 1, 0));
+	ASSERT_EQ(0, dp_getname(self->b, &name));
+	/* a already holds a2b: two more fit, the fourth does not. */
+	ASSERT_EQ(0, dp_av_insert(self->a, &name, &h[0]));
+	ASSERT_EQ(0, dp_av_insert(self->a, &name, &h[1]));
+	EXPECT_EQ(-ENOSPC, dp_av_insert(self->a, &name, &h[2]));
+	EXPECT_EQ(0, dp_av_remove(self->a, h[0]));
+	EXPECT_EQ(-ENOENT, dp_av_remove(self->a, h[0]));
+	EXPECT_EQ(0, dp_av_insert(self->a, &name, &h[2]));
+	EXPECT_EQ(-ENOSPC, dp_av_insert(self->a, &name, &h[0]));
+	/* Other endpoints have bounds of their own. */
+	EXPECT_EQ(0, dp_av_insert(self->b, &name, &h[0]));
+	ASSERT_EQ((ssize_t)strlen(old), pwrite(pfd, old, strlen(old), 0));
+	close(pfd);
+	EXPECT_EQ(0, dp_av_insert(self->a, &name, &h[0]));
+}
+
 TEST(probe_and_cancel_need_setup)
 {
 	struct dmaplane_probe p;
