@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 
 #include "dp_test.h"
-#include "kselftest_harness.h"
 
 #define MiB (1ul << 20)
 

@@ -106,4 +106,13 @@ static inline int dp_test_mem_eq(const struct dp_test_mem *a, const struct dp_te
 #define DP_TEST_MEM_ARGS(m) (m)->regions, (m)->arenas, (m)->arena_pages, \
 	(m)->charged_pages, (m)->dmabufs, (m)->imports
 
+/*
+ * The kselftest harness, with every test's timeout sized for a loaded
+ * 2-core host running the test VMs under QEMU TCG (5x slower than an idle
+ * one): the harness's default of 30 s is not.
+ */
+#include "kselftest_harness.h"
+#undef TEST_TIMEOUT_DEFAULT
+#define TEST_TIMEOUT_DEFAULT 300
+
 #endif /* DP_TEST_H */

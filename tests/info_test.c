@@ -10,7 +10,6 @@
 #include <sys/wait.h>
 
 #include "dp_test.h"
-#include "kselftest_harness.h"
 
 FIXTURE(dev) {
 	int fd;

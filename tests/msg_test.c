@@ -12,7 +12,6 @@
 #include <sys/wait.h>
 
 #include "dp_test.h"
-#include "kselftest_harness.h"
 
 #define EAGER 16384	/* the module's default eager_threshold */
 

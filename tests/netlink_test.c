@@ -23,7 +23,6 @@
 
 #include <linux/dmaplane.h>
 
-#include "kselftest_harness.h"
 #include "dp_test.h"
 
 #define NOBODY 65534

@@ -55,7 +55,6 @@
 #include <time.h>
 
 #include "dp_test.h"
-#include "kselftest_harness.h"
 
 #define CTL_PORT	20887
 #define SYNC_PORT	20888

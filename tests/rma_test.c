@@ -8,7 +8,6 @@
 #include <sys/mman.h>
 
 #include "dp_test.h"
-#include "kselftest_harness.h"
 
 #define RW (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_READ | \
 	    DMAPLANE_ACCESS_REMOTE_WRITE)
