@@ -225,7 +225,9 @@ struct dmaplane_rx {
  * @keepalive_work: gives up on a connection not established within
  *	%IB_CONNECT_TIMEOUT; then PINGs a silent peer while operations wait
  *	for it
- * @last_rx: jiffies of the last message from the peer
+ * @last_rx: jiffies of the last sign of life from the peer: a message, or
+ *	a SEND, READ or WRITE its side acknowledged (a long bulk transfer
+ *	is alive, though no message may arrive for minutes)
  * @tx_lock: protects @state transitions, @credits.avail, @tx_seq,
  *	@backlog, @sent, @cookies and posting to the send queue
  * @state: &enum conn_state; read locklessly as a hint
@@ -586,13 +588,21 @@ static void tx_free(struct dmaplane_tx *tx)
 	kfree(tx);
 }
 
+/* The peer's side answered: the connection is alive (see @last_rx). */
+static void conn_alive(struct dmaplane_conn *c)
+{
+	WRITE_ONCE(c->last_rx, jiffies);
+}
+
 static void tx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct dmaplane_tx *tx = container_of(wc->wr_cqe, struct dmaplane_tx, cqe);
 	struct dmaplane_conn *c = tx->conn;
 
 	ib_dma_unmap_single(c->dev->ibdev, tx->dma, tx->len, DMA_TO_DEVICE);
-	if (wc->status != IB_WC_SUCCESS) {
+	if (wc->status == IB_WC_SUCCESS) {
+		conn_alive(c);
+	} else {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			pr_warn_ratelimited("send to %pISp failed: %s\n", &c->peer->addr,
 					    ib_wc_status_msg(wc->status));
@@ -1268,7 +1278,9 @@ static void xfer_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct dmaplane_xfer *y, *tmp;
 	LIST_HEAD(finished);
 
-	if (wc->status != IB_WC_SUCCESS) {
+	if (wc->status == IB_WC_SUCCESS) {
+		conn_alive(c);
+	} else {
 		/* A peer that stopped answering reset the connection. */
 		if (!x->status)
 			x->status = wc->status == IB_WC_WR_FLUSH_ERR ||
@@ -1989,7 +2001,7 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	if (READ_ONCE(c->state) == CONN_DEAD)
 		return;
-	WRITE_ONCE(c->last_rx, jiffies);
+	conn_alive(c);
 	atomic64_inc(&c->peer->rx_msgs);
 	atomic64_add(wc->byte_len, &c->peer->rx_bytes);
 	ib_dma_sync_single_for_cpu(ibdev, rx->dma, DMAPLANE_WIRE_HDR_BYTES, DMA_FROM_DEVICE);
