@@ -58,6 +58,7 @@
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/shmem_fs.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
@@ -643,6 +644,34 @@ static int mr_cache_charge(struct dmaplane_mr_cache *c, unsigned long npages)
 	}
 }
 
+/*
+ * A long-term writable pin of a regular file's page-cache pages lets the
+ * device write pages the file system takes for clean (the RDMA core's
+ * users learned it the hard way; GUP refuses it itself from 6.5 on, 6.1
+ * does not).  Only private, shmem (memfd, tmpfs, SysV) and hugetlb
+ * memory may be registered for writing (a private file mapping is copied
+ * into anonymous pages by the pin): -EOPNOTSUPP for a shared mapping of
+ * any other file in [@start, @end) of the current address space.
+ */
+static int mr_check_writable(unsigned long start, unsigned long end)
+{
+	struct mm_struct *mm = current->mm;
+	struct vm_area_struct *vma;
+	int ret = 0;
+
+	mmap_read_lock(mm);
+	for (vma = find_vma(mm, start); vma && vma->vm_start < end;
+	     vma = find_vma(mm, vma->vm_end)) {
+		if ((vma->vm_flags & VM_SHARED) && vma->vm_file &&
+		    !is_vm_hugetlb_page(vma) && !shmem_mapping(vma->vm_file->f_mapping)) {
+			ret = -EOPNOTSUPP;
+			break;
+		}
+	}
+	mmap_read_unlock(mm);
+	return ret;
+}
+
 /* Pin the pages of @e in chunks; on error nothing stays pinned. */
 static int mr_entry_pin_pages(struct dmaplane_mr_entry *e)
 {
@@ -650,6 +679,13 @@ static int mr_entry_pin_pages(struct dmaplane_mr_entry *e)
 	unsigned long start = e->it.start;
 	unsigned long pinned = 0;
 	int ret;
+
+	/* Checked at each try: a retry may find another mapping there. */
+	if (e->write) {
+		ret = mr_check_writable(start, start + (e->npages << PAGE_SHIFT));
+		if (ret)
+			return ret;
+	}
 
 	while (pinned < e->npages) {
 		unsigned long n = min_t(unsigned long, e->npages - pinned,

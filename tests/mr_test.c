@@ -12,12 +12,12 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 
 #include "dp_test.h"
-#include "kselftest_harness.h"
 
 #define RW (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_WRITE | \
 	    DMAPLANE_ACCESS_REMOTE_READ)
@@ -550,6 +550,62 @@ TEST_F(mr, mprotect_keeps_registration_valid)
 	EXPECT_EQ(7, buf[0]);
 	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
 	munmap(buf, 4 * pgsz());
+}
+
+/*
+ * A shared mapping of a regular file (ramfs here: page cache, not shmem)
+ * cannot be registered for writing: the device would write pages behind
+ * the file system's back.  Reading is fine, and so are private file
+ * mappings (the pin copies them) and shared memory (memfd).
+ */
+TEST_F(mr, shared_file_mapping_not_writable)
+{
+	char dir[] = "/tmp/dp-ramfs-XXXXXX", path[64];
+	struct dmaplane_mr_reg reg;
+	unsigned char *shared, *priv, *mem;
+	long pinned = dp_test_stat("pinned_pages");
+	int fd, memfd;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	if (mount("none", dir, "ramfs", 0, NULL)) {
+		rmdir(dir);
+		SKIP(return, "cannot mount ramfs (not root?)");
+	}
+	snprintf(path, sizeof(path), "%s/f", dir);
+	fd = open(path, O_RDWR | O_CREAT, 0600);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 4 * pgsz()));
+	shared = mmap(NULL, 4 * pgsz(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	priv = mmap(NULL, 4 * pgsz(), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, shared);
+	ASSERT_NE(MAP_FAILED, priv);
+	memset(shared, 3, 4 * pgsz());
+
+	EXPECT_EQ(-EOPNOTSUPP, mr_reg(self->fd, shared, 4 * pgsz(), RW, NULL));
+	EXPECT_EQ(-EOPNOTSUPP, mr_reg(self->fd, shared + pgsz(), pgsz(),
+				      DMAPLANE_ACCESS_LOCAL_WRITE, NULL));
+	EXPECT_EQ(pinned, dp_test_stat("pinned_pages"));
+	ASSERT_EQ(0, mr_reg(self->fd, shared, 4 * pgsz(), RO, &reg));
+	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
+	ASSERT_EQ(0, mr_reg(self->fd, priv, 4 * pgsz(), RW, &reg));
+	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
+
+	memfd = memfd_create("dp-mr", 0);
+	ASSERT_LE(0, memfd);
+	ASSERT_EQ(0, ftruncate(memfd, 4 * pgsz()));
+	mem = mmap(NULL, 4 * pgsz(), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	ASSERT_NE(MAP_FAILED, mem);
+	ASSERT_EQ(0, mr_reg(self->fd, mem, 4 * pgsz(), RW, &reg));
+	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
+
+	munmap(mem, 4 * pgsz());
+	close(memfd);
+	munmap(shared, 4 * pgsz());
+	munmap(priv, 4 * pgsz());
+	close(fd);
+	unlink(path);
+	umount(dir);
+	rmdir(dir);
 }
 
 TEST_F(mr, unpinnable_memory_faults)
