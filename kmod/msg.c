@@ -24,6 +24,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/compat.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -175,10 +176,35 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 	return ret;
 }
 
+/*
+ * Copy in the iovec array of an F_IOV operation: struct iovec of the
+ * caller's ABI (a 32-bit process passes struct compat_iovec).
+ */
+static int ubuf_copy_iovec(struct iovec *segs, u64 uaddr, u32 n)
+{
+#ifdef CONFIG_COMPAT
+	if (in_compat_syscall()) {
+		const struct compat_iovec __user *cvec = u64_to_user_ptr(uaddr);
+		struct compat_iovec cv;
+		u32 i;
+
+		for (i = 0; i < n; i++) {
+			if (copy_from_user(&cv, &cvec[i], sizeof(cv)))
+				return -EFAULT;
+			segs[i].iov_base = compat_ptr(cv.iov_base);
+			segs[i].iov_len = cv.iov_len;
+		}
+		return 0;
+	}
+#endif
+	if (copy_from_user(segs, u64_to_user_ptr(uaddr), n * sizeof(*segs)))
+		return -EFAULT;
+	return 0;
+}
+
 /* Describe the buffer of @op (one range, or an iovec with F_IOV). */
 static int ubuf_from_op(struct dmaplane_ubuf *b, const struct dmaplane_op *op)
 {
-	const struct iovec __user *uvec = u64_to_user_ptr(op->addr);
 	u32 i;
 
 	if (!(op->flags & DMAPLANE_OP_F_IOV)) {
@@ -196,7 +222,7 @@ static int ubuf_from_op(struct dmaplane_ubuf *b, const struct dmaplane_op *op)
 	b->segs = kmalloc_array(op->len, sizeof(*b->segs), GFP_KERNEL_ACCOUNT);
 	if (!b->segs)
 		return -ENOMEM;
-	if (copy_from_user(b->segs, uvec, op->len * sizeof(*b->segs)))
+	if (ubuf_copy_iovec(b->segs, op->addr, op->len))
 		goto err_fault;
 	b->nsegs = op->len;
 	b->len = 0;

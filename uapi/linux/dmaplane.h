@@ -473,8 +473,9 @@ struct dmaplane_cq_head {
 #define DMAPLANE_OP_F_CLAIMED	_BITUL(0)
 /**
  * DMAPLANE_OP_F_IOV - SEND/RECV: &dmaplane_op.addr points to an array of
- * struct iovec and &dmaplane_op.len is its count (1 to 1024); the message
- * is the concatenation of the pieces.
+ * struct iovec of the caller's ABI (a 32-bit process's own, 8-byte one)
+ * and &dmaplane_op.len is its count (1 to 1024); the message is the
+ * concatenation of the pieces.
  */
 #define DMAPLANE_OP_F_IOV	_BITUL(1)
 
