@@ -980,6 +980,9 @@ int dmaplane_ioctl_mr_query(struct dmaplane_ep *ep, void __user *uarg)
 	arg.rkey = r->rkey;
 	dmaplane_region_put(r);
 
+	/* Out only: an endpoint without a cache (yet) has counted nothing. */
+	arg.invalidations = 0;
+	arg.cache_hits = 0;
 	mutex_lock(&dmaplane_mr_caches_lock);
 	c = ep->mr_cache;
 	if (c) {
