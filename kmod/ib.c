@@ -430,6 +430,9 @@ struct dmaplane_rdv {
  * @pages: local pages
  * @npages: number of @pages
  * @user: @pages are pinned user pages (else referenced kernel pages)
+ * @charged_mm: the address space whose pinned pages @charged counts
+ *	(mmgrab()ed), or NULL
+ * @charged: pages charged to RLIMIT_MEMLOCK and the module cap
  * @bv: the local bytes, piece by piece
  * @nbv: pieces in @bv
  * @nctx: RDMA contexts, one per remote segment
@@ -457,6 +460,8 @@ struct dmaplane_xfer {
 	struct page **pages;
 	unsigned int npages;
 	bool user;
+	struct mm_struct *charged_mm;
+	unsigned long charged;
 	struct bio_vec *bv;
 	unsigned int nbv;
 	unsigned int nctx;
@@ -1187,6 +1192,10 @@ static void xfer_free(struct dmaplane_xfer *x)
 		}
 		kvfree(x->pages);
 	}
+	if (x->charged_mm) {
+		dmaplane_uncharge_pages(x->charged_mm, x->charged);
+		mmdrop(x->charged_mm);
+	}
 	kvfree(x->bv);
 	if (x->region)
 		dmaplane_region_put(x->region);
@@ -1402,8 +1411,19 @@ static int xfer_pin_user(struct dmaplane_xfer *x, struct mm_struct *mm,
 					      b->segs[i].iov_base) + l, PAGE_SIZE);
 		left -= l;
 	}
-	x->pages = kvmalloc_array(total, sizeof(*x->pages), GFP_KERNEL);
-	x->bv = kvmalloc_array(total, sizeof(*x->bv), GFP_KERNEL);
+	/*
+	 * Pinned until the pull is over, which a slow peer may make long:
+	 * charged like a registration (RLIMIT_MEMLOCK when the receiver
+	 * itself posts, and always the module cap).
+	 */
+	ret = dmaplane_charge_pages(mm, total);
+	if (ret)
+		return ret;
+	mmgrab(mm);
+	x->charged_mm = mm;
+	x->charged = total;
+	x->pages = kvmalloc_array(total, sizeof(*x->pages), GFP_KERNEL_ACCOUNT);
+	x->bv = kvmalloc_array(total, sizeof(*x->bv), GFP_KERNEL_ACCOUNT);
 	if (!x->pages || !x->bv)
 		return -ENOMEM;
 	x->user = true;
