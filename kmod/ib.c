@@ -2179,8 +2179,20 @@ static void conn_teardown(struct work_struct *work)
 		dmaplane_ep_put(pend->ep);
 		kfree(pend);
 	}
-	xa_for_each(&c->cookies, cookie, entry) {
-		xa_erase(&c->cookies, cookie);
+	/*
+	 * Each entry is taken out under tx_lock, as a RESOLVE that times out
+	 * takes its own back: whoever erases it owns it (the other may
+	 * free it at once).
+	 */
+	for (;;) {
+		cookie = 0;
+		mutex_lock(&c->tx_lock);
+		entry = xa_find(&c->cookies, &cookie, ULONG_MAX, XA_PRESENT);
+		if (entry)
+			xa_erase(&c->cookies, cookie);
+		mutex_unlock(&c->tx_lock);
+		if (!entry)
+			break;
 		s = entry;
 		if (s->kind == COOKIE_SREG) {
 			sreg_complete(c, s, -ECONNRESET);
