@@ -325,6 +325,8 @@ struct dmaplane_pend {
  * @dma: DMA address of @buf once posted
  * @request: costs a credit (every type but ACK)
  * @pend: the SEND waiting for the ACK of this request, or NULL
+ * @sreg: the registered buffer an RTS or RMA_REQ offers, or NULL; marked
+ *	posted when the message goes out
  * @reg_wrs: fast-registration work requests to post before the message
  */
 struct dmaplane_tx {
@@ -336,6 +338,7 @@ struct dmaplane_tx {
 	u64 dma;
 	bool request;
 	struct dmaplane_pend *pend;
+	struct dmaplane_sreg *sreg;
 	struct ib_send_wr *reg_wrs;
 };
 
@@ -629,9 +632,9 @@ static int tx_post_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 	lockdep_assert_held(&c->tx_lock);
 	if (tx->request) {
 		h->seq = cpu_to_le64(++c->tx_seq);
+		if (tx->sreg)
+			tx->sreg->posted = true;
 		if (tx->pend) {
-			if (tx->pend->sreg)
-				tx->pend->sreg->posted = true;
 			tx->pend->seq = c->tx_seq;
 			list_add_tail(&tx->pend->node, &c->sent);
 			tx->pend = NULL;
@@ -991,6 +994,7 @@ static int sreg_submit(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 	h->len = cpu_to_le32(tx->len - sizeof(*h));
 	if (s->nmrs)
 		tx->reg_wrs = &s->reg[0].wr;
+	tx->sreg = s;
 	mutex_lock(&c->tx_lock);
 	if (c->state != CONN_UP) {
 		ret = -ECONNRESET;
