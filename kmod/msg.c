@@ -471,6 +471,11 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		ret = -ECONNRESET;
 		goto out_free_buf;
 	}
+	/* Checked at AV_INSERT; again here, so no stale handle can cross. */
+	if (!dmaplane_ep_same_domain(ep, dest)) {
+		ret = -EACCES;
+		goto out_put_dest;
+	}
 
 	msg = kzalloc(sizeof(*msg), GFP_KERNEL_ACCOUNT);
 	if (!msg) {
@@ -703,6 +708,10 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	dest = dmaplane_ep_get_by_uid(uid);
 	if (!dest)
 		return -ECONNRESET;
+	if (!dmaplane_ep_same_domain(ep, dest)) {
+		ret = -EACCES;
+		goto out_put_dest;
+	}
 	ret = dmaplane_cq_reserve(ep->cq);
 	if (ret)
 		goto out_put_dest;
