@@ -72,6 +72,8 @@ struct ctx {
 	struct dp_ep *a, *b;
 	uint32_t a2b, b2a;
 	char *src, *dst;	/* BIG + 64 bytes each, touched */
+	char *mrbuf;		/* 64 KiB, first page touched */
+	int heap_fd, udmabuf_fd; /* foreign dma-bufs, or -1 */
 };
 
 static int verbose;
@@ -302,18 +304,11 @@ static int st_iov(struct ctx *c)
 
 static int st_mr(struct ctx *c)
 {
-	static char *buf;
 	struct dmaplane_mr_query q;
+	char *buf = c->mrbuf;
 	struct dp_mr *mr;
 	int ret;
 
-	if (!buf) {
-		buf = mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE,
-			   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (buf == MAP_FAILED)
-			return BUG_CHILD;
-		buf[0] = 1;	/* the rest is faulted in by the pin */
-	}
 	TRY(dp_mr_reg(c->b, buf + 1, 64 * 1024 - 2,
 		      DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_READ |
 		      DMAPLANE_ACCESS_REMOTE_WRITE, &mr));
@@ -325,6 +320,17 @@ static int st_mr(struct ctx *c)
 		return ret;
 	}
 	return dp_mr_dereg(mr);
+}
+
+/* Outside the faulted window: only dmaplane's own paths are swept. */
+static int prep_mr(struct ctx *c)
+{
+	c->mrbuf = mmap(NULL, 64 * 1024, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (c->mrbuf == MAP_FAILED)
+		return BUG_CHILD;
+	c->mrbuf[0] = 1;	/* the rest is faulted in by the pin */
+	return 0;
 }
 
 static int st_arena(struct ctx *c)
@@ -389,11 +395,13 @@ static int st_dmabuf_export(struct ctx *c)
 	return dp_arena_destroy(ar);
 }
 
-static int st_heap_import(struct ctx *c)
+/* The exporters' own allocations are made outside the faulted window. */
+static int prep_heap(struct ctx *c)
 {
 	struct dma_heap_allocation_data data;
 	int heap, ret;
 
+	c->heap_fd = -1;
 	heap = open("/dev/dma_heap/system", O_RDONLY | O_CLOEXEC);
 	if (heap < 0)
 		return 0;	/* not in this kernel: nothing to fail */
@@ -403,42 +411,55 @@ static int st_heap_import(struct ctx *c)
 	ret = dp_test_ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &data);
 	close(heap);
 	if (ret)
-		return ret;
-	ret = import_rma(c, data.fd, MiB, true);
-	close(data.fd);
+		return BUG_CHILD;
+	c->heap_fd = data.fd;
+	return 0;
+}
+
+static int st_heap_import(struct ctx *c)
+{
+	int ret = c->heap_fd < 0 ? 0 : import_rma(c, c->heap_fd, MiB, true);
+
+	if (c->heap_fd >= 0)
+		close(c->heap_fd);
+	c->heap_fd = -1;
 	return ret;
 }
 
-static int st_udmabuf_import(struct ctx *c)
+#define UDMABUF_LEN (16 * 1024)
+
+static int prep_udmabuf(struct ctx *c)
 {
 	struct udmabuf_create create;
-	int dev, memfd, buf, ret;
+	int dev, memfd;
 
+	c->udmabuf_fd = -1;
 	dev = open("/dev/udmabuf", O_RDWR | O_CLOEXEC);
 	if (dev < 0)
 		return 0;
 	memfd = memfd_create("faults", MFD_ALLOW_SEALING);
-	if (memfd < 0 || ftruncate(memfd, MiB) ||
-	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK)) {
-		ret = -errno;
-		goto out;
-	}
+	if (memfd < 0 || ftruncate(memfd, UDMABUF_LEN) ||
+	    fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK))
+		return BUG_CHILD;
 	memset(&create, 0, sizeof(create));
 	create.memfd = memfd;
-	create.size = MiB;
+	create.size = UDMABUF_LEN;
 	create.flags = UDMABUF_FLAGS_CLOEXEC;
-	buf = ioctl(dev, UDMABUF_CREATE, &create);
-	if (buf < 0) {
-		ret = -errno;
-		goto out;
-	}
-	/* 6.1's udmabuf has no vmap: registered, not copied to. */
-	ret = import_rma(c, buf, MiB, false);
-	close(buf);
-out:
-	if (memfd >= 0)
-		close(memfd);
+	c->udmabuf_fd = ioctl(dev, UDMABUF_CREATE, &create);
+	close(memfd);
 	close(dev);
+	return c->udmabuf_fd < 0 ? BUG_CHILD : 0;
+}
+
+static int st_udmabuf_import(struct ctx *c)
+{
+	/* 6.1's udmabuf has no vmap: registered, not copied to. */
+	int ret = c->udmabuf_fd < 0 ? 0 :
+		  import_rma(c, c->udmabuf_fd, UDMABUF_LEN, false);
+
+	if (c->udmabuf_fd >= 0)
+		close(c->udmabuf_fd);
+	c->udmabuf_fd = -1;
 	return ret;
 }
 
@@ -495,26 +516,27 @@ static int st_close_busy(struct ctx *c)
 static const struct step {
 	const char *name;
 	int (*fn)(struct ctx *c);
+	int (*prep)(struct ctx *c);	/* before it, never faulted */
 } steps[] = {
-	{ "open", st_open_a },
-	{ "ep-setup", st_setup_a },
-	{ "open-setup-peer", st_open_b },
-	{ "av-insert", st_av_insert },
-	{ "eager-expected", st_eager_expected },
-	{ "eager-unexpected", st_eager_unexpected },
-	{ "rdv-unexpected", st_rdv_unexpected },
-	{ "rdv-expected", st_rdv_expected },
-	{ "probe-claim", st_probe_claim },
-	{ "cancel", st_cancel },
-	{ "iov", st_iov },
-	{ "mr-reg-put-get", st_mr },
-	{ "arena-put-get", st_arena },
-	{ "dmabuf-export-import", st_dmabuf_export },
-	{ "dma-heap-import", st_heap_import },
-	{ "udmabuf-import", st_udmabuf_import },
-	{ "av-remove", st_av_remove },
-	{ "sender-dies", st_sender_dies },
-	{ "close-busy", st_close_busy },
+	{ "open", st_open_a, NULL },
+	{ "ep-setup", st_setup_a, NULL },
+	{ "open-setup-peer", st_open_b, NULL },
+	{ "av-insert", st_av_insert, NULL },
+	{ "eager-expected", st_eager_expected, NULL },
+	{ "eager-unexpected", st_eager_unexpected, NULL },
+	{ "rdv-unexpected", st_rdv_unexpected, NULL },
+	{ "rdv-expected", st_rdv_expected, NULL },
+	{ "probe-claim", st_probe_claim, NULL },
+	{ "cancel", st_cancel, NULL },
+	{ "iov", st_iov, NULL },
+	{ "mr-reg-put-get", st_mr, prep_mr },
+	{ "arena-put-get", st_arena, NULL },
+	{ "dmabuf-export-import", st_dmabuf_export, NULL },
+	{ "dma-heap-import", st_heap_import, prep_heap },
+	{ "udmabuf-import", st_udmabuf_import, prep_udmabuf },
+	{ "av-remove", st_av_remove, NULL },
+	{ "sender-dies", st_sender_dies, NULL },
+	{ "close-busy", st_close_busy, NULL },
 };
 #define NSTEPS ((int)(sizeof(steps) / sizeof(steps[0])))
 
@@ -736,6 +758,7 @@ static void child_run(int faulted, int nth, const char *which, int out)
 	int fd = -1, i;
 
 	memset(&c, 0, sizeof(c));
+	c.heap_fd = c.udmabuf_fd = -1;
 	c.src = malloc(BIG + 64);
 	c.dst = malloc(BIG + 64);
 	if (!c.src || !c.dst)
@@ -743,7 +766,9 @@ static void child_run(int faulted, int nth, const char *which, int out)
 	memset(c.src, 1, BIG + 64);
 	memset(c.dst, 1, BIG + 64);
 	for (i = 0; i < faulted; i++) {
-		r.ret = steps[i].fn(&c);
+		r.ret = steps[i].prep ? steps[i].prep(&c) : 0;
+		if (!r.ret)
+			r.ret = steps[i].fn(&c);
 		if (r.ret) {
 			r.step = i;
 			r.ret = BUG_SETUP;
@@ -754,6 +779,8 @@ static void child_run(int faulted, int nth, const char *which, int out)
 		char val[16], back[16] = "";
 		int len = snprintf(val, sizeof(val), "%d", nth);
 
+		if (steps[faulted].prep && steps[faulted].prep(&c))
+			_exit(BUG_CHILD);
 		fd = open("/proc/thread-self/fail-nth", O_RDWR);
 		if (fd < 0 || pwrite(fd, val, len, 0) != len)
 			_exit(BUG_CHILD);
@@ -772,7 +799,12 @@ static void child_run(int faulted, int nth, const char *which, int out)
 			_exit(BUG_CHILD);
 		for (i = 0; i < NSTEPS && !r.ret; i++) {
 			r.step = i;
-			r.ret = steps[i].fn(&c);
+			/* The preparation fails too here: its errno is fine. */
+			r.ret = steps[i].prep ? steps[i].prep(&c) : 0;
+			if (r.ret == BUG_CHILD)
+				r.ret = -ENOMEM;
+			if (!r.ret)
+				r.ret = steps[i].fn(&c);
 		}
 		/* The teardown below runs with failures too. */
 	}
