@@ -178,6 +178,16 @@ static void member(struct shared *sh, int me, int k, unsigned int seed)
 				static const char *const op[] = { "?", "send cqe", "recv cqe",
 								  "put cqe", "get cqe" };
 
+				if (cqe[i].status && !death_errno(cqe[i].status)) {
+					printf("# member %d: iteration %llu, len %llu: cqe ctx %llu opcode %u status %d len %llu msg_len %llu tag %llu src %llu\n",
+					       getpid(), (unsigned long long)it,
+					       (unsigned long long)len,
+					       (unsigned long long)cqe[i].ctx, cqe[i].opcode,
+					       cqe[i].status, (unsigned long long)cqe[i].len,
+					       (unsigned long long)cqe[i].msg_len,
+					       (unsigned long long)cqe[i].tag,
+					       (unsigned long long)cqe[i].src);
+				}
 				if (cqe[i].status)
 					noticed(cqe[i].status, op[cqe[i].ctx < 5 ? cqe[i].ctx : 0]);
 				if (cqe[i].ctx == 1 &&
