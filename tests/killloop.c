@@ -202,7 +202,7 @@ static void member(struct shared *sh, int me, int k, unsigned int seed)
 
 int main(int argc, char **argv)
 {
-	int rounds = 100, k = 4, max_delay = 600, settle = 1500, limit = 30, opt;
+	int rounds = 100, k = 4, max_delay = 600, settle = 800, limit = 30, opt;
 	unsigned int seed = time(NULL);
 	int codes[8] = { 0 }, killed_late = 0, fails = 0, done = 0;
 	double worst = 0, total_drain = 0, t_start = now_s();
