@@ -175,7 +175,7 @@ static void member(struct shared *sh, int me, int k, unsigned int seed)
 			if (got < 0 && got != -EINTR)
 				noticed(got, "dp_wait");
 			for (int i = 0; i < got; i++) {
-				static const char *const op[] = { "?", "send cqe", "recv cqe",
+				static const char *const op[] = { "?", "recv cqe", "send cqe",
 								  "put cqe", "get cqe" };
 
 				if (cqe[i].status && !death_errno(cqe[i].status)) {
