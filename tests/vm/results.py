@@ -43,13 +43,19 @@ HARNESS_RUN = re.compile(r"^#\s+RUN\s+(\S+) \.\.\.")
 # the console with these markers.  Inside, each injected failure prints
 # "FAULT_INJECTION: forcing a failure" and, at verbose=2, a stack trace
 # ("Call Trace:"); an allocation that fails because of it may print a
-# warn_alloc() report with a trace.  Only those "Call Trace:" lines are
-# accepted there: any other bad line (BUG, WARNING, KASAN, lockdep ...)
-# and any trace that follows something else still fail the run.
+# warn_alloc() report with a trace.  Only those "Call Trace:" lines (and
+# INJECTED_WARN below) are accepted there: any other bad line (BUG,
+# WARNING, KASAN, lockdep ...) and any trace that follows something else
+# still fail the run.
 FAULTS_BEGIN = "DMAPLANE-FAULTS-BEGIN"
 FAULTS_END = "DMAPLANE-FAULTS-END"
 INJECTED_HEAD = re.compile(r"FAULT_INJECTION: forcing a failure|"
                            r"page allocation failure: |vmalloc error: ")
+# Warnings of the core kernel that an injected failure sets off by design,
+# accepted (with their trace) only inside that window: 6.1's dma_buf_vmap()
+# has WARN_ON_ONCE() on any exporter's vmap error, -ENOMEM included.
+INJECTED_WARN = re.compile(r"WARNING: CPU: \d+ PID: \d+ at "
+                           r"drivers/dma-buf/dma-buf\.c:\d+ dma_buf_vmap\+")
 
 
 def drop_injected_traces(console, bad):
@@ -66,6 +72,9 @@ def drop_injected_traces(console, bad):
         if window and INJECTED_HEAD.search(line):
             head = True
         if i not in bad_set:
+            continue
+        if window and INJECTED_WARN.search(line):
+            head = True
             continue
         if window and head and "Call Trace:" in line and \
                 not KERNEL_BAD.search(line.replace("Call Trace:", "")):
