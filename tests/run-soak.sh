@@ -20,7 +20,8 @@ rm -rf "$out"
 mkdir -p "$out"
 
 KSRC=$(tests/vm/build-kernel.sh 6.1) || { echo "FAIL test-kernel-6.1"; exit 1; }
-make -s BUILD="$BUILD" KSFT_DIR="$KSRC/tools/testing/selftests" lib tests ||
+make -s BUILD="$BUILD" KSFT_DIR="$KSRC/tools/testing/selftests" lib \
+	"$BUILD/tests/faults" "$BUILD/tests/killloop" ||
 	{ echo "FAIL build/user"; exit 1; }
 build_ko test "$KSRC" >"$out/build-ko.log" 2>&1 || { echo "FAIL build/module"; exit 1; }
 make_initramfs "$out/soak.cpio.gz" "$BUILD/ko-test" \
