@@ -340,11 +340,14 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 		     msg->len, msg->m.tag, msg->m.src);
 
 	if (!msg->data) {
-		/* The rendezvous send completes now, with the sender's view. */
+		/*
+		 * The rendezvous send completes now, with the sender's view:
+		 * a receiver killed while it copied (-EINTR) went away.
+		 */
 		int sret = ret == -EMSGSIZE ? 0 : ret;
 
-		rendezvous_send_done(msg, sret == -ECONNRESET ? -ECONNRESET :
-					  sret ? -EIO : 0, msg->len);
+		rendezvous_send_done(msg, sret == -ECONNRESET || sret == -EINTR ?
+					  -ECONNRESET : sret ? -EIO : 0, msg->len);
 	}
 	msg_free(msg);
 }

@@ -39,6 +39,51 @@ TAP_RESULT = re.compile(r"^(not ok|ok) (\d+) (?:- )?([^#]*?)\s*(#\s*(SKIP|TODO).
 HARNESS_RUN = re.compile(r"^#\s+RUN\s+(\S+) \.\.\.")
 
 
+# A job that injects allocation failures (jobs/faults.sh) brackets them on
+# the console with these markers.  Inside, each injected failure prints
+# "FAULT_INJECTION: forcing a failure" and, at verbose=2, a stack trace
+# ("Call Trace:"); an allocation that fails because of it may print a
+# warn_alloc() report with a trace.  Only those "Call Trace:" lines (and
+# INJECTED_WARN below) are accepted there: any other bad line (BUG,
+# WARNING, KASAN, lockdep ...) and any trace that follows something else
+# still fail the run.
+FAULTS_BEGIN = "DMAPLANE-FAULTS-BEGIN"
+FAULTS_END = "DMAPLANE-FAULTS-END"
+INJECTED_HEAD = re.compile(r"FAULT_INJECTION: forcing a failure|"
+                           r"page allocation failure: |vmalloc error: ")
+# Warnings of the core kernel that an injected failure sets off by design,
+# accepted (with their trace) only inside that window: 6.1's dma_buf_vmap()
+# has WARN_ON_ONCE() on any exporter's vmap error, -ENOMEM included.
+INJECTED_WARN = re.compile(r"WARNING: CPU: \d+ PID: \d+ at "
+                           r"drivers/dma-buf/dma-buf\.c:\d+ dma_buf_vmap\+")
+
+
+def drop_injected_traces(console, bad):
+    """The indices in bad, without the traces of injected failures."""
+    keep = []
+    window = False
+    head = False
+    bad_set = set(bad)
+    for i, line in enumerate(console):
+        if FAULTS_BEGIN in line:
+            window = True
+        elif FAULTS_END in line:
+            window = False
+        if window and INJECTED_HEAD.search(line):
+            head = True
+        if i not in bad_set:
+            continue
+        if window and INJECTED_WARN.search(line):
+            head = True
+            continue
+        if window and head and "Call Trace:" in line and \
+                not KERNEL_BAD.search(line.replace("Call Trace:", "")):
+            head = False
+            continue
+        keep.append(i)
+    return keep
+
+
 def emit(results, ok, name, why=""):
     results.append((ok, name, why))
 
@@ -160,6 +205,7 @@ def judge_node(outdir, node, nodes, label, ksrc, results):
     except OSError:
         console = []
     bad = [i for i, l in enumerate(console) if KERNEL_BAD.search(l)]
+    bad = drop_injected_traces(console, bad)
     why = ""
     if bad:
         first = bad[0]

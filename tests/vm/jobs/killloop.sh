@@ -1,0 +1,39 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Kill loops (tests/killloop.c, as /dmaplane/killloop): rounds of a group
+# of processes that send/recv (eager and rendezvous), put/get and register
+# memory between each other, one of them SIGKILLed at a random moment;
+# after each round every counter must drain back to zero.  Then the
+# module must unload and kmemleak must find nothing.
+#
+# Kernel command line: dmaplane.kill_rounds=N (default 100; make soak
+# 1000), dmaplane.kill_members=K (default 4).
+. /dmaplane/jobs/lib.sh
+
+rounds=100
+members=4
+for arg in $(cat /proc/cmdline); do
+	case $arg in
+	dmaplane.kill_rounds=*) rounds=${arg#*=} ;;
+	dmaplane.kill_members=*) members=${arg#*=} ;;
+	esac
+done
+
+if [ ! -x $D/killloop ]; then
+	echo "DMAPLANE-CASE killloop SKIP no $D/killloop in the initramfs"
+	exit 0
+fi
+kmemleak_reset
+check insmod load_dmaplane
+
+t0=$(date +%s)
+$D/killloop -r "$rounds" -k "$members"
+[ $? = 0 ] || fails=$((fails + 1))
+echo "# killloop: $(($(date +%s) - t0)) s"
+
+left=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
+[ -z "$left" ]
+case_result counters-zero $? "$(echo $left)"
+check rmmod rmmod dmaplane
+kmemleak_report
+exit $fails
