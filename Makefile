@@ -8,6 +8,7 @@
 #   make demo            build, boot the test VM, load the module, run the demo
 #   make bench           dp-bench in a stock-kernel VM, against the peers
 #   make bench2          dp-bench across two VMs (rxe), against the RDMA/TCP peers
+#   make soak            the long runs: fault injection, 1,000 kill rounds
 #
 # The kernel objects are described in Kbuild; this file drives kbuild for
 # them and builds the user-space parts itself into $(BUILD).
@@ -49,7 +50,7 @@ HOST_TESTS := $(HOST_TEST_SRCS:tests/host/%.c=$(BUILD)/tests/host/%)
 USER_LDFLAGS = -L$(BUILD) -Wl,-rpath-link,$(BUILD)
 
 .PHONY: all modules lib tools examples tests clean install install-user check demo bench \
-	bench2
+	bench2 soak
 
 all: modules lib tools examples
 
@@ -119,8 +120,10 @@ ifneq ($(RDMACM_LIBS),)
 EVIL_PEER := $(BUILD)/tests/evil_peer
 endif
 
-# In-VM tests: kselftest harness programs linked against libdmaplane.
-tests: $(TESTS) $(HOST_TESTS) $(EVIL_PEER)
+# In-VM tests: kselftest harness programs linked against libdmaplane, and
+# the programs of the fault-injection and kill-loop jobs.
+VM_PROGS   := $(BUILD)/tests/faults $(BUILD)/tests/killloop
+tests: $(TESTS) $(HOST_TESTS) $(EVIL_PEER) $(VM_PROGS)
 
 $(BUILD)/tests/%: tests/%.c tests/dp_test.h $(LIB_LINKS)
 	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }
@@ -168,6 +171,9 @@ bench:
 
 bench2:
 	tests/run-bench.sh 2node
+
+soak:
+	tests/run-soak.sh
 
 clean:
 	-test -d $(KDIR) && $(MAKE) -C $(KDIR) M=$(CURDIR) clean

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
+#define DP_TEST_NO_HARNESS
 #include "dp_test.h"
 
 #define MAXK		8

@@ -14,6 +14,8 @@
 #     kselftest suite
 #  6. stock kernel VMs (linux-image-amd64 and linux-image-6.12-amd64): the
 #     kselftest suite
+#  6b. fault injection (every allocation of every ioctl path failed once)
+#     and 100 kill rounds, on the 6.1 test kernel
 #  7. two VMs over a socket netdev: link, soft-RoCE, module on both nodes,
 #     remote_test across them, peer unload and rxe removal under load
 #
@@ -154,6 +156,10 @@ if [ "${DMAPLANE_CHECK:-}" = quick ]; then
 	echo "== DMAPLANE_CHECK=quick: 6.12 test kernel, stock kernel and two-VM runs skipped"
 	finish
 fi
+section "test kernel 6.1 VM: fault injection (fail-nth sweep, failslab, fail_page_alloc)"
+run_vm faults "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" faults 1 2400
+section "test kernel 6.1 VM: kill loop (100 rounds)"
+run_vm killloop "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop 1 1800
 section "test kernel 6.12 VM: KUnit and kselftest suite"
 JUDGE_KSRC=$KSRC612 run_vm testkernel-6.12 "$KSRC612/arch/x86/boot/bzImage" \
 	"$BUILD/ko-test612" suite 1 900

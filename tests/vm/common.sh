@@ -74,6 +74,11 @@ make_initramfs() {
 	for t in "$BUILD"/tests/*_test; do
 		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/tests/$(basename "$t")"
 	done
+	# The fault-injection driver and the kill loop (jobs/faults.sh,
+	# jobs/killloop.sh); not *_test, so suite.sh does not run them.
+	for t in faults killloop; do
+		[ -x "$BUILD/tests/$t" ] && set -- "$@" "$BUILD/tests/$t:/dmaplane/$t"
+	done
 	# The malicious peer of the two-node job (jobs/evil.sh, as
 	# /dmaplane/evil_peer) and libibverbs' soft-RoCE provider, which it
 	# loads at run time (ldd does not see it).
