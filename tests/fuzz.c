@@ -2,7 +2,7 @@
 /*
  * fuzz: a random-ioctl fuzzer for /dev/dmaplane.
  *
- * Usage: fuzz -n CALLS [-s SEED] [-t THREADS] [-u UID[:GID]] [-q] [-d DEVICE]
+ * Usage: fuzz -n CALLS [-s SEED] [-t THREADS] [-u UID[:GID]] [-q] [-v] [-d DEVICE]
  *
  * A few endpoints are opened and connected to each other (EP_SETUP,
  * GETNAME, AV_INSERT of each other's names), then THREADS threads issue
@@ -151,7 +151,7 @@ static uint8_t *pool, *pool_ro, *pool_hole;
 static int heap_fd = -1;	/* /dev/dma_heap/system, a foreign exporter */
 static uint64_t seed;
 static unsigned long calls_per_thread;
-static bool quiet;
+static bool quiet, verbose;
 static const char *dev = "/dev/" DMAPLANE_DEVICE_NAME;
 
 /* Shared with children (MAP_SHARED), updated atomically. */
@@ -160,6 +160,7 @@ struct shared {
 	unsigned long impossible;
 	unsigned long faults;	/* our own SIGSEGV/SIGBUS, caught */
 	unsigned long forks, scms, reopens, maps, churns, kid_calls;
+	unsigned long op_ns[32], op_n[32];	/* time per operation (-v) */
 };
 static struct shared *sh;
 
@@ -460,9 +461,11 @@ static void gen_buf(struct tctx *t, __u64 *addr, __u64 *len, bool big)
 		l = below(r, 64);
 	else if (p < 60)
 		l = below(r, PG + 1);
-	else if (p < 80 || !big)
+	else if (p < 85 || !big)
 		l = below(r, 64 * 1024);
-	else if (p < 95)
+	else if (p < 97)
+		l = below(r, 256 * 1024);	/* rendezvous sizes */
+	else if (p < 98)
 		l = below(r, POOL_PAGES * PG);
 	else
 		l = interesting(r);
@@ -914,8 +917,8 @@ static void op_arena_create(struct tctx *t)
 	size_t len;
 	void *p;
 
-	ac.size = (1 + below(r, chance(r, 80) ? 16 : 128)) * PG;
-	if (chance(r, 3)) {
+	ac.size = (1 + below(r, chance(r, 90) ? 16 : 64)) * PG;
+	if (chance(r, 1)) {
 		ac.size = 2 << 20;
 		ac.flags = DMAPLANE_ARENA_HUGE_ONLY;
 	}
@@ -1276,7 +1279,7 @@ static void op_churn(struct tctx *t)
 {
 	struct rng *r = &t->r;
 	size_t off = below(r, POOL_PAGES) * PG;
-	size_t len = (1 + below(r, 16)) * PG;
+	size_t len = (1 + below(r, 4)) * PG;
 
 	if (off + len > POOL_PAGES * PG)
 		len = POOL_PAGES * PG - off;
@@ -1538,35 +1541,36 @@ static void op_scm(struct tctx *t)
 
 struct op_weight {
 	void (*fn)(struct tctx *t);
+	const char *name;
 	unsigned int w;		/* per mille */
 	bool parent_only;
 };
 
 static const struct op_weight ops_table[] = {
-	{ op_get_info, 20, false },
-	{ op_ep_setup, 25, false },
-	{ op_getname, 15, false },
-	{ op_av_insert, 40, false },
-	{ op_av_remove, 10, false },
-	{ op_submit, 260, false },
-	{ op_probe, 50, false },
-	{ op_cancel, 30, false },
-	{ op_arena_create, 40, false },
-	{ op_arena_destroy, 25, false },
-	{ op_mr_reg, 60, false },
-	{ op_mr_dereg, 30, false },
-	{ op_mr_query, 25, false },
-	{ op_dmabuf_export, 35, false },
-	{ op_import, 35, false },
-	{ op_random_cmd, 40, false },
-	{ op_drain, 150, false },
-	{ op_mmap, 30, false },
-	{ op_munmap, 25, false },
-	{ op_churn, 10, false },
-	{ op_reopen, 8, true },
-	{ op_close_dmabuf, 20, false },
-	{ op_fork, 3, true },
-	{ op_scm, 2, true },
+	{ op_get_info, "get_info", 20, false },
+	{ op_ep_setup, "ep_setup", 25, false },
+	{ op_getname, "getname", 15, false },
+	{ op_av_insert, "av_insert", 40, false },
+	{ op_av_remove, "av_remove", 10, false },
+	{ op_submit, "submit", 260, false },
+	{ op_probe, "probe", 50, false },
+	{ op_cancel, "cancel", 30, false },
+	{ op_arena_create, "arena_create", 40, false },
+	{ op_arena_destroy, "arena_destroy", 25, false },
+	{ op_mr_reg, "mr_reg", 60, false },
+	{ op_mr_dereg, "mr_dereg", 30, false },
+	{ op_mr_query, "mr_query", 25, false },
+	{ op_dmabuf_export, "dmabuf_export", 35, false },
+	{ op_import, "import", 35, false },
+	{ op_random_cmd, "random_cmd", 40, false },
+	{ op_drain, "drain", 150, false },
+	{ op_mmap, "mmap", 25, false },
+	{ op_munmap, "munmap", 20, false },
+	{ op_churn, "churn", 5, false },
+	{ op_reopen, "reopen", 4, true },
+	{ op_close_dmabuf, "close_dmabuf", 20, false },
+	{ op_fork, "fork", 2, true },
+	{ op_scm, "scm", 1, true },
 	{ 0 },
 };
 
@@ -1585,6 +1589,18 @@ static void fuzz_one(struct tctx *t)
 			break;
 	}
 	t->sane = chance(&t->r, 50);
+	if (verbose) {
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		o->fn(t);
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		__atomic_fetch_add(&sh->op_ns[o - ops_table],
+				   (b.tv_sec - a.tv_sec) * 1000000000UL + b.tv_nsec - a.tv_nsec,
+				   __ATOMIC_RELAXED);
+		inc(sh->op_n[o - ops_table]);
+		return;
+	}
 	o->fn(t);
 }
 
@@ -1772,7 +1788,7 @@ int main(int argc, char **argv)
 	double secs;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:s:t:u:qd:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:t:u:qvd:")) != -1) {
 		switch (opt) {
 		case 'n':
 			calls = strtoul(optarg, NULL, 0);
@@ -1790,11 +1806,14 @@ int main(int argc, char **argv)
 		case 'q':
 			quiet = true;
 			break;
+		case 'v':
+			verbose = true;
+			break;
 		case 'd':
 			dev = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: %s -n CALLS [-s SEED] [-t THREADS] [-u UID[:GID]] [-q] [-d DEVICE]\n",
+			fprintf(stderr, "usage: %s -n CALLS [-s SEED] [-t THREADS] [-u UID[:GID]] [-q] [-v] [-d DEVICE]\n",
 				argv[0]);
 			return 1;
 		}
@@ -1850,6 +1869,16 @@ int main(int argc, char **argv)
 	       calls_per_thread * threads, sh->kid_calls, secs,
 	       calls_per_thread * threads / (secs > 0 ? secs : 1), sh->forks,
 	       sh->scms, sh->reopens, sh->maps, sh->churns, sh->faults);
+	if (verbose) {
+		const struct op_weight *o;
+
+		printf("time per operation:");
+		for (o = ops_table; o->fn; o++)
+			if (sh->op_n[o - ops_table])
+				printf(" %s=%lux%luus", o->name, sh->op_n[o - ops_table],
+				       sh->op_ns[o - ops_table] / 1000 / sh->op_n[o - ops_table]);
+		printf("\n");
+	}
 	printf("seed=%" PRIu64 "\n", seed);
 	if (stat(dev, &st) || !S_ISCHR(st.st_mode)) {
 		fprintf(stderr, "fuzz: IMPOSSIBLE: %s vanished\n", dev);
