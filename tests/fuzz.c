@@ -55,6 +55,7 @@
 #include <linux/dmaplane.h>
 
 #define PG		4096UL
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 #define NSLOTS		6	/* endpoints open at once */
 #define NH		16	/* handles remembered per kind and endpoint */
@@ -162,6 +163,7 @@ struct shared {
 	unsigned long forks, scms, reopens, maps, churns, kid_calls;
 	unsigned long op_ns[32], op_n[32];	/* time per operation (-v) */
 };
+
 static struct shared *sh;
 
 static __thread sigjmp_buf *fault_jmp;
@@ -226,7 +228,7 @@ static uint64_t interesting(struct rng *r)
 		~0ULL - 4095, 1ULL << 31, 1ULL << 47, 2 << 20,
 	};
 
-	return v[below(r, sizeof(v) / sizeof(v[0]))];
+	return v[below(r, ARRAY_SIZE(v))];
 }
 
 /* Random changes to a structure: fields, flags, padding, anything. */
@@ -646,7 +648,7 @@ static uint32_t gen_entries(struct tctx *t)
 
 	if (!t->sane && chance(&t->r, 10))
 		return chance(&t->r, 50) ? interesting(&t->r) : 65536ULL << below(&t->r, 2);
-	return v[below(&t->r, sizeof(v) / sizeof(v[0]))];
+	return v[below(&t->r, ARRAY_SIZE(v))];
 }
 
 static void map_ring(struct tctx *t, int s, const struct dmaplane_ep_setup *su)
@@ -908,10 +910,9 @@ static uint32_t gen_access(struct tctx *t)
 	return below(&t->r, 8);
 }
 
-static void op_arena_create(struct tctx *t)
+static void op_arena_create_slot(struct tctx *t, int s)
 {
 	struct rng *r = &t->r;
-	int s = pick_slot(t);
 	struct dmaplane_arena_create ac = { 0 };
 	unsigned int i;
 	size_t len;
@@ -947,6 +948,11 @@ static void op_arena_create(struct tctx *t)
 	}
 }
 
+static void op_arena_create(struct tctx *t)
+{
+	op_arena_create_slot(t, pick_slot(t));
+}
+
 static int pick_arena(struct tctx *t, int s, uint32_t *h, uint64_t *size, uint64_t *off)
 {
 	unsigned int n, i;
@@ -978,9 +984,8 @@ static void op_arena_destroy(struct tctx *t)
 	issue(t, slots[s].fd, DMAPLANE_IOCTL_ARENA_DESTROY, &h, sizeof(h));
 }
 
-static void op_mr_reg(struct tctx *t)
+static void op_mr_reg_slot(struct tctx *t, int s)
 {
-	int s = pick_slot(t);
 	struct dmaplane_mr_reg mr = { 0 };
 
 	gen_buf(t, &mr.addr, &mr.len, true);
@@ -989,6 +994,11 @@ static void op_mr_reg(struct tctx *t)
 		return;
 	add_rkey(mr.rkey);
 	push_handle(slots[s].mr, &slots[s].nmr, mr.handle);
+}
+
+static void op_mr_reg(struct tctx *t)
+{
+	op_mr_reg_slot(t, pick_slot(t));
 }
 
 static uint32_t pick_region(struct tctx *t, int s)
@@ -1432,7 +1442,7 @@ static void send_fd(int sock, int fd)
  * In a child: use the inherited descriptors (or, with @sock, only the one
  * received over it, at every slot's number), then exit or die.
  */
-static void __attribute__((noreturn)) child_run(struct tctx *t, uint64_t cseed, int sock)
+static void __attribute__((__noreturn__)) child_run(struct tctx *t, uint64_t cseed, int sock)
 {
 	unsigned long n, i;
 	int fd, s;
@@ -1531,8 +1541,8 @@ static void op_scm(struct tctx *t)
 	t->sane = true;
 	op_ep_setup_slot(t, s);
 	op_av_insert_pair(t, s, s);
-	op_arena_create(t);
-	op_mr_reg(t);
+	op_arena_create_slot(t, s);
+	op_mr_reg_slot(t, s);
 	send_fd(sv[0], slots[s].fd);
 	close(sv[0]);
 }
@@ -1865,10 +1875,11 @@ int main(int argc, char **argv)
 	secs = t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9;
 
 	print_hist();
-	printf("calls=%lu (+%lu in children) in %.1f s: %.0f calls/s; forks=%lu scm=%lu reopens=%lu maps=%lu churns=%lu own-faults=%lu\n",
+	printf("calls=%lu (+%lu in children) in %.1f s: %.0f calls/s\n",
 	       calls_per_thread * threads, sh->kid_calls, secs,
-	       calls_per_thread * threads / (secs > 0 ? secs : 1), sh->forks,
-	       sh->scms, sh->reopens, sh->maps, sh->churns, sh->faults);
+	       calls_per_thread * threads / (secs > 0 ? secs : 1));
+	printf("forks=%lu scm=%lu reopens=%lu maps=%lu churns=%lu own-faults=%lu\n",
+	       sh->forks, sh->scms, sh->reopens, sh->maps, sh->churns, sh->faults);
 	if (verbose) {
 		const struct op_weight *o;
 
