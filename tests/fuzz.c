@@ -2,7 +2,12 @@
 /*
  * fuzz: a random-ioctl fuzzer for /dev/dmaplane.
  *
- * Usage: fuzz -n CALLS [-s SEED] [-t THREADS] [-u UID[:GID]] [-q] [-v] [-d DEVICE]
+ * Usage: fuzz -n CALLS [-s SEED] [-t THREADS] [-u UID[:GID]] [-q] [-v] [-L]
+ *             [-d DEVICE]
+ *
+ * -u drops to that user (and group) before anything is opened; -q prints
+ * no progress; -v adds the time each kind of operation took; -d fuzzes
+ * another device node (e.g. /dev/null, to test the fuzzer itself).
  *
  * A few endpoints are opened and connected to each other (EP_SETUP,
  * GETNAME, AV_INSERT of each other's names), then THREADS threads issue
@@ -25,10 +30,14 @@
  * anything but SIGKILL, or (exit 2) when /dev/dmaplane cannot be opened
  * any more.  A histogram of errnos per command is printed at the end.
  *
- * The sequence of operations of each thread depends only on SEED and the
- * thread's index (per-thread xorshift generators seeded by splitmix64);
- * with -t 1 a run is replayed exactly, as far as the kernel's answers
- * are the same.  SEED is printed first.
+ * The operations of each thread are drawn from a xorshift generator
+ * seeded from SEED and the thread's index by splitmix64; children get
+ * theirs from their parent's.  SEED is printed first.  A run with the
+ * same SEED and THREADS repeats the same choices for as long as the
+ * kernel answers the same, which threads and children racing on the
+ * same endpoints make depend on timing: -t 1 comes closest.  -L prints
+ * every operation (thread, number, name) before it runs, to find the
+ * one that brought the kernel down.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -136,6 +145,7 @@ struct tctx {
 	struct dmaplane_op *ops;	/* OPS_BYTES, then a guard page */
 	struct iovec *iov;	/* IOV_TOTAL, then a guard page */
 	unsigned int iov_used;
+	unsigned long calls;
 };
 
 static struct slot slots[NSLOTS];
@@ -152,7 +162,8 @@ static uint8_t *pool, *pool_ro, *pool_hole;
 static int heap_fd = -1;	/* /dev/dma_heap/system, a foreign exporter */
 static uint64_t seed;
 static unsigned long calls_per_thread;
-static bool quiet, verbose;
+static bool quiet, verbose, log_ops;
+static struct rng reap_rng;	/* timing-dependent choices */
 static const char *dev = "/dev/" DMAPLANE_DEVICE_NAME;
 
 /* Shared with children (MAP_SHARED), updated atomically. */
@@ -1367,7 +1378,7 @@ static void op_close_dmabuf(struct tctx *t)
 
 static void fuzz_one(struct tctx *t);
 
-static void reap(struct tctx *t, bool kill_some)
+static void reap(bool kill_some)
 {
 	unsigned int i;
 	int status;
@@ -1377,7 +1388,7 @@ static void reap(struct tctx *t, bool kill_some)
 	for (i = 0; i < MAXKIDS; i++) {
 		if (kids[i] <= 0)
 			continue;
-		if (kill_some && chance(&t->r, 30))
+		if (kill_some && chance(&reap_rng, 30))
 			kill(kids[i], SIGKILL);
 		pid = waitpid(kids[i], &status, WNOHANG);
 		if (pid != kids[i])
@@ -1599,6 +1610,12 @@ static void fuzz_one(struct tctx *t)
 			break;
 	}
 	t->sane = chance(&t->r, 50);
+	if (log_ops) {
+		fprintf(stderr, "fuzz: %s%d #%lu %s%s\n", single ? "child of " : "t",
+			t->id, t->calls, o->name, t->sane ? "" : " (insane)");
+		fflush(stderr);
+	}
+	t->calls++;
 	if (verbose) {
 		struct timespec a, b;
 
@@ -1661,7 +1678,7 @@ static void *thread_main(void *arg)
 	for (i = 0; i < calls_per_thread; i++) {
 		fuzz_one(t);
 		if (t->id == 0 && i % 16 == 0)
-			reap(t, true);
+			reap(true);
 		if (t->id == 0 && !quiet && i && i % 20000 == 0)
 			fprintf(stderr, "fuzz: thread 0: %lu calls\n", i);
 	}
@@ -1798,7 +1815,7 @@ int main(int argc, char **argv)
 	double secs;
 	int opt;
 
-	while ((opt = getopt(argc, argv, "n:s:t:u:qvd:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:s:t:u:qvLd:")) != -1) {
 		switch (opt) {
 		case 'n':
 			calls = strtoul(optarg, NULL, 0);
@@ -1819,11 +1836,14 @@ int main(int argc, char **argv)
 		case 'v':
 			verbose = true;
 			break;
+		case 'L':
+			log_ops = true;
+			break;
 		case 'd':
 			dev = optarg;
 			break;
 		default:
-			fprintf(stderr, "usage: %s -n CALLS [-s SEED] [-t THREADS] [-u UID[:GID]] [-q] [-v] [-d DEVICE]\n",
+			fprintf(stderr, "usage: %s -n CALLS [-s SEED] [-t THREADS] [-u UID[:GID]] [-q] [-v] [-L] [-d DEVICE]\n",
 				argv[0]);
 			return 1;
 		}
@@ -1840,6 +1860,7 @@ int main(int argc, char **argv)
 	       threads, (int)geteuid());
 	fflush(stdout);
 
+	rng_init(&reap_rng, ~seed);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {
