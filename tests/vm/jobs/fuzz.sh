@@ -46,7 +46,7 @@ run_fuzz() {
 	s=$2
 	shift 2
 	t0=$(date +%s)
-	$D/fuzz -q -v -n $((calls / 2)) -s "$s" -t "$threads" "$@"
+	$D/fuzz -v -n $((calls / 2)) -s "$s" -t "$threads" "$@"
 	rc=$?
 	echo "fuzz: $name: $(($(date +%s) - t0)) s"
 	case_result "$name" $rc "seed=$s rc=$rc"
