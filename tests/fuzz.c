@@ -104,6 +104,11 @@ static const char *const kind_names[NKINDS] = {
 	"mutated-cmd", "random-cmd", "mmap",
 };
 
+static const char *const op_names[] = {
+	[DMAPLANE_OP_SEND] = "SEND", [DMAPLANE_OP_RECV] = "RECV",
+	[DMAPLANE_OP_PUT] = "PUT", [DMAPLANE_OP_GET] = "GET",
+};
+
 struct rng {
 	uint64_t s;
 };
@@ -123,7 +128,8 @@ struct slot {
 	uint64_t arena_off[NH];
 	uint32_t mr[NH];
 	uint32_t claim[NH];
-	unsigned int narena, nmr, nclaim;
+	uint64_t rkey[NH];	/* remote keys of its regions */
+	unsigned int narena, nmr, nclaim, nrkey;
 };
 
 enum map_kind { M_RING, M_HEAD, M_ARENA, M_DMABUF, M_OTHER };
@@ -173,6 +179,7 @@ struct shared {
 	unsigned long faults;	/* our own SIGSEGV/SIGBUS, caught */
 	unsigned long forks, scms, reopens, maps, churns, kid_calls;
 	unsigned long op_ns[32], op_n[32];	/* time per operation (-v) */
+	unsigned long cqes[DMAPLANE_OP_GET + 1][NERR];	/* completions seen */
 };
 
 static struct shared *sh;
@@ -314,6 +321,21 @@ static bool guarded_u32(volatile uint32_t *p, uint32_t *val, bool write)
 	return true;
 }
 
+static bool guarded_copy(void *dst, const void *src, size_t len)
+{
+	sigjmp_buf jb;
+
+	if (sigsetjmp(jb, 1)) {
+		fault_jmp = NULL;
+		inc(sh->faults);
+		return false;
+	}
+	fault_jmp = &jb;
+	memcpy(dst, src, len);
+	fault_jmp = NULL;
+	return true;
+}
+
 /* ---- bookkeeping ---- */
 
 static void count(int kind, long ret, int err, unsigned long cmd)
@@ -372,10 +394,11 @@ static int open_dev(struct rng *r)
 	return fd;
 }
 
-static void add_rkey(uint64_t rkey)
+static void add_rkey(int s, uint64_t rkey)
 {
 	lock();
 	rkeys[nrkeys++ % NRKEYS] = rkey;
+	slots[s].rkey[slots[s].nrkey++ % NH] = rkey;
 	unlock();
 }
 
@@ -820,6 +843,7 @@ static void gen_op(struct tctx *t, const struct slot *s, struct dmaplane_op *op)
 		DMAPLANE_OP_PUT, DMAPLANE_OP_GET,
 	};
 	struct rng *r = &t->r;
+	unsigned int i;
 
 	memset(op, 0, sizeof(*op));
 	op->opcode = opcodes[below(r, sizeof(opcodes))];
@@ -845,6 +869,17 @@ static void gen_op(struct tctx *t, const struct slot *s, struct dmaplane_op *op)
 	default:
 		op->peer = pick_av(t, s);
 		op->rkey = pick_rkey(t);
+		/* Mostly a key of the region of the peer addressed. */
+		for (i = 0; i < NSLOTS; i++) {
+			if (!s->av_ok[i] || s->av[i] != op->peer)
+				continue;
+			lock();
+			if (slots[i].nrkey && chance(r, 80))
+				op->rkey = slots[i].rkey[below(r, slots[i].nrkey < NH ?
+							  slots[i].nrkey : NH)];
+			unlock();
+			break;
+		}
 		op->roffset = chance(r, 70) ? below(r, 4) * PG + below(r, 64) :
 			      chance(r, 50) ? below(r, 1 << 22) : interesting(r);
 		break;
@@ -940,7 +975,7 @@ static void op_arena_create_slot(struct tctx *t, int s)
 	ac.access = gen_access(t);
 	if (!issue(t, slots[s].fd, DMAPLANE_IOCTL_ARENA_CREATE, &ac, sizeof(ac)))
 		return;
-	add_rkey(ac.rkey);
+	add_rkey(s, ac.rkey);
 	lock();
 	i = slots[s].narena++ % NH;
 	if (slots[s].narena >= 2 * NH)
@@ -1003,7 +1038,7 @@ static void op_mr_reg_slot(struct tctx *t, int s)
 	mr.access = gen_access(t);
 	if (!issue(t, slots[s].fd, DMAPLANE_IOCTL_MR_REG, &mr, sizeof(mr)))
 		return;
-	add_rkey(mr.rkey);
+	add_rkey(s, mr.rkey);
 	push_handle(slots[s].mr, &slots[s].nmr, mr.handle);
 }
 
@@ -1131,7 +1166,7 @@ static void op_import(struct tctx *t)
 		im.len = interesting(r);
 	if (!issue(t, slots[s].fd, DMAPLANE_IOCTL_MR_IMPORT_DMABUF, &im, sizeof(im)))
 		return;
-	add_rkey(im.rkey);
+	add_rkey(s, im.rkey);
 	push_handle(slots[s].mr, &slots[s].nmr, im.handle);
 }
 
@@ -1165,14 +1200,32 @@ static void op_drain(struct tctx *t)
 	struct dmaplane_cq_ring *ring = c.ring;
 	struct dmaplane_cq_head *head = c.head;
 	struct pollfd pfd = { .fd = c.fd, .events = POLLIN };
-	uint32_t tail, h, entries;
+	uint32_t tail, h, entries, eoff, n;
+	struct dmaplane_cqe cqe;
+	int e;
 
 	poll(&pfd, 1, 0);
 	if (!ring || !head)
 		return;
 	if (!guarded_u32(&ring->tail, &tail, false) ||
-	    !guarded_u32(&ring->entries, &entries, false))
+	    !guarded_u32(&ring->entries, &entries, false) ||
+	    !guarded_u32(&head->head, &h, false) ||
+	    !guarded_u32(&ring->entries_offset, &eoff, false))
 		return;
+	/* Count what completed, to see that data moves. */
+	if (entries && entries <= DMAPLANE_CQ_MAX_ENTRIES &&
+	    !(entries & (entries - 1)) && tail - h <= entries &&
+	    eoff + (uint64_t)entries * sizeof(cqe) <= c.ring_size) {
+		for (n = 0; h != tail && n < 64; h++, n++) {
+			if (!guarded_copy(&cqe, (uint8_t *)ring + eoff +
+					  (h & (entries - 1)) * sizeof(cqe), sizeof(cqe)))
+				break;
+			if (cqe.opcode < DMAPLANE_OP_SEND || cqe.opcode > DMAPLANE_OP_GET)
+				continue;
+			e = -cqe.status;
+			inc(sh->cqes[cqe.opcode][e >= 0 && e < NERR - 1 ? e : NERR - 1]);
+		}
+	}
 	h = tail;
 	if (!t->sane && chance(&t->r, 3))
 		h = chance(&t->r, 50) ? rnd(&t->r) : tail + entries;
@@ -1776,6 +1829,23 @@ static void print_hist(void)
 		printf("  %-22s %8lu:", label, total);
 		for (e = 0; e < NERR; e++) {
 			n = sh->hist[k][e];
+			if (!n)
+				continue;
+			if (e == 0)
+				name = "ok";
+			else if (e == NERR - 1)
+				name = "OTHER";
+			else
+				name = strerrorname_np(e) ? strerrorname_np(e) : "?";
+			printf(" %s=%lu", name, n);
+		}
+		printf("\n");
+	}
+	printf("completions seen, by status:\n");
+	for (k = DMAPLANE_OP_SEND; k <= DMAPLANE_OP_GET; k++) {
+		printf("  %-4s", op_names[k]);
+		for (e = 0; e < NERR; e++) {
+			n = sh->cqes[k][e];
 			if (!n)
 				continue;
 			if (e == 0)
