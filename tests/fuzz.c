@@ -880,8 +880,12 @@ static void gen_op(struct tctx *t, const struct slot *s, struct dmaplane_op *op)
 			unlock();
 			break;
 		}
-		op->roffset = chance(r, 70) ? below(r, 4) * PG + below(r, 64) :
-			      chance(r, 50) ? below(r, 1 << 22) : interesting(r);
+		if (chance(r, 50))
+			op->roffset = below(r, 256);
+		else if (chance(r, 60))
+			op->roffset = below(r, 4) * PG + below(r, 64);
+		else
+			op->roffset = chance(r, 50) ? below(r, 1 << 22) : interesting(r);
 		break;
 	}
 	if ((op->opcode == DMAPLANE_OP_SEND || op->opcode == DMAPLANE_OP_RECV) &&
