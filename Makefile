@@ -121,8 +121,8 @@ EVIL_PEER := $(BUILD)/tests/evil_peer
 endif
 
 # In-VM tests: kselftest harness programs linked against libdmaplane, and
-# the programs of the fault-injection and kill-loop jobs.
-VM_PROGS   := $(BUILD)/tests/faults $(BUILD)/tests/killloop
+# the programs of the fault-injection, kill-loop and fuzz jobs.
+VM_PROGS   := $(BUILD)/tests/faults $(BUILD)/tests/killloop $(BUILD)/tests/fuzz
 tests: $(TESTS) $(HOST_TESTS) $(EVIL_PEER) $(VM_PROGS)
 
 $(BUILD)/tests/%: tests/%.c tests/dp_test.h $(LIB_LINKS)

@@ -14,8 +14,8 @@
 #     kselftest suite
 #  6. stock kernel VMs (linux-image-amd64 and linux-image-6.12-amd64): the
 #     kselftest suite
-#  6b. fault injection (every allocation of every ioctl path failed once)
-#     and 100 kill rounds, on the 6.1 test kernel
+#  6b. fault injection (every allocation of every ioctl path failed once),
+#     100 kill rounds and 200,000 fuzzed ioctls, on the 6.1 test kernel
 #  7. two VMs over a socket netdev: link, soft-RoCE, module on both nodes,
 #     remote_test across them, peer unload and rxe removal under load
 #
@@ -135,7 +135,7 @@ section "dkms build for $stock and $stock612"
 sh tests/host/dkms_test.sh "$stock" "$stock612" >"$out/host-dkms.log" 2>&1
 judge --label host/dkms --tap "$out/host-dkms.log" --rc $?
 
-run_vm() {	# label kernel kodir job nodes timeout
+run_vm() {	# label kernel kodir job nodes timeout [kernel-args]
 	label=$1
 	if [ ! -e "$3/dmaplane.ko" ]; then
 		record FAIL "$label" "no module built in $3"
@@ -146,7 +146,7 @@ run_vm() {	# label kernel kodir job nodes timeout
 		return
 	fi
 	tests/vm/run-vm.sh -k "$2" -i "$out/$label.cpio.gz" -j "$4" -n "$5" \
-		-t "$6" -o "$out/$label"
+		-t "$6" -o "$out/$label" -a "${7:-}"
 	judge --label "$label" "$out/$label" "$5"
 }
 
@@ -160,6 +160,9 @@ section "test kernel 6.1 VM: fault injection (fail-nth sweep, failslab, fail_pag
 run_vm faults "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" faults 1 2400
 section "test kernel 6.1 VM: kill loop (100 rounds)"
 run_vm killloop "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop 1 1800
+section "test kernel 6.1 VM: ioctl fuzzer (200,000 calls)"
+run_vm fuzz "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" fuzz 1 2400 \
+	"dmaplane.fuzz_calls=200000"
 section "test kernel 6.12 VM: KUnit and kselftest suite"
 JUDGE_KSRC=$KSRC612 run_vm testkernel-6.12 "$KSRC612/arch/x86/boot/bzImage" \
 	"$BUILD/ko-test612" suite 1 900

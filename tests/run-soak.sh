@@ -1,48 +1,55 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# make soak: the long fault-injection and kill-loop runs on the 6.1 test
-# kernel (make check runs them short).
+# make soak: the long runs on the 6.1 test kernel (KASAN, lockdep,
+# kmemleak), which make check runs short.
 #
 #   faults    the fail-nth sweep, then 1,000 probability runs each under
 #             failslab and fail_page_alloc (make check: 100)
 #   killloop  1,000 kill rounds (make check: 100)
+#   fuzz      the random-ioctl fuzzer, 1,000,000 calls, half as root and
+#             half as nobody (make check: 200,000)
 #
-# DMAPLANE_SOAK_ROUNDS= and DMAPLANE_SOAK_ITERS= override the counts.
-# Logs: build/soak/.  Last line: "N passed, N failed".
+# DMAPLANE_SOAK_ITERS=, DMAPLANE_SOAK_ROUNDS= and DMAPLANE_FUZZ_CALLS=
+# override the counts; DMAPLANE_FUZZ_SEED=N replays a fuzz run (the seed is
+# printed in build/soak/fuzz/results-0.log), DMAPLANE_FUZZ_THREADS=N
+# (default 4).  Logs: build/soak/.  Last line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 . tests/vm/common.sh
 
 rounds=${DMAPLANE_SOAK_ROUNDS:-1000}
 iters=${DMAPLANE_SOAK_ITERS:-1000}
+calls=${DMAPLANE_FUZZ_CALLS:-1000000}
 out=$BUILD/soak
 rm -rf "$out"
 mkdir -p "$out"
 
 KSRC=$(tests/vm/build-kernel.sh 6.1) || { echo "FAIL test-kernel-6.1"; exit 1; }
-make -s BUILD="$BUILD" KSFT_DIR="$KSRC/tools/testing/selftests" lib \
-	"$BUILD/tests/faults" "$BUILD/tests/killloop" ||
-	{ echo "FAIL build/user"; exit 1; }
+make -s BUILD="$BUILD" KSFT_DIR="$KSRC/tools/testing/selftests" lib tools examples \
+	tests || { echo "FAIL build/user"; exit 1; }
 build_ko test "$KSRC" >"$out/build-ko.log" 2>&1 || { echo "FAIL build/module"; exit 1; }
-make_initramfs "$out/soak.cpio.gz" "$BUILD/ko-test" \
-	"$BUILD/tests/faults:/dmaplane/faults" \
-	"$BUILD/tests/killloop:/dmaplane/killloop" >"$out/initramfs.log" 2>&1 ||
+make_initramfs "$out/soak.cpio.gz" "$BUILD/ko-test" >"$out/initramfs.log" 2>&1 ||
 	{ echo "FAIL initramfs"; exit 1; }
 
-t0=$(date +%s)
-tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/soak.cpio.gz" \
-	-j faults -n 1 -t 14400 -o "$out/faults" -a "dmaplane.fault_iters=$iters"
-python3 tests/vm/results.py --ksrc "$KSRC" --label soak/faults "$out/faults" 1 \
-	>"$out/results.txt"
-echo "   faults: $(($(date +%s) - t0)) s"
-t0=$(date +%s)
-tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/soak.cpio.gz" \
-	-j killloop -n 1 -t 14400 -o "$out/killloop" -a "dmaplane.kill_rounds=$rounds"
-python3 tests/vm/results.py --ksrc "$KSRC" --label soak/killloop "$out/killloop" 1 \
-	>>"$out/results.txt"
-echo "   killloop: $(($(date +%s) - t0)) s"
-grep -h '^# \(faults\|killloop\|[0-9]* rounds\|drain\|nth:\|fail\)' \
-	"$out"/faults/results-0.log "$out"/killloop/results-0.log 2>/dev/null
+soak() {	# name timeout kernel-args
+	t0=$(date +%s)
+	tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/soak.cpio.gz" \
+		-j "$1" -n 1 -t "$2" -o "$out/$1" -a "$3"
+	python3 tests/vm/results.py --ksrc "$KSRC" --label "soak/$1" "$out/$1" 1 \
+		>>"$out/results.txt"
+	echo "   $1: $(($(date +%s) - t0)) s"
+}
+
+soak faults 14400 "dmaplane.fault_iters=$iters"
+soak killloop 14400 "dmaplane.kill_rounds=$rounds"
+args="dmaplane.fuzz_calls=$calls"
+[ -n "${DMAPLANE_FUZZ_SEED:-}" ] && args="$args dmaplane.fuzz_seed=$DMAPLANE_FUZZ_SEED"
+[ -n "${DMAPLANE_FUZZ_THREADS:-}" ] && args="$args dmaplane.fuzz_threads=$DMAPLANE_FUZZ_THREADS"
+# About 700 calls/s under TCG with KASAN, and a margin for a busy host.
+soak fuzz $((600 + calls / 100)) "$args"
+
+grep -h '^# \(faults\|killloop\|[0-9]* rounds\|drain\|nth:\|fail\)\|^fuzz' \
+	"$out"/*/results-0.log 2>/dev/null
 grep -E '^(FAIL|SKIP)' "$out/results.txt" | cut -c1-300
 pass=$(grep -c '^PASS ' "$out/results.txt")
 fail=$(grep -c '^FAIL ' "$out/results.txt")

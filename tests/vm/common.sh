@@ -74,9 +74,10 @@ make_initramfs() {
 	for t in "$BUILD"/tests/*_test; do
 		[ -x "$t" ] && set -- "$@" "$t:/dmaplane/tests/$(basename "$t")"
 	done
-	# The fault-injection driver and the kill loop (jobs/faults.sh,
-	# jobs/killloop.sh); not *_test, so suite.sh does not run them.
-	for t in faults killloop; do
+	# The fault-injection driver, the kill loop and the fuzzer
+	# (jobs/faults.sh, jobs/killloop.sh, jobs/fuzz.sh); not *_test, so
+	# suite.sh does not run them.
+	for t in faults killloop fuzz; do
 		[ -x "$BUILD/tests/$t" ] && set -- "$@" "$BUILD/tests/$t:/dmaplane/$t"
 	done
 	# The malicious peer of the two-node job (jobs/evil.sh, as

@@ -1,0 +1,70 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The fuzz job: load dmaplane, run the random-ioctl fuzzer (tests/fuzz.c)
+# as root and as nobody, then check that every object was released (the
+# stats counters are back at zero), that the module unloads and that
+# kmemleak found nothing.  The kernel console is judged by results.py.
+#
+# Kernel command line: dmaplane.fuzz_calls=N (calls in all, half of them
+# as root, half as nobody; default 20000), dmaplane.fuzz_seed=S (default
+# random; the nobody run uses S+1), dmaplane.fuzz_threads=T (default 4).
+. /dmaplane/jobs/lib.sh
+
+calls=20000
+seed=
+threads=4
+for arg in $(cat /proc/cmdline); do
+	case $arg in
+	dmaplane.fuzz_calls=*) calls=${arg#dmaplane.fuzz_calls=} ;;
+	dmaplane.fuzz_seed=*) seed=${arg#dmaplane.fuzz_seed=} ;;
+	dmaplane.fuzz_threads=*) threads=${arg#dmaplane.fuzz_threads=} ;;
+	esac
+done
+[ -n "$seed" ] || seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+echo "fuzz: calls=$calls seed=$seed threads=$threads"
+
+# stats_zero NAME: every object counter of the module is back at zero
+# (invalidations counts events and only grows).  Regions are freed after
+# an RCU grace period and work items may still run: wait a little.
+stats_zero() {
+	i=0
+	while :; do
+		bad=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats |
+			grep -v ' 0$' | tr '\n' ' ')
+		[ -z "$bad" ] && break
+		i=$((i + 1))
+		[ $i -ge 20 ] && break
+		sleep 0.5
+	done
+	[ -z "$bad" ]
+	case_result "$1" $? "$bad"
+}
+
+# run_fuzz NAME SEED [fuzz options]: one run, timed.
+run_fuzz() {
+	name=$1
+	s=$2
+	shift 2
+	t0=$(date +%s)
+	$D/fuzz -v -n $((calls / 2)) -s "$s" -t "$threads" "$@"
+	rc=$?
+	echo "fuzz: $name: $(($(date +%s) - t0)) s"
+	case_result "$name" $rc "seed=$s rc=$rc"
+	stats_zero "$name-released"
+}
+
+kmemleak_reset
+# A bound on pinned and arena memory well below the guest's RAM.
+check insmod load_dmaplane max_pinned_mb=256
+# As udev would (udev/60-dmaplane.rules).
+chmod 0666 /dev/dmaplane
+
+run_fuzz fuzz-root "$seed"
+run_fuzz fuzz-nobody $((seed + 1)) -u 65534:65534
+
+cat /sys/kernel/debug/dmaplane/stats
+check rmmod rmmod dmaplane
+[ ! -e /dev/dmaplane ]
+case_result device-node-removed $?
+kmemleak_report
+exit $fails
