@@ -63,10 +63,10 @@ judge() {	# results.py arguments: append its verdicts
 }
 
 t0=$(date +%s)
-tstep=$t0
+tstep=
 section() {	# title: print the time the previous section took, start the next
 	now=$(date +%s)
-	[ "$now" = "$t0" ] || echo "   ($((now - tstep)) s)"
+	[ -z "$tstep" ] || echo "   ($((now - tstep)) s)"
 	tstep=$now
 	echo "== $*"
 }
