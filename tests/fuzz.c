@@ -184,7 +184,12 @@ struct shared {
 
 static struct shared *sh;
 
-static __thread sigjmp_buf *fault_jmp;
+/*
+ * Volatile, and fenced around each guarded access: the compiler must not
+ * drop the store before an inlined memcpy as dead (it did: the handler
+ * then found no jump buffer and the fuzzer died of its own SIGSEGV).
+ */
+static __thread sigjmp_buf *volatile fault_jmp;
 
 #define inc(x) __atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
 
@@ -313,10 +318,12 @@ static bool guarded_u32(volatile uint32_t *p, uint32_t *val, bool write)
 		return false;
 	}
 	fault_jmp = &jb;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (write)
 		__atomic_store_n(p, *val, __ATOMIC_RELEASE);
 	else
 		*val = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	fault_jmp = NULL;
 	return true;
 }
@@ -331,7 +338,9 @@ static bool guarded_copy(void *dst, const void *src, size_t len)
 		return false;
 	}
 	fault_jmp = &jb;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	memcpy(dst, src, len);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	fault_jmp = NULL;
 	return true;
 }
