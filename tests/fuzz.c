@@ -1823,11 +1823,30 @@ static void teardown(void)
 		close(heap_fd);
 }
 
+/* One row of counts: " ok=N EFAULT=N ..." for the columns that are not 0. */
+static void print_row(const unsigned long *row)
+{
+	const char *name;
+	unsigned int e;
+
+	for (e = 0; e < NERR; e++) {
+		if (!row[e])
+			continue;
+		if (e == 0)
+			name = "ok";
+		else if (e == NERR - 1)
+			name = "OTHER";
+		else
+			name = strerrorname_np(e) ? strerrorname_np(e) : "?";
+		printf(" %s=%lu", name, row[e]);
+	}
+	printf("\n");
+}
+
 static void print_hist(void)
 {
-	unsigned long total, n;
+	unsigned long total;
 	unsigned int k, e;
-	const char *name;
 	char label[32];
 
 	printf("errno histogram per command (ok: success):\n");
@@ -1840,36 +1859,12 @@ static void print_hist(void)
 		snprintf(label, sizeof(label), "%s%s", k >= NKINDS ? "child/" : "",
 			 kind_names[k % NKINDS]);
 		printf("  %-22s %8lu:", label, total);
-		for (e = 0; e < NERR; e++) {
-			n = sh->hist[k][e];
-			if (!n)
-				continue;
-			if (e == 0)
-				name = "ok";
-			else if (e == NERR - 1)
-				name = "OTHER";
-			else
-				name = strerrorname_np(e) ? strerrorname_np(e) : "?";
-			printf(" %s=%lu", name, n);
-		}
-		printf("\n");
+		print_row(sh->hist[k]);
 	}
 	printf("completions seen, by status:\n");
 	for (k = DMAPLANE_OP_SEND; k <= DMAPLANE_OP_GET; k++) {
 		printf("  %-4s", op_names[k]);
-		for (e = 0; e < NERR; e++) {
-			n = sh->cqes[k][e];
-			if (!n)
-				continue;
-			if (e == 0)
-				name = "ok";
-			else if (e == NERR - 1)
-				name = "OTHER";
-			else
-				name = strerrorname_np(e) ? strerrorname_np(e) : "?";
-			printf(" %s=%lu", name, n);
-		}
-		printf("\n");
+		print_row(sh->cqes[k]);
 	}
 }
 
