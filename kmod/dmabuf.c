@@ -457,7 +457,7 @@ int dmaplane_import_dmabuf(struct dmaplane_ep *ep, struct dma_buf *dmabuf,
 	if (check_add_overflow(args->offset, args->len, &end) || end > dmabuf->size)
 		return -ERANGE;
 	/* Whoever exported it read-only did not let us write it. */
-	if ((args->access & (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_WRITE)) &&
+	if (dmaplane_access_writes(args->access) &&
 	    !(dmabuf->file->f_mode & FMODE_WRITE))
 		return -EACCES;
 

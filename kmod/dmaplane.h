@@ -416,6 +416,12 @@ dmaplane_match_find_recv(struct dmaplane_matcher *m,
 			 void *arg);
 
 /* region.c */
+/* Do the DMAPLANE_ACCESS_* bits @access let anyone write the memory? */
+static inline bool dmaplane_access_writes(u32 access)
+{
+	return access & (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_WRITE);
+}
+
 void dmaplane_region_init(struct dmaplane_region *r,
 			  const struct dmaplane_region_ops *ops,
 			  enum dmaplane_region_kind kind, u32 access, u64 len);

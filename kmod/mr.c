@@ -574,11 +574,6 @@ static struct dmaplane_mr *mr_alloc(u64 addr, u64 len, u32 access)
 	return mr;
 }
 
-static bool mr_access_writes(u32 access)
-{
-	return access & (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_WRITE);
-}
-
 /* Serve @mr from the cache; false on a miss. */
 static bool mr_try_cached(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr)
 {
@@ -587,7 +582,7 @@ static bool mr_try_cached(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr)
 	struct dmaplane_mr_entry *e;
 
 	spin_lock(&c->lock);
-	e = mr_cache_find_locked(c, start, last, mr_access_writes(mr->region.access));
+	e = mr_cache_find_locked(c, start, last, dmaplane_access_writes(mr->region.access));
 	if (e) {
 		mr_attach_locked(c, e, mr);
 		atomic64_inc(&c->cache_hits);
@@ -896,7 +891,7 @@ int dmaplane_ioctl_mr_reg(struct dmaplane_ep *ep, void __user *uarg)
 		start = arg.addr & PAGE_MASK;
 		npages = (PAGE_ALIGN(arg.addr + arg.len) - start) >> PAGE_SHIFT;
 		ret = mr_entry_create(c, mr, start, npages,
-				      mr_access_writes(arg.access));
+				      dmaplane_access_writes(arg.access));
 		if (ret)
 			goto err_put_mr;
 	}
