@@ -34,6 +34,8 @@
  */
 static LIST_HEAD(dmaplane_peers);
 static DEFINE_MUTEX(dmaplane_peers_lock);
+/* Module unload flushes the peers: no PEER_ADD after; under the lock above. */
+static bool dmaplane_peers_closed;
 
 /* Set once the family is registered; events are dropped before. */
 static bool dmaplane_nl_ready;
@@ -502,6 +504,12 @@ static int dmaplane_nl_peer_add(struct sk_buff *skb, struct genl_info *info)
 		goto err_free_peer;
 
 	mutex_lock(&dmaplane_peers_lock);
+	if (dmaplane_peers_closed) {
+		/* The module is going away (the family still answers). */
+		mutex_unlock(&dmaplane_peers_lock);
+		ret = -ESHUTDOWN;
+		goto err_free_peer;
+	}
 	if (nl_find_peer(p)) {
 		mutex_unlock(&dmaplane_peers_lock);
 		NL_SET_ERR_MSG(info->extack, "peer exists");
@@ -638,12 +646,15 @@ void dmaplane_nl_notify_peer_state(u16 family, const struct in6_addr *addr,
 
 /**
  * dmaplane_nl_peers_flush() - module unload: remove every peer, which
- *	disconnects it
+ *	disconnects it, and refuse new ones (-ESHUTDOWN)
  */
 void dmaplane_nl_peers_flush(void)
 {
 	struct dmaplane_peer *p;
 
+	mutex_lock(&dmaplane_peers_lock);
+	dmaplane_peers_closed = true;
+	mutex_unlock(&dmaplane_peers_lock);
 	for (;;) {
 		mutex_lock(&dmaplane_peers_lock);
 		p = list_first_entry_or_null(&dmaplane_peers, struct dmaplane_peer, node);
