@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <dmaplane.h>
@@ -105,6 +108,62 @@ static inline int dp_test_mem_eq(const struct dp_test_mem *a, const struct dp_te
 #define DP_TEST_MEM_FMT "regions %ld arenas %ld arena_pages %ld charged %ld dmabufs %ld imports %ld"
 #define DP_TEST_MEM_ARGS(m) (m)->regions, (m)->arenas, (m)->arena_pages, \
 	(m)->charged_pages, (m)->dmabufs, (m)->imports
+
+/*
+ * Memory whose first touch waits until the test says so: @len bytes at
+ * @addr (page-aligned, mapped, never touched) are registered with a new
+ * userfaultfd for missing pages.  A fault there, the kernel's own
+ * included, sleeps until dp_test_uffd_fill() resolves it.  Returns the
+ * userfaultfd, or -errno (-ENOSYS: a kernel without userfaultfd).
+ */
+static inline int dp_test_uffd_region(void *addr, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)addr, .len = len },
+		.mode = UFFDIO_REGISTER_MODE_MISSING,
+	};
+	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (uffd < 0)
+		return -errno;
+	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		int ret = -errno;
+
+		close(uffd);
+		return ret;
+	}
+	return uffd;
+}
+
+/*
+ * Wait up to @timeout_ms for a fault on @uffd's range; its address in
+ * @where.  Returns 0, -ETIMEDOUT or -errno.
+ */
+static inline int dp_test_uffd_fault(int uffd, int timeout_ms, uint64_t *where)
+{
+	struct pollfd pfd = { .fd = uffd, .events = POLLIN };
+	struct uffd_msg msg;
+
+	if (poll(&pfd, 1, timeout_ms) <= 0)
+		return -ETIMEDOUT;
+	if (read(uffd, &msg, sizeof(msg)) != sizeof(msg))
+		return -errno;
+	if (msg.event != UFFD_EVENT_PAGEFAULT)
+		return -EPROTO;
+	*where = msg.arg.pagefault.address;
+	return 0;
+}
+
+/* Resolve the faults of @len bytes at @addr by copying @src there. */
+static inline int dp_test_uffd_fill(int uffd, void *addr, const void *src, size_t len)
+{
+	struct uffdio_copy c = {
+		.dst = (uintptr_t)addr, .src = (uintptr_t)src, .len = len,
+	};
+
+	return ioctl(uffd, UFFDIO_COPY, &c) ? -errno : 0;
+}
 
 /*
  * The kselftest harness, with every test's timeout sized for a loaded
