@@ -2,12 +2,14 @@
 /*
  * dmaplane completion rings.
  *
- * The ring is vmalloc_user() memory the owner maps read-only: a header
- * (struct dmaplane_cq_ring) with the producer index, then the entries.
- * The consumer index lives on its own page, mapped read-write.  Every
- * accepted operation first reserves a slot (a credit), so a completion
- * always has room: a full ring refuses new operations with -EAGAIN
- * instead of losing completions.
+ * The ring is a header (struct dmaplane_cq_ring) with the producer index,
+ * then the entries, in pages the owner maps read-only; the consumer index
+ * lives on its own page, mapped read-write.  The pages are charged to the
+ * owner's memory cgroup and freed when the endpoint's file is released,
+ * even while operations of other endpoints still refer to the endpoint.
+ * Every accepted operation first reserves a slot (a credit), so a
+ * completion always has room: a full ring refuses new operations with
+ * -EAGAIN instead of losing completions.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -20,6 +22,22 @@
 
 #define CQ_ENTRIES_OFFSET	sizeof(struct dmaplane_cq_ring)
 
+static void cq_free_pages(struct dmaplane_cq *cq)
+{
+	unsigned int i;
+
+	if (cq->ring)
+		vunmap(cq->ring);
+	for (i = 0; cq->pages && i < cq->npages && cq->pages[i]; i++)
+		__free_page(cq->pages[i]);
+	kvfree(cq->pages);
+	if (cq->head_page)
+		__free_page(cq->head_page);
+	cq->ring = NULL;
+	cq->pages = NULL;
+	cq->head_page = NULL;
+}
+
 /**
  * dmaplane_cq_create() - allocate a ring
  * @entries: a power of two up to %DMAPLANE_CQ_MAX_ENTRIES, or 0
@@ -29,6 +47,7 @@
 struct dmaplane_cq *dmaplane_cq_create(u32 entries)
 {
 	struct dmaplane_cq *cq;
+	unsigned int i;
 
 	if (!entries)
 		entries = DMAPLANE_CQ_DEFAULT_ENTRIES;
@@ -41,12 +60,22 @@ struct dmaplane_cq *dmaplane_cq_create(u32 entries)
 
 	cq->ring_size = PAGE_ALIGN(CQ_ENTRIES_OFFSET +
 				   (size_t)entries * sizeof(struct dmaplane_cqe));
-	cq->ring = vmalloc_user(cq->ring_size);
+	cq->npages = cq->ring_size >> PAGE_SHIFT;
+	cq->pages = kvcalloc(cq->npages, sizeof(*cq->pages), GFP_KERNEL_ACCOUNT);
+	if (!cq->pages)
+		goto err_free_pages;
+	for (i = 0; i < cq->npages; i++) {
+		cq->pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!cq->pages[i])
+			goto err_free_pages;
+	}
+	cq->ring = vmap(cq->pages, cq->npages, VM_MAP, PAGE_KERNEL);
 	if (!cq->ring)
-		goto err_free_cq;
-	cq->head = vmalloc_user(PAGE_SIZE);
-	if (!cq->head)
-		goto err_free_ring;
+		goto err_free_pages;
+	cq->head_page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	if (!cq->head_page)
+		goto err_free_pages;
+	cq->head = page_address(cq->head_page);
 
 	spin_lock_init(&cq->lock);
 	cq->entries = (struct dmaplane_cqe *)((char *)cq->ring + CQ_ENTRIES_OFFSET);
@@ -57,20 +86,36 @@ struct dmaplane_cq *dmaplane_cq_create(u32 entries)
 	cq->ring->entries_offset = CQ_ENTRIES_OFFSET;
 	return cq;
 
-err_free_ring:
-	vfree(cq->ring);
-err_free_cq:
+err_free_pages:
+	cq_free_pages(cq);
 	kfree(cq);
 	return ERR_PTR(-ENOMEM);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_cq_create);
 
+/**
+ * dmaplane_cq_release() - the owner's file is gone: free the ring's pages
+ * @cq: ring, or NULL
+ *
+ * Nothing maps the ring any more (a mapping holds the file).  Completions
+ * that still arrive are dropped; the small structure stays until the
+ * endpoint is freed.
+ */
+void dmaplane_cq_release(struct dmaplane_cq *cq)
+{
+	if (!cq)
+		return;
+	spin_lock(&cq->lock);
+	cq->released = true;
+	spin_unlock(&cq->lock);
+	cq_free_pages(cq);
+}
+
 void dmaplane_cq_destroy(struct dmaplane_cq *cq)
 {
 	if (!cq)
 		return;
-	vfree(cq->head);
-	vfree(cq->ring);
+	cq_free_pages(cq);
 	kfree(cq);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_cq_destroy);
@@ -95,7 +140,9 @@ int dmaplane_cq_reserve(struct dmaplane_cq *cq)
 	int ret = 0;
 
 	spin_lock(&cq->lock);
-	if (cq_used(cq) + cq->reserved >= cq->nr)
+	if (cq->released)
+		ret = -ECONNRESET;
+	else if (cq_used(cq) + cq->reserved >= cq->nr)
 		ret = -EAGAIN;
 	else
 		cq->reserved++;
@@ -124,10 +171,12 @@ EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_cq_unreserve);
 void dmaplane_cq_post(struct dmaplane_cq *cq, const struct dmaplane_cqe *cqe)
 {
 	spin_lock(&cq->lock);
-	cq->entries[cq->tail & (cq->nr - 1)] = *cqe;
-	cq->tail++;
-	/* Pairs with the consumer's load-acquire of the ring's tail. */
-	smp_store_release(&cq->ring->tail, cq->tail);
+	if (!cq->released) {
+		cq->entries[cq->tail & (cq->nr - 1)] = *cqe;
+		cq->tail++;
+		/* Pairs with the consumer's load-acquire of the ring's tail. */
+		smp_store_release(&cq->ring->tail, cq->tail);
+	}
 	cq->reserved--;
 	spin_unlock(&cq->lock);
 }
@@ -161,13 +210,13 @@ int dmaplane_cq_mmap(struct dmaplane_cq *cq, struct vm_area_struct *vma)
 			return -EPERM;
 		vm_flags_clear(vma, VM_MAYWRITE);
 		vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-		return remap_vmalloc_range(vma, cq->ring, 0);
+		return vm_map_pages_zero(vma, cq->pages, cq->npages);
 	}
 	if (off == DMAPLANE_CQ_HEAD_OFFSET) {
 		if (len != PAGE_SIZE)
 			return -EINVAL;
 		vm_flags_set(vma, VM_DONTEXPAND | VM_DONTDUMP);
-		return remap_vmalloc_range(vma, cq->head, 0);
+		return vm_map_pages_zero(vma, &cq->head_page, 1);
 	}
 	return -EINVAL;
 }

@@ -16,6 +16,7 @@
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/scatterlist.h>
+#include <linux/workqueue.h>
 #include <linux/types.h>
 #include <linux/uio.h>
 #include <linux/wait.h>
@@ -54,6 +55,8 @@
  * @invalidations: registrations invalidated by MMU notifiers or move_notify
  * @posted_recvs: receives posted and waiting for a message
  * @unexp_msgs: messages queued as unexpected at their receiver
+ * @deliveries: messages matched to a receive and waiting for the
+ *	receiving endpoint's delivery work (msg.c)
  * @xfer_pages: user pages pinned for transfers with other nodes (ib.c:
  *	rendezvous senders until the FIN, put/get initiators until the
  *	FIN, receivers while they pull)
@@ -75,6 +78,7 @@ struct dmaplane_stats {
 	atomic_long_t invalidations;
 	atomic_long_t posted_recvs;
 	atomic_long_t unexp_msgs;
+	atomic_long_t deliveries;
 	atomic_long_t xfer_pages;
 };
 
@@ -161,13 +165,28 @@ struct dmaplane_matcher {
  * @nav: entries in @av (at most the module parameter av_max)
  * @match_lock: protects @matcher, @unexp_bytes, @unexp_msgs and @dead
  * @matcher: posted receives and unexpected messages
- * @unexp_bytes: eager payload bytes queued as unexpected
+ * @unexp_bytes: eager payload bytes the kernel holds for this endpoint:
+ *	queued as unexpected, or matched and waiting for delivery
  * @unexp_msgs: messages queued as unexpected
  * @dead: the file was released: no message is accepted any more
+ * @deliver_lock: protects @deliveries, @deliver_pending, @deliver_bytes
+ * @deliveries: messages matched to receives, delivered in this order by
+ *	@deliver_work (each holds a reference to the endpoint)
+ * @deliver_work: copies deliveries into the receivers' buffers in the
+ *	endpoint's address space, so that no shared context (a
+ *	connection's completion work, another endpoint's ioctl) ever faults
+ *	this endpoint's memory
+ * @deliver_pending: deliveries queued or being copied
+ * @deliver_bytes: eager payload bytes of those (read locklessly under
+ *	@match_lock for the budget)
  * @claims: claim handle -> message taken out of matching by PROBE with
  *	%DMAPLANE_PROBE_CLAIM; the xa lock protects it
  * @next_claim: cursor for cyclic claim handles, under the xa lock
  * @wq: poll() waiters for completions
+ * @eager_backlog: bytes of eager messages sent to other nodes and not
+ *	acknowledged yet (ib.c)
+ * @iov_bytes: bytes of iovec arrays (%DMAPLANE_OP_F_IOV) copied in for
+ *	this endpoint's operations and not freed yet (msg.c)
  */
 struct dmaplane_ep {
 	u32 id;
@@ -189,20 +208,33 @@ struct dmaplane_ep {
 	u64 unexp_bytes;
 	u32 unexp_msgs;
 	bool dead;
+	spinlock_t deliver_lock;	/* see @deliver_lock above */
+	struct list_head deliveries;
+	struct work_struct deliver_work;
+	u32 deliver_pending;
+	u64 deliver_bytes;
 	struct xarray claims;
 	u32 next_claim;
 	wait_queue_head_t wq;
+	atomic64_t eager_backlog;
+	atomic64_t iov_bytes;
 };
 
 /**
  * struct dmaplane_cq - a completion ring (cq.c)
- * @lock: protects @tail, @reserved and writes to the entries
- * @ring: header + entries, mapped read-only by the owner
+ * @lock: protects @tail, @reserved, @released and writes to the entries
+ * @ring: header + entries (a kernel mapping of @pages), mapped read-only
+ *	by the owner
  * @entries: the entries, inside @ring
- * @head: consumer page, mapped read-write; head->head is untrusted
+ * @head: consumer page (@head_page), mapped read-write; head->head is
+ *	untrusted
+ * @pages: the pages of @ring, charged to the owner's memory cgroup
+ * @npages: number of @pages
+ * @head_page: the page of @head
  * @nr: number of entries (power of two)
  * @tail: producer index
  * @reserved: credits taken by accepted operations not completed yet
+ * @released: the owner's file is gone and the pages with it
  * @ring_size: bytes of @ring
  */
 struct dmaplane_cq {
@@ -210,9 +242,13 @@ struct dmaplane_cq {
 	struct dmaplane_cq_ring *ring;
 	struct dmaplane_cqe *entries;
 	struct dmaplane_cq_head *head;
+	struct page **pages;
+	unsigned int npages;
+	struct page *head_page;
 	u32 nr;
 	u32 tail;
 	u32 reserved;
+	bool released;
 	size_t ring_size;
 };
 
@@ -340,12 +376,15 @@ static inline struct dmaplane_arena *to_dmaplane_arena(struct dmaplane_region *r
  * @one: storage for a single range
  * @nsegs: number of pieces
  * @len: total bytes
+ * @charged: the endpoint whose &dmaplane_ep.iov_bytes counts @segs (an
+ *	iovec copy; the buffer never outlives that endpoint's reference)
  */
 struct dmaplane_ubuf {
 	struct iovec *segs;
 	struct iovec one;
 	u32 nsegs;
 	u64 len;
+	struct dmaplane_ep *charged;
 };
 
 struct dmaplane_rdv;
@@ -479,6 +518,7 @@ int dmaplane_ioctl_mr_import_dmabuf(struct dmaplane_ep *ep, void __user *uarg);
 /* cq.c */
 struct dmaplane_cq *dmaplane_cq_create(u32 entries);
 void dmaplane_cq_destroy(struct dmaplane_cq *cq);
+void dmaplane_cq_release(struct dmaplane_cq *cq);
 int dmaplane_cq_reserve(struct dmaplane_cq *cq);
 void dmaplane_cq_unreserve(struct dmaplane_cq *cq);
 void dmaplane_cq_post(struct dmaplane_cq *cq, const struct dmaplane_cqe *cqe);
@@ -495,6 +535,9 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg);
 void dmaplane_ep_drain_messages(struct dmaplane_ep *ep);
+void dmaplane_ep_deliver_init(struct dmaplane_ep *ep);
+int dmaplane_msg_init(void);
+void dmaplane_msg_exit(void);
 
 /* endpoint.c */
 struct dmaplane_ep *dmaplane_ep_create(void);

@@ -58,6 +58,7 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 	mutex_init(&ep->setup_lock);
 	mutex_init(&ep->match_lock);
 	dmaplane_matcher_init(&ep->matcher, &ep->match_lock);
+	dmaplane_ep_deliver_init(ep);
 	init_waitqueue_head(&ep->wq);
 	/* KUnit calls this from a kernel thread, which has no mm. */
 	ep->mm = current->mm;
@@ -147,14 +148,17 @@ int dmaplane_ep_for_each(u32 *pos, int (*fn)(struct dmaplane_ep *ep, void *arg),
  *
  * Stops new lookups, withdraws its rendezvous messages queued at other
  * nodes, fails what peers queued here, releases regions, and
- * drops the file's reference; messages this endpoint sent that are still
- * queued at peers keep the structure until they are consumed.
+ * frees the completion ring's pages, and drops the file's reference;
+ * messages this endpoint sent that are still queued at peers keep the
+ * (small) structure until they are consumed.
  */
 void dmaplane_ep_destroy(struct dmaplane_ep *ep)
 {
 	xa_erase(&dmaplane_ep_ids, ep->id);
 	dmaplane_ib_ep_closed(ep);
 	dmaplane_ep_drain_messages(ep);
+	/* Its messages still queued elsewhere must not keep the ring. */
+	dmaplane_cq_release(ep->cq);
 	dmaplane_ep_release_regions(ep);
 	dmaplane_mr_cache_put(ep->mr_cache);
 	ep->mr_cache = NULL;

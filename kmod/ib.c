@@ -72,6 +72,11 @@ static unsigned short port = 20886;
 module_param(port, ushort, 0444);
 MODULE_PARM_DESC(port, "rdma_cm port the transport listens on and connects to");
 
+static unsigned long eager_backlog = 4UL << 20;
+module_param(eager_backlog, ulong, 0644);
+MODULE_PARM_DESC(eager_backlog,
+		 "Bytes of eager messages an endpoint may have on their way to other nodes (not yet acknowledged)");
+
 #define IB_TIMEOUT_MS		2000
 #define IB_RETRY_DELAY		HZ
 #define IB_RESOLVE_TIMEOUT	(5 * HZ)
@@ -238,6 +243,10 @@ struct dmaplane_rx {
  *	%IB_RW_BUDGET and %IB_RW_WRS, oldest first
  * @rw_inflight: RDMA contexts posted and not completed
  * @rw_wrs: their work requests
+ * @rw_xfers: transfers holding RDMA contexts initialised on @qp (they
+ *	are destroyed in xfer_free(), which may run in the submitter just
+ *	after teardown drained the QP): teardown destroys @qp at zero
+ * @rw_xfers_wq: teardown waits there for @rw_xfers to reach zero
  * @sent: &struct dmaplane_pend of EAGER/RTS requests waiting for an ACK
  * @cookies: cookie -> operation waiting for a FIN or RESOLVED
  * @next_cookie: cursor for @cookies
@@ -280,6 +289,8 @@ struct dmaplane_conn {
 	struct list_head xfer_wait;
 	unsigned int rw_inflight;
 	unsigned int rw_wrs;
+	atomic_t rw_xfers;
+	wait_queue_head_t rw_xfers_wq;
 	struct list_head sent;
 	struct xarray cookies;
 	u32 next_cookie;
@@ -304,6 +315,7 @@ struct dmaplane_conn {
  * @len: message length
  * @sreg: rendezvous: the registered buffer, completed by the FIN (NULL
  *	for an eager message, completed by the ACK)
+ * @charged: eager: bytes charged to @ep's &dmaplane_ep.eager_backlog
  */
 struct dmaplane_pend {
 	struct list_head node;
@@ -313,7 +325,23 @@ struct dmaplane_pend {
 	u64 tag;
 	u64 len;
 	struct dmaplane_sreg *sreg;
+	u64 charged;
 };
+
+/* Give @p's eager bytes back: before its completion is seen. */
+static void pend_uncharge(struct dmaplane_pend *p)
+{
+	if (p->charged)
+		atomic64_sub(p->charged, &p->ep->eager_backlog);
+	p->charged = 0;
+}
+
+static void pend_free(struct dmaplane_pend *p)
+{
+	pend_uncharge(p);
+	dmaplane_ep_put(p->ep);
+	kfree(p);
+}
 
 /**
  * struct dmaplane_tx - a message to send
@@ -452,6 +480,7 @@ struct dmaplane_rdv {
  * @tag: rendezvous: tag
  * @msg_len: rendezvous: message length
  * @len: bytes moved
+ * @rw_counted: counted in the connection's @rw_xfers
  */
 struct dmaplane_xfer {
 	struct list_head node;
@@ -482,6 +511,7 @@ struct dmaplane_xfer {
 	struct dmaplane_region *region;
 	u64 cookie;
 	u64 rctx;
+	bool rw_counted;
 	u64 src;
 	u64 tag;
 	u64 msg_len;
@@ -1068,6 +1098,17 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 	pend->len = buf->len;
 
 	if (eager) {
+		/*
+		 * Each eager message keeps a copy until the peer ACKs it, and
+		 * waits in the backlog while the peer gives no credit: bounded
+		 * per endpoint.
+		 */
+		pend->charged = buf->len;
+		if (atomic64_add_return(pend->charged, &ep->eager_backlog) >
+		    READ_ONCE(eager_backlog)) {
+			ret = -EAGAIN;
+			goto err_free_tx;
+		}
 		iov_iter_init(&iter, ITER_SOURCE, buf->segs, buf->nsegs, buf->len);
 		if (copy_from_iter(m + 1, buf->len, &iter) != buf->len) {
 			ret = -EFAULT;
@@ -1099,6 +1140,8 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 
 err_free_tx:
 	tx_free(tx);
+	if (pend->charged)
+		atomic64_sub(pend->charged, &ep->eager_backlog);
 	dmaplane_ep_put(ep);
 err_free_pend:
 	kfree(pend);
@@ -1186,6 +1229,9 @@ static void xfer_free(struct dmaplane_xfer *x)
 	}
 	kfree(x->ctx);
 	kfree(x->rsegs);
+	/* The QP may go now (conn_teardown()). */
+	if (x->rw_counted && atomic_dec_and_test(&c->rw_xfers))
+		wake_up_all(&c->rw_xfers_wq);
 	if (x->pages) {
 		if (x->user) {
 			unpin_user_pages_dirty_lock(x->pages, x->npages, !x->write);
@@ -1230,6 +1276,10 @@ static unsigned int xfer_post_locked(struct dmaplane_conn *c, struct dmaplane_xf
 	while (x->next < x->nctx && c->rw_inflight < IB_RW_BUDGET) {
 		i = x->next;
 		if (!x->ctx[i].init) {
+			if (!x->rw_counted) {
+				atomic_inc(&c->rw_xfers);
+				x->rw_counted = true;
+			}
 			ret = rdma_rw_ctx_init(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
 					       x->ctx[i].sgt.sgl, x->ctx[i].sgt.orig_nents, 0,
 					       le64_to_cpu(x->rsegs[i].addr),
@@ -1681,8 +1731,7 @@ static int rx_fin(struct dmaplane_conn *c, const struct dmaplane_wire_fin *f)
 	list_for_each_entry_safe(p, tmp, &c->sent, node) {
 		if (p->sreg == s) {
 			list_del(&p->node);
-			dmaplane_ep_put(p->ep);
-			kfree(p);
+			pend_free(p);
 		}
 	}
 	xa_erase(&c->cookies, cookie);
@@ -1863,6 +1912,7 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 	list_for_each_entry_safe(p, tmp, &done, node) {
 		int st = nack_status(ack, p->seq);
 
+		pend_uncharge(p);
 		if (p->sreg) {
 			if (st)
 				sreg_complete(c, p->sreg, st);
@@ -1870,8 +1920,7 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 			dmaplane_msg_complete(p->ep, DMAPLANE_OP_SEND, p->ctx, st,
 					      st ? 0 : p->len, p->len, p->tag, 0);
 		}
-		dmaplane_ep_put(p->ep);
-		kfree(p);
+		pend_free(p);
 	}
 	return 0;
 }
@@ -2177,11 +2226,11 @@ static void conn_teardown(struct work_struct *work)
 	mutex_unlock(&c->tx_lock);
 	list_for_each_entry_safe(pend, ptmp, &sent, node) {
 		/* A rendezvous is failed through its cookie below. */
+		pend_uncharge(pend);
 		if (!pend->sreg)
 			dmaplane_msg_complete(pend->ep, DMAPLANE_OP_SEND, pend->ctx,
 					      -ECONNRESET, 0, pend->len, pend->tag, 0);
-		dmaplane_ep_put(pend->ep);
-		kfree(pend);
+		pend_free(pend);
 	}
 	/*
 	 * Each entry is taken out under tx_lock, as a RESOLVE that times out
@@ -2208,6 +2257,12 @@ static void conn_teardown(struct work_struct *work)
 		}
 	}
 
+	/*
+	 * A transfer whose submitter dropped the last count after the drain
+	 * destroys its contexts on the QP: wait for it.  None starts now
+	 * (contexts are initialised only while the connection is up).
+	 */
+	wait_event(c->rw_xfers_wq, !atomic_read(&c->rw_xfers));
 	if (c->qp)
 		rdma_destroy_qp(c->cm_id);
 	if (c->cq)
@@ -2254,6 +2309,7 @@ static struct dmaplane_conn *conn_alloc(struct dmaplane_ib_peer *p, bool active)
 	xa_init_flags(&c->cookies, XA_FLAGS_ALLOC);
 	xa_init(&c->rdvs);
 	init_waitqueue_head(&c->up_wq);
+	init_waitqueue_head(&c->rw_xfers_wq);
 	lockdep_assert_held(&ib_lock);
 	list_add_tail(&c->node, &ib_conns);
 	return c;

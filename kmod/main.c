@@ -162,6 +162,7 @@ static int dmaplane_stats_show(struct seq_file *m, void *unused)
 		{ "invalidations", &dmaplane_stats.invalidations },
 		{ "posted_recvs", &dmaplane_stats.posted_recvs },
 		{ "unexp_msgs", &dmaplane_stats.unexp_msgs },
+		{ "deliveries", &dmaplane_stats.deliveries },
 		{ "xfer_pages", &dmaplane_stats.xfer_pages },
 	};
 	unsigned int i;
@@ -180,9 +181,13 @@ static int __init dmaplane_init(void)
 	/* The transport announces it to peers: choose it first. */
 	dmaplane_node_id = get_random_u64();
 
-	ret = dmaplane_mr_init();
+	ret = dmaplane_msg_init();
 	if (ret)
 		return ret;
+
+	ret = dmaplane_mr_init();
+	if (ret)
+		goto err_msg_exit;
 
 	ret = dmaplane_nl_init();
 	if (ret)
@@ -219,6 +224,8 @@ err_nl_exit:
 	dmaplane_nl_exit();
 err_mr_exit:
 	dmaplane_mr_exit();
+err_msg_exit:
+	dmaplane_msg_exit();
 	return ret;
 }
 
@@ -226,6 +233,8 @@ static void __exit dmaplane_exit(void)
 {
 	debugfs_remove(dmaplane_debugfs);
 	misc_deregister(&dmaplane_misc);
+	/* Deliveries still running may pull from peers: before the transport. */
+	dmaplane_msg_exit();
 	/* Peers first: their connections complete what is pending. */
 	dmaplane_nl_peers_flush();
 	dmaplane_ib_exit();

@@ -21,11 +21,21 @@
  * RECV offers the receive to its own matcher and, when an unexpected
  * message matches, takes the data as above.  Truncation is reported
  * (-EMSGSIZE with the bytes that fit), never silent.
+ *
+ * An eager payload is copied in before match_lock is taken, so that no
+ * fault on a sender's memory ever happens under the receiver's lock.  A
+ * message from another node that matches a posted receive is not copied
+ * where it matched (the connection's completion work, shared by every
+ * endpoint behind that peer): it is queued on the receiving endpoint and
+ * its delivery work copies it in the receiver's address space, so a
+ * receive buffer that faults forever (a FUSE mapping whose server does not
+ * answer) stalls that endpoint only.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/compat.h>
 #include <linux/highmem.h>
+#include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/sched/mm.h>
@@ -38,13 +48,20 @@
 static unsigned long unexp_budget = 4UL << 20;
 module_param(unexp_budget, ulong, 0644);
 MODULE_PARM_DESC(unexp_budget,
-		 "Bytes of eager unexpected messages an endpoint may hold");
+		 "Bytes of eager messages the kernel may hold for an endpoint (unexpected, or waiting for delivery)");
+static unsigned long iov_budget = 1UL << 20;
+module_param(iov_budget, ulong, 0644);
+MODULE_PARM_DESC(iov_budget,
+		 "Bytes of iovec arrays an endpoint's operations in flight may hold");
 static unsigned int unexp_max = 4096;
 module_param(unexp_max, uint, 0644);
 MODULE_PARM_DESC(unexp_max, "Unexpected messages an endpoint may hold");
 
 #define MAX_SUBMIT	256
 #define COPY_CHUNK	16	/* pages pinned at a time by remote copies */
+
+/* Runs the endpoints' delivery work (unbound: one stuck endpoint blocks one worker). */
+static struct workqueue_struct *deliver_wq;
 
 /**
  * struct dmaplane_msg - a message queued as unexpected at its receiver
@@ -58,6 +75,8 @@ MODULE_PARM_DESC(unexp_max, "Unexpected messages an endpoint may hold");
  * @mm: rendezvous: the sender's address space (mmgrab()ed)
  * @rdv: rendezvous from another node: the transport's state (ib.c),
  *	handed to dmaplane_ib_pull() when a receive matches
+ * @deliver_node: on the receiver's &dmaplane_ep.deliveries
+ * @recv: the receive it matched, while it waits for delivery
  */
 struct dmaplane_msg {
 	struct dmaplane_match_msg m;
@@ -68,6 +87,8 @@ struct dmaplane_msg {
 	struct dmaplane_ubuf buf;
 	struct mm_struct *mm;
 	struct dmaplane_rdv *rdv;
+	struct list_head deliver_node;
+	struct dmaplane_recv *recv;
 };
 
 /**
@@ -202,8 +223,17 @@ static int ubuf_copy_iovec(struct iovec *segs, u64 uaddr, u32 n)
 	return 0;
 }
 
-/* Describe the buffer of @op (one range, or an iovec with F_IOV). */
-static int ubuf_from_op(struct dmaplane_ubuf *b, const struct dmaplane_op *op)
+static void ubuf_uncharge(struct dmaplane_ubuf *b, u32 n)
+{
+	atomic64_sub((u64)n * sizeof(*b->segs), &b->charged->iov_bytes);
+}
+
+/*
+ * Describe the buffer of @op (one range, or an iovec with F_IOV).  An
+ * iovec's copy counts against @ep's iov_budget until ubuf_free().
+ */
+static int ubuf_from_op(struct dmaplane_ep *ep, struct dmaplane_ubuf *b,
+			const struct dmaplane_op *op)
 {
 	u32 i;
 
@@ -219,9 +249,17 @@ static int ubuf_from_op(struct dmaplane_ubuf *b, const struct dmaplane_op *op)
 	}
 	if (!op->len || op->len > UIO_MAXIOV)
 		return -EINVAL;
+	b->charged = ep;
+	if (atomic64_add_return(op->len * sizeof(*b->segs), &ep->iov_bytes) >
+	    READ_ONCE(iov_budget)) {
+		ubuf_uncharge(b, op->len);
+		return -EAGAIN;
+	}
 	b->segs = kmalloc_array(op->len, sizeof(*b->segs), GFP_KERNEL_ACCOUNT);
-	if (!b->segs)
+	if (!b->segs) {
+		ubuf_uncharge(b, op->len);
 		return -ENOMEM;
+	}
 	if (ubuf_copy_iovec(b->segs, op->addr, op->len))
 		goto err_fault;
 	b->nsegs = op->len;
@@ -232,6 +270,7 @@ static int ubuf_from_op(struct dmaplane_ubuf *b, const struct dmaplane_op *op)
 		b->len += b->segs[i].iov_len;
 		if (b->len > MAX_RW_COUNT) {
 			kfree(b->segs);
+			ubuf_uncharge(b, op->len);
 			return -EMSGSIZE;
 		}
 	}
@@ -239,13 +278,22 @@ static int ubuf_from_op(struct dmaplane_ubuf *b, const struct dmaplane_op *op)
 
 err_fault:
 	kfree(b->segs);
+	ubuf_uncharge(b, op->len);
 	return -EFAULT;
 }
 
+/*
+ * Free an iovec copy (once: a second call does nothing).  Done before the
+ * operation's completion is posted, so that a caller who sees it has the
+ * budget back.
+ */
 static void ubuf_free(struct dmaplane_ubuf *b)
 {
-	if (b->segs != &b->one)
+	if (b->segs != &b->one) {
 		kfree(b->segs);
+		ubuf_uncharge(b, b->nsegs);
+		b->segs = &b->one;
+	}
 }
 
 /* Move a buffer description (the single-range storage is inline). */
@@ -297,7 +345,6 @@ static void msg_free(struct dmaplane_msg *msg)
 	if (msg->sender)
 		dmaplane_ep_put(msg->sender);
 	kfree(msg);
-	atomic_long_dec(&dmaplane_stats.unexp_msgs);
 }
 
 /*
@@ -336,6 +383,9 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	}
 	if (!ret && msg->len > r->buf.len)
 		ret = -EMSGSIZE;
+	ubuf_free(&r->buf);
+	if (!msg->data)
+		ubuf_free(&msg->buf);
 	msg_complete(ep, DMAPLANE_OP_RECV, r->ctx, ret, ret && ret != -EMSGSIZE ? 0 : n,
 		     msg->len, msg->m.tag, msg->m.src);
 
@@ -359,25 +409,149 @@ static void unexp_uncount(struct dmaplane_ep *ep, struct dmaplane_msg *msg)
 	if (msg->data)
 		ep->unexp_bytes -= msg->len;
 	ep->unexp_msgs--;
+	atomic_long_dec(&dmaplane_stats.unexp_msgs);
+}
+
+/*
+ * Deliveries wait on the receiving endpoint in matching order; its work
+ * copies them in the receiver's address space.  A receive that its owner's
+ * ioctl matches while deliveries wait goes behind them, so that receives
+ * still complete in the order they matched.  Each holds a reference to the
+ * endpoint; an eager payload counts in @deliver_bytes until delivered.
+ */
+static void deliver_add_locked(struct dmaplane_ep *ep, struct dmaplane_recv *r,
+			       struct dmaplane_msg *msg)
+{
+	lockdep_assert_held(&ep->deliver_lock);
+	msg->recv = r;
+	kref_get(&ep->ref);
+	list_add_tail(&msg->deliver_node, &ep->deliveries);
+	ep->deliver_pending++;
+	if (msg->data)
+		ep->deliver_bytes += msg->len;
+	atomic_long_inc(&dmaplane_stats.deliveries);
+}
+
+/* Queue @msg, matched to @r, for delivery to @ep. */
+static void deliver_queue(struct dmaplane_ep *ep, struct dmaplane_recv *r,
+			  struct dmaplane_msg *msg)
+{
+	spin_lock(&ep->deliver_lock);
+	deliver_add_locked(ep, r, msg);
+	spin_unlock(&ep->deliver_lock);
+	queue_work(deliver_wq, &ep->deliver_work);
+}
+
+/* Deliver @msg to @r now, or behind the deliveries still waiting. */
+static void deliver_or_queue(struct dmaplane_ep *ep, struct dmaplane_recv *r,
+			     struct dmaplane_msg *msg)
+{
+	bool queued = false;
+
+	spin_lock(&ep->deliver_lock);
+	if (ep->deliver_pending) {
+		deliver_add_locked(ep, r, msg);
+		queued = true;
+	}
+	spin_unlock(&ep->deliver_lock);
+	if (queued) {
+		queue_work(deliver_wq, &ep->deliver_work);
+		return;
+	}
+	deliver_unexpected(ep, r, msg);
+	recv_free(r);
+}
+
+static void msg_drop(struct dmaplane_msg *msg);
+
+static void deliver_work(struct work_struct *work)
+{
+	struct dmaplane_ep *ep = container_of(work, struct dmaplane_ep, deliver_work);
+	struct mm_struct *mm = ep->mm;
+	bool use_mm = mm && mmget_not_zero(mm);
+	unsigned int done = 0;
+
+	/* The receiver's buffers are user addresses of its address space. */
+	if (use_mm)
+		kthread_use_mm(mm);
+	for (;;) {
+		struct dmaplane_msg *msg;
+		struct dmaplane_recv *r;
+		u64 bytes;
+
+		spin_lock(&ep->deliver_lock);
+		msg = list_first_entry_or_null(&ep->deliveries, struct dmaplane_msg,
+					       deliver_node);
+		if (msg)
+			list_del(&msg->deliver_node);
+		spin_unlock(&ep->deliver_lock);
+		if (!msg)
+			break;
+		r = msg->recv;
+		bytes = msg->data ? msg->len : 0;
+		if (use_mm && !READ_ONCE(ep->dead)) {
+			deliver_unexpected(ep, r, msg);
+		} else {
+			/* The owner is gone (or going): nothing to copy into. */
+			dmaplane_msg_complete(ep, DMAPLANE_OP_RECV, r->ctx, -ECONNRESET,
+					      0, msg->len, msg->m.tag, msg->m.src);
+			msg_drop(msg);
+		}
+		recv_free(r);
+		spin_lock(&ep->deliver_lock);
+		ep->deliver_pending--;
+		ep->deliver_bytes -= bytes;
+		spin_unlock(&ep->deliver_lock);
+		atomic_long_dec(&dmaplane_stats.deliveries);
+		done++;
+	}
+	if (use_mm) {
+		kthread_unuse_mm(mm);
+		mmput(mm);
+	}
+	/* Last: the final reference may free @ep (and this work with it). */
+	while (done--)
+		dmaplane_ep_put(ep);
+}
+
+/**
+ * dmaplane_ep_deliver_init() - set up an endpoint's delivery queue
+ * @ep: a new endpoint
+ */
+void dmaplane_ep_deliver_init(struct dmaplane_ep *ep)
+{
+	spin_lock_init(&ep->deliver_lock);
+	INIT_LIST_HEAD(&ep->deliveries);
+	INIT_WORK(&ep->deliver_work, deliver_work);
+}
+
+/* Eager bytes the kernel holds for @ep; under its match_lock. */
+static u64 held_bytes(struct dmaplane_ep *ep)
+{
+	lockdep_assert_held(&ep->match_lock);
+	return ep->unexp_bytes + READ_ONCE(ep->deliver_bytes);
 }
 
 /* RECV of a message claimed by PROBE: no matching, just the data. */
 static int do_recv_claimed(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
-	struct dmaplane_recv r = { .owner = ep, .ctx = op->ctx };
+	struct dmaplane_recv *r;
 	struct dmaplane_msg *msg;
 	int ret;
 
 	if (op->tag || op->ignore)
 		return -EINVAL;
-	ret = ubuf_from_op(&r.buf, op);
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	if (!r)
+		return -ENOMEM;
+	r->owner = ep;
+	r->ctx = op->ctx;
+	ret = ubuf_from_op(ep, &r->buf, op);
 	if (ret)
-		return ret;
+		goto err_free_recv;
 	ret = dmaplane_cq_reserve(ep->cq);
-	if (ret) {
-		ubuf_free(&r.buf);
-		return ret;
-	}
+	if (ret)
+		goto err_free_buf;
 	mutex_lock(&ep->match_lock);
 	msg = xa_erase(&ep->claims, op->peer);
 	if (msg)
@@ -385,12 +559,17 @@ static int do_recv_claimed(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	mutex_unlock(&ep->match_lock);
 	if (!msg) {
 		dmaplane_cq_unreserve(ep->cq);
-		ubuf_free(&r.buf);
-		return -ENOENT;
+		ret = -ENOENT;
+		goto err_free_buf;
 	}
-	deliver_unexpected(ep, &r, msg);
-	ubuf_free(&r.buf);
+	deliver_or_queue(ep, r, msg);
 	return 0;
+
+err_free_buf:
+	ubuf_free(&r->buf);
+err_free_recv:
+	kfree(r);
+	return ret;
 }
 
 static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
@@ -411,7 +590,7 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
-	ret = ubuf_from_op(&r->buf, op);
+	ret = ubuf_from_op(ep, &r->buf, op);
 	if (ret)
 		goto err_free_recv;
 	r->m.src = src;
@@ -431,8 +610,7 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 
 		unexp_uncount(ep, msg);
 		mutex_unlock(&ep->match_lock);
-		deliver_unexpected(ep, r, msg);
-		recv_free(r);
+		deliver_or_queue(ep, r, msg);
 		return 0;
 	}
 	atomic_long_inc(&dmaplane_stats.posted_recvs);
@@ -461,7 +639,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	ret = dmaplane_av_lookup(ep, op->peer, &uid);
 	if (ret)
 		return ret;
-	ret = ubuf_from_op(&sbuf, op);
+	ret = ubuf_from_op(ep, &sbuf, op);
 	if (ret)
 		return ret;
 	if (DMAPLANE_SRC_NODE_SLOT(uid)) {
@@ -494,6 +672,20 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	if (ret)
 		goto err_free_msg;
 
+	/* Eager: copied in now, never under the receiver's match_lock. */
+	if (len <= dmaplane_eager_threshold()) {
+		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL_ACCOUNT);
+		if (!msg->data) {
+			ret = -ENOMEM;
+			goto err_unreserve;
+		}
+		ubuf_iter(&sbuf, ITER_SOURCE, len, &iter);
+		if (copy_from_iter(msg->data, len, &iter) != len) {
+			ret = -EFAULT;
+			goto err_unreserve;
+		}
+	}
+
 	mutex_lock(&dest->match_lock);
 	if (dest->dead) {
 		ret = -ECONNRESET;
@@ -503,13 +695,19 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	if (mr) {
 		struct dmaplane_recv *r = container_of(mr, struct dmaplane_recv, m);
 		u64 n = min(r->buf.len, len);
+		struct kvec kv = { .iov_base = msg->data, .iov_len = n };
 
 		atomic_long_dec(&dmaplane_stats.posted_recvs);
 		mutex_unlock(&dest->match_lock);
 		/* Expected: one copy, sender's buffer -> receiver's buffer. */
-		ubuf_iter(&sbuf, ITER_SOURCE, n, &iter);
+		if (msg->data)
+			iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, n);
+		else
+			ubuf_iter(&sbuf, ITER_SOURCE, n, &iter);
 		if (n)
 			ret = copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
+		ubuf_free(&r->buf);
+		ubuf_free(&sbuf);
 		msg_complete(dest, DMAPLANE_OP_RECV, r->ctx,
 			     ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
 			     len > r->buf.len ? -EMSGSIZE : 0,
@@ -517,6 +715,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, ret, len, len,
 			     op->tag, 0);
 		recv_free(r);
+		kvfree(msg->data);
 		kfree(msg);
 		ret = 0;
 		goto out_put_dest;
@@ -524,22 +723,11 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 
 	/* Unexpected: within the receiver's budget, or back off. */
 	if (dest->unexp_msgs >= READ_ONCE(unexp_max) ||
-	    (len <= dmaplane_eager_threshold() &&
-	     dest->unexp_bytes + len > READ_ONCE(unexp_budget))) {
+	    (msg->data && held_bytes(dest) + len > READ_ONCE(unexp_budget))) {
 		ret = -EAGAIN;
 		goto err_unqueue;
 	}
-	if (len <= dmaplane_eager_threshold()) {
-		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL_ACCOUNT);
-		if (!msg->data) {
-			ret = -ENOMEM;
-			goto err_unqueue;
-		}
-		ubuf_iter(&sbuf, ITER_SOURCE, len, &iter);
-		if (copy_from_iter(msg->data, len, &iter) != len) {
-			ret = -EFAULT;
-			goto err_unqueue;
-		}
+	if (msg->data) {
 		dest->unexp_bytes += len;
 	} else {
 		/* Rendezvous: the message keeps the buffer's description. */
@@ -554,9 +742,11 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	atomic_long_inc(&dmaplane_stats.unexp_msgs);
 	mutex_unlock(&dest->match_lock);
 
-	if (msg->data)
+	if (msg->data) {
+		ubuf_free(&sbuf);
 		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, 0, len, len,
 			     op->tag, 0);
+	}
 	ret = 0;
 	goto out_put_dest;
 
@@ -564,9 +754,10 @@ err_unqueue:
 	dmaplane_match_remove_msg(&dest->matcher, &msg->m);
 err_unlock:
 	mutex_unlock(&dest->match_lock);
+err_unreserve:
 	dmaplane_cq_unreserve(ep->cq);
-err_free_msg:
 	kvfree(msg->data);
+err_free_msg:
 	kfree(msg);
 out_put_dest:
 	dmaplane_ep_put(dest);
@@ -589,8 +780,9 @@ out_free_buf:
  *	dmaplane_ib_rdv_drop(); on failure it stays the caller's.
  *
  * The same matching as a send on this node: a posted receive takes the
- * message at once, otherwise it waits as unexpected within the receiver's
- * budget.  Called by the transport in process context.
+ * message (its delivery work copies it in), otherwise it waits as
+ * unexpected within the receiver's budget.  Called by the transport's
+ * completion work: it never faults user memory here.
  *
  * Return: 0, -ECONNRESET (no such endpoint: closed), -EACCES (another
  * security domain), -EAGAIN (the receiver's unexpected budget is full),
@@ -620,55 +812,46 @@ int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
 	msg->m.src = src;
 	msg->m.tag = tag;
 	msg->len = len;
+	if (data) {
+		/* Out of the connection's receive buffer, which is reposted. */
+		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL);
+		if (!msg->data) {
+			ret = -ENOMEM;
+			goto err_free_msg;
+		}
+		memcpy(msg->data, data, len);
+	} else {
+		msg->rdv = rdv;
+		msg->buf.segs = &msg->buf.one;
+	}
 
 	mutex_lock(&dest->match_lock);
 	if (dest->dead) {
 		ret = -ECONNRESET;
 		goto err_unlock;
 	}
+	/*
+	 * The budget bounds every eager byte held for the receiver, matched
+	 * ones waiting for delivery included: checked before matching.
+	 */
+	if (data && held_bytes(dest) + len > READ_ONCE(unexp_budget)) {
+		ret = -EAGAIN;
+		goto err_unlock;
+	}
 	mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
 	if (mr) {
-		struct dmaplane_recv *r = container_of(mr, struct dmaplane_recv, m);
-		u64 n = min(r->buf.len, len);
-		struct iov_iter iter;
-		struct kvec kv = { .iov_base = (void *)data, .iov_len = n };
-
 		atomic_long_dec(&dmaplane_stats.posted_recvs);
 		mutex_unlock(&dest->match_lock);
-		if (rdv) {
-			dmaplane_ib_pull(rdv, dest, &r->buf, r->ctx);
-		} else {
-			iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, n);
-			if (n)
-				ret = copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
-			msg_complete(dest, DMAPLANE_OP_RECV, r->ctx,
-				     ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
-				     len > r->buf.len ? -EMSGSIZE : 0,
-				     ret ? 0 : n, len, tag, src);
-			ret = 0;
-		}
-		recv_free(r);
-		kfree(msg);
+		/* Copied by the receiver's delivery work, not here. */
+		deliver_queue(dest, container_of(mr, struct dmaplane_recv, m), msg);
 		goto out_put_dest;
 	}
-
-	if (dest->unexp_msgs >= READ_ONCE(unexp_max) ||
-	    (data && dest->unexp_bytes + len > READ_ONCE(unexp_budget))) {
+	if (dest->unexp_msgs >= READ_ONCE(unexp_max)) {
 		ret = -EAGAIN;
 		goto err_unqueue;
 	}
-	if (data) {
-		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL);
-		if (!msg->data) {
-			ret = -ENOMEM;
-			goto err_unqueue;
-		}
-		memcpy(msg->data, data, len);
+	if (data)
 		dest->unexp_bytes += len;
-	} else {
-		msg->rdv = rdv;
-		msg->buf.segs = &msg->buf.one;
-	}
 	dest->unexp_msgs++;
 	atomic_long_inc(&dmaplane_stats.unexp_msgs);
 	mutex_unlock(&dest->match_lock);
@@ -678,6 +861,8 @@ err_unqueue:
 	dmaplane_match_remove_msg(&dest->matcher, &msg->m);
 err_unlock:
 	mutex_unlock(&dest->match_lock);
+	kvfree(msg->data);
+err_free_msg:
 	kfree(msg);
 out_put_dest:
 	dmaplane_ep_put(dest);
@@ -813,6 +998,28 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 	return 0;
 }
 
+/**
+ * dmaplane_msg_init() - module load: the delivery workqueue
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int dmaplane_msg_init(void)
+{
+	deliver_wq = alloc_workqueue("dmaplane_deliver", WQ_UNBOUND, 0);
+	return deliver_wq ? 0 : -ENOMEM;
+}
+
+/**
+ * dmaplane_msg_exit() - module unload: wait for the last deliveries
+ *
+ * Every file is released by now, so nothing queues new ones; those still
+ * running may reach the transport, which must still be up.
+ */
+void dmaplane_msg_exit(void)
+{
+	destroy_workqueue(deliver_wq);
+}
+
 /* A message dropped undelivered: its rendezvous sender learns so. */
 static void msg_drop(struct dmaplane_msg *msg)
 {
@@ -829,7 +1036,8 @@ static void msg_drop(struct dmaplane_msg *msg)
  *
  * No message is accepted any more.  Posted receives are dropped (their
  * owner is gone); unexpected messages are freed and their rendezvous
- * senders get -ECONNRESET.
+ * senders get -ECONNRESET.  Deliveries still queued are dropped the same
+ * way by the delivery work, which sees @ep->dead.
  */
 void dmaplane_ep_drain_messages(struct dmaplane_ep *ep)
 {
@@ -841,11 +1049,14 @@ void dmaplane_ep_drain_messages(struct dmaplane_ep *ep)
 	mutex_lock(&ep->match_lock);
 	WRITE_ONCE(ep->dead, true);
 	while ((mm = dmaplane_match_probe(&ep->matcher, DMAPLANE_ANY_SRC, 0,
-					  ~0ULL, true)))
+					  ~0ULL, true))) {
 		msg_drop(container_of(mm, struct dmaplane_msg, m));
+		atomic_long_dec(&dmaplane_stats.unexp_msgs);
+	}
 	xa_for_each(&ep->claims, handle, msg) {
 		xa_erase(&ep->claims, handle);
 		msg_drop(msg);
+		atomic_long_dec(&dmaplane_stats.unexp_msgs);
 	}
 	ep->unexp_bytes = 0;
 	ep->unexp_msgs = 0;
@@ -938,6 +1149,7 @@ int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg)
 	if (!mr)
 		return -ENOENT;
 	r = container_of(mr, struct dmaplane_recv, m);
+	ubuf_free(&r->buf);
 	msg_complete(ep, DMAPLANE_OP_RECV, r->ctx, -ECANCELED, 0, 0, r->m.tag, 0);
 	recv_free(r);
 	return 0;

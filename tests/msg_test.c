@@ -6,6 +6,7 @@
  * and what happens when a process dies.
  */
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -413,15 +414,24 @@ TEST_F(pair, bad_operations_rejected)
 	ASSERT_EQ(1, wait1(self->b, c));
 	EXPECT_EQ(0, c[0].status);
 
-	/* Unmapped user memory: accepted, completes with -EFAULT. */
-	hole = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/*
+	 * Unreadable user memory: an eager send copies it in at once, so
+	 * it is refused (-EFAULT) and the posted receive stays; a
+	 * rendezvous is accepted and completes with -EFAULT on both sides.
+	 */
+	hole = mmap(NULL, 4 * EAGER, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, hole);
 	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 0, ~0ull, buf, 8, 1));
-	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0, hole, 8, 2));
+	EXPECT_EQ(-EFAULT, dp_send(self->a, self->a2b, 0, hole, 8, 2));
+	EXPECT_EQ(0, dp_poll(self->b, c, 1));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0, hole, 4 * EAGER, 3));
 	ASSERT_EQ(1, wait1(self->b, c));
+	EXPECT_EQ(1, c[0].ctx);
 	EXPECT_EQ(-EFAULT, c[0].status);
-	munmap(hole, 4096);
-	/* a's send completions: the batch one and this one. */
+	munmap(hole, 4 * EAGER);
+	/* a's send completions: the batch one and the rendezvous. */
 	EXPECT_EQ(2, dp_poll(self->a, c, 4));
+	EXPECT_EQ(3, c[1].ctx);
 	EXPECT_EQ(-EFAULT, c[1].status);
 }
 
@@ -1042,6 +1052,58 @@ TEST_F(pair, address_vector_is_bounded)
 	EXPECT_EQ(0, dp_av_insert(self->a, &name, &h[0]));
 }
 
+/*
+ * The iovec arrays the kernel copies in for queued operations are bounded
+ * per endpoint (iov_budget): beyond, an F_IOV operation is -EAGAIN until
+ * one completes or is cancelled; other endpoints have budgets of their own.
+ */
+TEST_F(pair, iovec_copies_are_bounded_per_endpoint)
+{
+	const char *param = "/sys/module/dmaplane/parameters/iov_budget";
+	unsigned int per = 1024, fit, i;
+	struct iovec *iov = calloc(per, sizeof(*iov));
+	char buf[1024], val[32] = "";
+	struct dmaplane_cqe c;
+	int pfd, ret;
+
+	ASSERT_NE(NULL, iov);
+	pfd = open(param, O_RDONLY);
+	ASSERT_LE(0, pfd);
+	ASSERT_LT(0, read(pfd, val, sizeof(val) - 1));
+	close(pfd);
+	fit = strtoul(val, NULL, 0) / (per * sizeof(*iov));
+	ASSERT_LT(0, fit);
+	ASSERT_GT(1000, fit);
+	for (i = 0; i < per; i++)
+		iov[i] = (struct iovec){ buf + i, 1 };
+
+	for (i = 0; i < fit; i++)
+		ASSERT_EQ(0, dp_recvv(self->b, DP_ANY_SRC, i, 0, iov, per, 100 + i))
+			TH_LOG("receive %u of %u", i, fit);
+	EXPECT_EQ(-EAGAIN, dp_recvv(self->b, DP_ANY_SRC, 0, 0, iov, per, 99));
+	/* A single-range receive copies no iovec: not bounded by it. */
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 1 << 20, 0, buf, 8, 98));
+	/* The sender's budget is its own. */
+	ret = dp_sendv(self->a, self->a2b, 0, iov, per, 7);
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(100, c.ctx);
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(per, c.len);
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	/* The completed receive made room for exactly one more. */
+	ASSERT_EQ(0, dp_recvv(self->b, DP_ANY_SRC, 0, 0, iov, per, 200));
+	EXPECT_EQ(-EAGAIN, dp_recvv(self->b, DP_ANY_SRC, 0, 0, iov, per, 99));
+	/* So does a cancelled one. */
+	ASSERT_EQ(0, dp_cancel(self->b, 101));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(-ECANCELED, c.status);
+	ASSERT_EQ(0, dp_recvv(self->b, DP_ANY_SRC, 0, 0, iov, per, 201));
+	EXPECT_EQ(-EAGAIN, dp_recvv(self->b, DP_ANY_SRC, 0, 0, iov, per, 99));
+	free(iov);
+}
+
 TEST(probe_and_cancel_need_setup)
 {
 	struct dmaplane_probe p;
@@ -1074,6 +1136,106 @@ TEST(poll_wakes_on_completion)
 	EXPECT_TRUE(pfd.revents & POLLIN);
 	ASSERT_EQ(0, dp_recv_sync(ep, me, 0, 0, buf, 4, NULL) == -EBUSY ? 0 : 1);
 	dp_close(ep);
+}
+
+struct stalled_send {
+	struct dp_ep *ep;
+	uint32_t dest;
+	void *buf;
+	size_t len;
+	int ret;
+};
+
+static void *stalled_send_thread(void *arg)
+{
+	struct stalled_send *s = arg;
+
+	s->ret = dp_send(s->ep, s->dest, 1, s->buf, s->len, 11);
+	return NULL;
+}
+
+/*
+ * An eager send whose source faults for as long as its owner likes (here
+ * a userfaultfd nobody answers yet) holds up its own system call only:
+ * another sender to the same receiver, and the receiver, go on.  (The
+ * payload used to be copied under the receiver's match_lock.)
+ */
+TEST(stalled_sender_source_holds_up_only_itself)
+{
+	struct dp_ep *r = ep_new(0, 0), *s1 = ep_new(0, 0), *s2 = ep_new(0, 0);
+	long page = sysconf(_SC_PAGESIZE);
+	struct stalled_send st = { .ep = s1, .len = 2 * page };
+	char other[64], got[64], *dst, *pattern;
+	struct dmaplane_cqe c;
+	uint32_t s2r, r_any;
+	uint64_t where = 0;
+	pthread_t t;
+	int uffd;
+
+	ASSERT_NE(NULL, r);
+	ASSERT_NE(NULL, s1);
+	ASSERT_NE(NULL, s2);
+	ASSERT_EQ(0, connect_to(s1, r, &st.dest));
+	ASSERT_EQ(0, connect_to(s2, r, &s2r));
+	ASSERT_EQ(0, connect_to(r, s1, &r_any));
+	st.buf = mmap(NULL, st.len, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, st.buf);
+	uffd = dp_test_uffd_region(st.buf, st.len);
+	if (uffd == -ENOSYS || uffd == -EPERM)
+		SKIP(return, "no userfaultfd here (%d)", uffd);
+	ASSERT_LE(0, uffd);
+	pattern = malloc(st.len);
+	dst = malloc(st.len);
+	ASSERT_NE(NULL, pattern);
+	ASSERT_NE(NULL, dst);
+	dp_test_fill(pattern, st.len, 0x57a11ed);
+
+	ASSERT_EQ(0, pthread_create(&t, NULL, stalled_send_thread, &st));
+	/* The send's copy-in is stuck on the first page. */
+	ASSERT_EQ(0, dp_test_uffd_fault(uffd, 30000, &where));
+	EXPECT_EQ((uintptr_t)st.buf, where);
+
+	/* Another sender and the receiver are not held up (SIGALRM: fail). */
+	alarm(60);
+	dp_test_fill(other, sizeof(other), 0x07e4);
+	ASSERT_EQ(0, dp_send(s2, s2r, 2, other, sizeof(other), 21));
+	ASSERT_EQ(1, wait1(s2, &c));
+	EXPECT_EQ(0, c.status);
+	ASSERT_EQ(0, dp_recv(r, DMAPLANE_AV_ANY, 2, 0, got, sizeof(got), 22));
+	ASSERT_EQ(1, wait1(r, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(22, c.ctx);
+	EXPECT_EQ(sizeof(other), c.len);
+	EXPECT_EQ(0, memcmp(other, got, sizeof(got)));
+	alarm(0);
+
+	/* Let the stalled copy finish: its data arrives whole. */
+	ASSERT_EQ(0, dp_test_uffd_fill(uffd, st.buf, pattern, page));
+	/* The second page may fault too (a copy goes page by page). */
+	dp_test_uffd_fault(uffd, 2000, &where);
+	ASSERT_EQ(0, dp_test_uffd_fill(uffd, (char *)st.buf + page,
+				       pattern + page, page));
+	ASSERT_EQ(0, pthread_join(t, NULL));
+	ASSERT_EQ(0, st.ret);
+	ASSERT_EQ(1, wait1(s1, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(11, c.ctx);
+	ASSERT_EQ(0, dp_recv(r, r_any, 1, 0, dst, st.len, 12));
+	ASSERT_EQ(1, wait1(r, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(st.len, c.len);
+	EXPECT_EQ(0, memcmp(pattern, dst, st.len));
+
+	close(uffd);
+	munmap(st.buf, st.len);
+	free(pattern);
+	free(dst);
+	dp_close(r);
+	dp_close(s1);
+	dp_close(s2);
+	EXPECT_EQ(0, dp_test_stat("unexp_msgs"));
+	EXPECT_EQ(0, dp_test_stat("deliveries"));
 }
 
 TEST_HARNESS_MAIN

@@ -2060,6 +2060,162 @@ TEST_F_TIMEOUT(remote, remote_rendezvous_charged_to_memlock, 300)
 	EXPECT_EQ(0, dp_test_stat("xfer_pages"));
 }
 
+/*
+ * A receive buffer here that faults for as long as its owner likes (a
+ * userfaultfd nobody answers yet) holds up that receive only: the
+ * message is copied in by the endpoint's delivery work, not by the
+ * connection's completion work, so another endpoint behind the same
+ * connection still gets eager and rendezvous messages meanwhile.
+ */
+TEST_F_TIMEOUT(remote, stalled_receive_buffer_holds_up_only_its_endpoint, 300)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t tag = 0x57a1100000000000ull, where = 0, len = page;
+	uint64_t big = 1 << 20, seed = 0x5eed57a11;
+	struct dmaplane_name bname;
+	struct dmaplane_cqe c[2];
+	uint32_t r_to_b, b_to_r;
+	char *buf, *small, *large, *junk;
+	struct dp_ep *b;
+	int uffd, got;
+
+	if (self->local)
+		SKIP(return, "one node: the copy runs in the sender's own call");
+	ASSERT_GE(self->eager, (long)len);
+	buf = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, buf);
+	uffd = dp_test_uffd_region(buf, len);
+	if (uffd == -ENOSYS || uffd == -EPERM)
+		SKIP(return, "no userfaultfd here (%d)", uffd);
+	ASSERT_LE(0, uffd);
+	b = ep_new(0, LOCAL_RING);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, dp_getname(b, &bname));
+	ASSERT_EQ(0, r_insert(self->s, self->rep, &bname, &r_to_b));
+	ASSERT_EQ(0, dp_av_insert(b, &self->rname, &b_to_r));
+	small = lbuf(64);
+	large = lbuf(big);
+	junk = calloc(1, len);
+	ASSERT_NE(NULL, small);
+	ASSERT_NE(NULL, large);
+	ASSERT_NE(NULL, junk);
+
+	/* An eager message to the stalled buffer: its copy waits on the fault. */
+	ASSERT_EQ(0, dp_recv(self->ep, self->to_r, tag, 0, buf, len, 7));
+	ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep, self->r_to_l,
+			   tag, len, seed, 9));
+	ASSERT_EQ(0, dp_test_uffd_fault(uffd, 60000, &where))
+		TH_LOG("the delivery never touched the receive buffer");
+	EXPECT_EQ((uintptr_t)buf, where);
+	EXPECT_EQ(0, dp_poll(self->ep, c, 1));
+
+	/* Endpoint b, behind the same connection, is not held up. */
+	ASSERT_EQ(0, dp_recv(b, b_to_r, tag + 1, 0, small, 64, 11));
+	ASSERT_EQ(0, dp_recv(b, b_to_r, tag + 2, 0, large, big, 12));
+	ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep, r_to_b,
+			   tag + 1, 64, seed + 1, 21));
+	ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep, r_to_b,
+			   tag + 2, big, seed + 2, 22));
+	ASSERT_EQ(2, lwait(b, c, 2, 60000));
+	qsort(c, 2, sizeof(c[0]), cmp_ctx);
+	EXPECT_EQ(11, c[0].ctx);
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(64, c[0].len);
+	EXPECT_EQ(12, c[1].ctx);
+	EXPECT_EQ(0, c[1].status);
+	EXPECT_EQ(big, c[1].len);
+	EXPECT_EQ(-1, lcheck(small, 64, seed + 1, 64, 64));
+	EXPECT_EQ(-1, lcheck(large, big, seed + 2, big, big));
+	EXPECT_EQ(0, dp_poll(self->ep, c, 1));
+
+	/* Resolved: the stalled delivery finishes with the message's bytes. */
+	ASSERT_EQ(0, dp_test_uffd_fill(uffd, buf, junk, len));
+	ASSERT_EQ(1, lwait(self->ep, c, 1, 60000));
+	EXPECT_EQ(7, c[0].ctx);
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(len, c[0].len);
+	EXPECT_EQ(tag, c[0].tag);
+	dp_test_fill(junk, len, seed);
+	EXPECT_EQ(0, memcmp(junk, buf, len));
+	/* The server's three sends all completed, without error. */
+	for (got = 0; got < 3; got++) {
+		ASSERT_EQ(1, r_wait(self->s, self->rep, c, 1, 60000));
+		EXPECT_EQ(0, c[0].status);
+		EXPECT_EQ(DMAPLANE_OP_SEND, c[0].opcode);
+	}
+
+	dp_close(b);
+	close(uffd);
+	munmap(buf, len);
+	free(small);
+	free(large);
+	free(junk);
+}
+
+/* Write a module parameter of this node; returns 0 or -errno. */
+static int set_param(const char *name, const char *val, char *old, size_t oldlen)
+{
+	char path[128];
+	int fd, ret = 0;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/sys/module/dmaplane/parameters/%s", name);
+	fd = open(path, O_RDWR);
+	if (fd < 0)
+		return -errno;
+	if (old) {
+		n = read(fd, old, oldlen - 1);
+		old[n > 0 ? n : 0] = 0;
+		if (n > 0 && old[n - 1] == '\n')
+			old[n - 1] = 0;
+	}
+	if (pwrite(fd, val, strlen(val), 0) != (ssize_t)strlen(val))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/*
+ * Eager sends to another node keep a copy until the peer acknowledges
+ * them: bounded per endpoint by eager_backlog (-EAGAIN beyond, at once),
+ * and the bytes come back with each acknowledgement.
+ */
+TEST_F_TIMEOUT(remote, eager_backlog_is_bounded_per_endpoint, 300)
+{
+	struct dmaplane_cqe c;
+	char old[32], msg[64];
+	int i;
+
+	if (self->local)
+		SKIP(return, "one node: eager sends are copied straight in");
+	ASSERT_EQ(0, set_param("eager_backlog", "40", old, sizeof(old)));
+	dp_test_fill(msg, sizeof(msg), 40);
+	EXPECT_EQ(-EAGAIN, dp_send(self->ep, self->to_r, 1, msg, 64, 1));
+	/* Every 32-byte send fits once the one before is acknowledged. */
+	for (i = 0; i < 20; i++) {
+		ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+				   2, 0, 32, 10 + i));
+		ASSERT_EQ(0, dp_send(self->ep, self->to_r, 2, msg, 32, 10 + i))
+			TH_LOG("send %d", i);
+		ASSERT_EQ(1, lwait(self->ep, &c, 1, 60000));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(10 + i, c.ctx);
+		ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, 60000));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(32, c.len);
+	}
+	EXPECT_EQ(0, set_param("eager_backlog", old, NULL, 0));
+	ASSERT_EQ(0, dp_send(self->ep, self->to_r, 3, msg, 64, 3));
+	ASSERT_EQ(1, lwait(self->ep, &c, 1, 60000));
+	/* Unexpected there: the remote module holds it; the send completes. */
+	EXPECT_EQ(0, c.status);
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   3, 0, 64, 3));
+	ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, 60000));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(-1, r_check(self->s, self->rep, 3, 40, 64, 64));
+}
+
 /* ---- two-node script helpers --------------------------------------------- */
 
 static int sync_signal(const char *name)

@@ -317,6 +317,10 @@ struct dmaplane_mr_import_dmabuf {
  * non-zero padding), -ENOMEM (RLIMIT_MEMLOCK, module cap), -EFAULT
  * (unmapped memory), -EOPNOTSUPP or the errno of pin_user_pages() for
  * memory that cannot be pinned long-term, -EINTR on a fatal signal.
+ * -EOPNOTSUPP also for write access (LOCAL_WRITE or REMOTE_WRITE) to a
+ * shared mapping of a file other than shmem or hugetlbfs: its pages may
+ * be written back while pinned.  That includes a mapping of an arena
+ * (use the arena's own region: it is registered already).
  */
 #define DMAPLANE_IOCTL_MR_REG \
 	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 3, struct dmaplane_mr_reg)
@@ -610,7 +614,10 @@ struct dmaplane_av_insert {
  * mask on a send, the endpoint is not set up), -ENOENT (unknown address
  * handle), -ECONNRESET (the peer is gone), -EAGAIN (no room left on the
  * ring for its completion, or the receiver's unexpected-message budget is
- * exhausted: retry after consuming completions), -EFAULT, -ENOMEM (also,
+ * exhausted, or this endpoint's operations in flight hold their
+ * iov_budget of iovec copies, or its eager sends to other nodes not yet
+ * acknowledged hold eager_backlog bytes: retry after consuming
+ * completions), -EFAULT, -ENOMEM (also,
  * to an endpoint of another node: a SEND above the eager threshold, a PUT
  * or a GET whose buffer, pinned until the peer is done with it, would
  * exceed RLIMIT_MEMLOCK or the module cap).
