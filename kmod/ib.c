@@ -2096,8 +2096,12 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	ret = rx_handle(c, msg, wc->byte_len, rx->payload);
 out_malformed:
 	if (ret < 0) {
-		pr_warn_ratelimited("dropping the connection to %pISp: malformed message (%d)\n",
-				    &c->peer->addr, ret);
+		const struct dmaplane_wire_hdr *h = msg;
+
+		/* What and where, so that a protocol error can be traced. */
+		pr_warn_ratelimited("dropping the connection to %pISp: malformed message (%d): type %u, %u bytes, seq %llu (expected %llu)\n",
+				    &c->peer->addr, ret, h->type, wc->byte_len,
+				    le64_to_cpu(h->seq), c->rx_seq + 1);
 		conn_fail(c, true);
 		return;
 	}
