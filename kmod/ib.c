@@ -79,7 +79,12 @@ MODULE_PARM_DESC(eager_backlog,
 
 #define IB_TIMEOUT_MS		2000
 #define IB_RETRY_DELAY		HZ
-#define IB_RESOLVE_TIMEOUT	(5 * HZ)
+/*
+ * How long an AV_INSERT waits for the peer's answer, and a message for the
+ * ESTABLISHED event it overtook.  A RESOLVE queues behind bulk traffic for
+ * credits: seconds on a busy link, more under QEMU on a loaded host.
+ */
+#define IB_RESOLVE_TIMEOUT	(30 * HZ)
 #define IB_SQ_DEPTH		4096
 #define IB_RDMA_CTXS		256
 /* Scatter/gather entries per RDMA READ or WRITE work request, at most. */
@@ -423,11 +428,15 @@ struct dmaplane_sreg {
  * @kind: %COOKIE_RESOLVE
  * @done: completed by the answer or the connection's end
  * @status: the answer
+ * @abandoned: the waiter gave up (timeout, signal): the entry stays in
+ *	the cookies until the answer comes (a late answer is no protocol
+ *	error) or the connection ends, whichever frees it; under tx_lock
  */
 struct dmaplane_resolve_wait {
 	u8 kind;
 	struct completion done;
 	int status;
+	bool abandoned;
 };
 
 /**
@@ -1845,8 +1854,12 @@ static int rx_resolved(struct dmaplane_conn *c, const struct dmaplane_wire_resol
 		return -EPROTO;
 	}
 	xa_erase(&c->cookies, cookie);
-	w->status = (s32)le32_to_cpu(a->status);
-	complete(&w->done);
+	if (w->abandoned) {
+		kfree(w);
+	} else {
+		w->status = (s32)le32_to_cpu(a->status);
+		complete(&w->done);
+	}
 	mutex_unlock(&c->tx_lock);
 	return 0;
 }
@@ -2256,8 +2269,13 @@ static void conn_teardown(struct work_struct *work)
 		} else {
 			struct dmaplane_resolve_wait *w = entry;
 
-			w->status = -ECONNRESET;
-			complete(&w->done);
+			/* Erased under tx_lock: @abandoned is stable now. */
+			if (w->abandoned) {
+				kfree(w);
+			} else {
+				w->status = -ECONNRESET;
+				complete(&w->done);
+			}
 		}
 	}
 
@@ -2899,10 +2917,15 @@ int dmaplane_ib_resolve(struct dmaplane_ep *ep, u64 node_id, u64 ep_uid, u64 *sr
 
 	left = wait_for_completion_interruptible_timeout(&w->done, IB_RESOLVE_TIMEOUT);
 	if (left <= 0) {
-		/* Take the wait back, unless the answer is being delivered. */
+		/*
+		 * Give the wait up, unless the answer is being delivered.  The
+		 * entry stays for the answer, which may still come (the
+		 * request may wait in the backlog): the connection frees it.
+		 */
 		mutex_lock(&c->tx_lock);
 		if (xa_load(&c->cookies, cookie) == w) {
-			xa_erase(&c->cookies, cookie);
+			w->abandoned = true;
+			w = NULL;
 			mutex_unlock(&c->tx_lock);
 			ret = left ? left : -ETIMEDOUT;
 			goto out_free;

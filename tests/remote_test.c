@@ -984,6 +984,15 @@ static const uint64_t sizes[] = {
 };
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
+/*
+ * How long a message of @len bytes may take: a minute, and 5 s per MiB for
+ * a slow link on a loaded host (rxe under QEMU TCG moves a few MB/s).
+ */
+static int xfer_ms(uint64_t len)
+{
+	return 60000 + (int)(len >> 20) * 5000;
+}
+
 /* Here -> there, receive posted first (@expected) or after the send. */
 static void to_remote(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *self,
 		      uint64_t len, int expected)
@@ -1006,7 +1015,7 @@ static void to_remote(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *s
 		ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
 				   tag, 0, len, 7));
 	}
-	ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, 60000))
+	ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, xfer_ms(len)))
 		TH_LOG("len %llu", (unsigned long long)len);
 	EXPECT_EQ(7, c.ctx);
 	EXPECT_EQ(0, c.status);
@@ -1018,7 +1027,7 @@ static void to_remote(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *s
 	EXPECT_EQ(-1, r_check(self->s, self->rep, 7, seed, len, len))
 		TH_LOG("len %llu expected %d", (unsigned long long)len, expected);
 	if (!sent_done)
-		ASSERT_EQ(1, lwait(self->ep, &sc, 1, 60000));
+		ASSERT_EQ(1, lwait(self->ep, &sc, 1, xfer_ms(len)));
 	EXPECT_EQ(9, sc.ctx);
 	EXPECT_EQ(0, sc.status);
 	EXPECT_EQ(DMAPLANE_OP_SEND, sc.opcode);
@@ -1050,7 +1059,7 @@ static void from_remote(struct __test_metadata *_metadata, FIXTURE_DATA(remote) 
 			sent_done = 1;
 		ASSERT_EQ(0, dp_recv(self->ep, self->to_r, tag, 0, dst, len, 7));
 	}
-	ASSERT_EQ(1, lwait(self->ep, &c, 1, 60000))
+	ASSERT_EQ(1, lwait(self->ep, &c, 1, xfer_ms(len)))
 		TH_LOG("len %llu", (unsigned long long)len);
 	EXPECT_EQ(7, c.ctx);
 	EXPECT_EQ(0, c.status);
@@ -1062,7 +1071,7 @@ static void from_remote(struct __test_metadata *_metadata, FIXTURE_DATA(remote) 
 	EXPECT_EQ(-1, lcheck(dst, len, seed, len, len))
 		TH_LOG("len %llu expected %d", (unsigned long long)len, expected);
 	if (!sent_done)
-		ASSERT_EQ(1, r_wait(self->s, self->rep, &sc, 1, 60000));
+		ASSERT_EQ(1, r_wait(self->s, self->rep, &sc, 1, xfer_ms(len)));
 	EXPECT_EQ(9, sc.ctx);
 	EXPECT_EQ(0, sc.status);
 	EXPECT_EQ(DMAPLANE_OP_SEND, sc.opcode);
@@ -1101,7 +1110,7 @@ TEST_F_TIMEOUT(remote, data_from_remote_unexpected, 600)
  * Messages larger than the RDMA budget of a connection (8 contexts of up
  * to 2 MiB): pulled piece by piece, every byte right, either way.
  */
-TEST_F_TIMEOUT(remote, data_large_messages_both_directions, 600)
+TEST_F_TIMEOUT(remote, data_large_messages_both_directions, 1500)
 {
 	const uint64_t len = (40 << 20) + 123;
 
