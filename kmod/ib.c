@@ -2076,6 +2076,12 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	}
 	/*
+	 * A condemned connection acts on nothing more: what the peer sent
+	 * after a bad message is not handled (nor the buffer reposted).
+	 */
+	if (atomic_read(&c->failing))
+		return;
+	/*
 	 * A message can overtake the ESTABLISHED event: wait for it, so that
 	 * the node slot is known and answers can be sent.
 	 */
@@ -2297,13 +2303,16 @@ static void conn_teardown(struct work_struct *work)
 	conn_put(c);	/* the cm_id's reference */
 }
 
-/* Break @c: its teardown runs once, from the workqueue. */
+/*
+ * Break @c: its teardown runs once, from the workqueue.  A drop is counted
+ * by the call that breaks it, not once per bad message queued behind.
+ */
 static void conn_fail(struct dmaplane_conn *c, bool malformed)
 {
-	if (malformed)
-		atomic64_inc(&c->peer->drops);
 	if (atomic_xchg(&c->failing, 1))
 		return;
+	if (malformed)
+		atomic64_inc(&c->peer->drops);
 	queue_work(dp_ib_wq, &c->teardown_work);
 }
 
