@@ -22,7 +22,9 @@
  *
  *   --signal NAME      connect to DMAPLANE_PEER_IP's sync port and hand it
  *                      NAME (retried until the peer listens)
- *   --wait-for NAME    listen on the sync port until the peer signals NAME
+ *   --wait-for NAME    listen on the sync port until the peer signals NAME;
+ *                      NAME ending in '*' takes any name that starts with
+ *                      the rest, and prints it (a signal can carry values)
  *   --disrupt MODE     leave operations pending in both directions, signal
  *                      "pending-ready" to the peer (whose script then
  *                      unloads its module: MODE unload, or deletes its rxe
@@ -35,6 +37,11 @@
  *   --exchange [FILE]  a fresh exchange (both directions, rendezvous and
  *                      eager, put/get); FILE holds a stale name saved by
  *                      --disrupt, which must be refused
+ *   --hold             a target for the malicious peer (jobs/evil.sh): an
+ *                      endpoint with receives posted (reposted as they
+ *                      complete) and a region open to remote put/get;
+ *                      prints "EP_UID RKEY LEN" and serves until SIGTERM,
+ *                      then prints what completed, closes and exits 0
  *
  * Environment: DMAPLANE_PEER_IP, DMAPLANE_ROLE=client|server|local,
  * DMAPLANE_CTL_PORT (20887), DMAPLANE_SYNC_PORT (20888),
@@ -2111,7 +2118,11 @@ static int sync_wait(const char *name)
 			continue;
 		}
 		got[len] = 0;
-		if (strcmp(got, name)) {
+		if (name[0] && name[strlen(name) - 1] == '*' &&
+		    !strncmp(got, name, strlen(name) - 1)) {
+			printf("%s\n", got);
+			fflush(stdout);
+		} else if (strcmp(got, name)) {
 			fprintf(stderr, "remote_test: waiting for %s, peer signalled %s\n",
 				name, got);
 			io_full(fd, "no", 2, 1);
@@ -2464,6 +2475,80 @@ static int exchange(const char *stale_file)
 }
 
 /* Local mode: the forked server goes when the suite exits (ksft_exit). */
+/* ---- a target for the malicious peer ------------------------------------- */
+
+#define HOLD_RECVS	8
+#define HOLD_LEN	(64 * 1024)
+
+static volatile sig_atomic_t hold_stop;
+
+static void hold_term(int sig)
+{
+	(void)sig;
+	hold_stop = 1;
+}
+
+/*
+ * Whatever the malicious peer makes of it, the endpoint must keep working
+ * and closing it must release everything (jobs/evil.sh checks the
+ * counters afterwards).
+ */
+static int hold(void)
+{
+	static char bufs[HOLD_RECVS][HOLD_LEN];
+	unsigned long done = 0, ok = 0, trunc = 0, other = 0;
+	struct dmaplane_name name;
+	struct dmaplane_cqe c[16];
+	struct dp_mr *mr;
+	struct dp_ep *ep;
+	char *region;
+	int i, n, ret;
+
+	signal(SIGTERM, hold_term);
+	ep = ep_new(0, LOCAL_RING);
+	region = malloc(HOLD_LEN);
+	if (!ep || !region || dp_getname(ep, &name))
+		return 1;
+	dp_test_fill(region, HOLD_LEN, 1);
+	ret = dp_mr_reg(ep, region, HOLD_LEN, RW, &mr);
+	if (ret) {
+		fprintf(stderr, "remote_test: hold: dp_mr_reg: %s\n", strerror(-ret));
+		return 1;
+	}
+	for (i = 0; i < HOLD_RECVS; i++) {
+		ret = dp_recv(ep, DP_ANY_SRC, 0, ~0ull, bufs[i], HOLD_LEN, i);
+		if (ret) {
+			fprintf(stderr, "remote_test: hold: dp_recv: %s\n", strerror(-ret));
+			return 1;
+		}
+	}
+	printf("%#llx %#llx %u\n", (unsigned long long)name.ep_uid,
+	       (unsigned long long)dp_mr_key(mr), HOLD_LEN);
+	fflush(stdout);
+	while (!hold_stop) {
+		n = dp_wait(ep, c, 16, 200);
+		for (i = 0; i < n; i++) {
+			done++;
+			if (!c[i].status)
+				ok++;
+			else if (c[i].status == -EMSGSIZE)
+				trunc++;
+			else
+				other++;
+			if (c[i].opcode == DMAPLANE_OP_RECV && c[i].ctx < HOLD_RECVS &&
+			    dp_recv(ep, DP_ANY_SRC, 0, ~0ull, bufs[c[i].ctx], HOLD_LEN,
+				    c[i].ctx))
+				other++;
+		}
+	}
+	fprintf(stderr, "remote_test: hold: %lu receives completed: %lu whole, %lu truncated, %lu failed\n",
+		done, ok, trunc, other);
+	dp_mr_dereg(mr);
+	dp_close(ep);
+	free(region);
+	return 0;
+}
+
 static pid_t local_server, local_main;
 
 static void stop_local_server(void)
@@ -2498,9 +2583,12 @@ int main(int argc, char **argv)
 		return disrupt(argv[2]);
 	if (argc > 1 && !strcmp(argv[1], "--exchange"))
 		return exchange(argc > 2 ? argv[2] : NULL);
+	if (argc > 1 && !strcmp(argv[1], "--hold"))
+		return hold();
 	if (argc > 1 && argv[1][0] == '-' && strcmp(argv[1], "--local")) {
 		fprintf(stderr, "usage: %s [--local | --serve | --signal NAME | --wait-for NAME |"
-			" --disrupt unload|linkdel|kill|vmkill|linkdown | --exchange [STALE_FILE]]\n", argv[0]);
+			" --disrupt unload|linkdel|kill|vmkill|linkdown | --exchange [STALE_FILE] |"
+			" --hold]\n", argv[0]);
 		return 2;
 	}
 	if (role && !strcmp(role, "server"))
