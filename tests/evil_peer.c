@@ -10,7 +10,8 @@
  * with a valid one-segment seglist) for a region with a random dmaplane
  * rkey on a random endpoint: a user error, answered with a FIN of status
  * -ENOENT (no such region) or -ECONNRESET (no such endpoint) on a
- * connection that stays up..
+ * connection that stays up.  One drop case is a burst: more requests
+ * than the credits the node granted, none waiting for an ACK.
  *
  * --random sends N frames made from SEED: well-formed messages of every
  * type, mutated or not, on as many connections as the node drops (see
@@ -90,6 +91,7 @@ struct conn {
 	uint8_t *mem;		/* DMAPLANE_WIRE_RECVS receive buffers, then sends,
 				 * each DMAPLANE_WIRE_BUF_SIZE bytes */
 	struct ibv_mr *rmr;	/* @rmem, remote read and write */
+	struct ibv_qp *xqp;	/* a QP of our own, not rdma_cm's (RTU held) */
 	uint8_t *rmem;
 	unsigned int slot;	/* send slot that msg_start() fills */
 	bool qp;
@@ -174,6 +176,8 @@ static void conn_destroy(struct conn *c)
 {
 	if (c->qp)
 		rdma_destroy_qp(c->id);
+	if (c->xqp)
+		ibv_destroy_qp(c->xqp);
 	if (c->rmr)
 		ibv_dereg_mr(c->rmr);
 	if (c->mr)
@@ -191,6 +195,11 @@ static void conn_destroy(struct conn *c)
 	free(c);
 }
 
+static struct ibv_qp *qp_of(struct conn *c)
+{
+	return c->xqp ? c->xqp : c->id->qp;
+}
+
 static uint8_t *send_buf(struct conn *c, unsigned int slot)
 {
 	return c->mem + (size_t)(DMAPLANE_WIRE_RECVS + slot) * DMAPLANE_WIRE_BUF_SIZE;
@@ -206,7 +215,7 @@ static int post_recv(struct conn *c, unsigned int i)
 	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
-	return ibv_post_recv(c->id->qp, &wr, &bad);
+	return ibv_post_recv(qp_of(c), &wr, &bad);
 }
 
 static bool rx_is_ack(const struct conn *c)
@@ -301,6 +310,7 @@ static int next_event(struct conn *c, int ms)
 	}
 	type = ev->event;
 	switch (type) {
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:	/* the REP, our RTU held back */
 	case RDMA_CM_EVENT_ESTABLISHED:
 		c->established = true;
 		c->peer_cm_len = ev->param.conn.private_data_len;
@@ -348,13 +358,34 @@ static int bind_port(struct conn *c, int port)
 	return -errno;
 }
 
+/* Move our own QP to @state with the attributes rdma_cm knows. */
+static int xqp_modify(struct conn *c, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr = { .qp_state = state };
+	int mask, ret;
+
+	if (rdma_init_qp_attr(c->id, &attr, &mask)) {
+		diag("rdma_init_qp_attr(%d): %s", state, strerror(errno));
+		return -1;
+	}
+	ret = ibv_modify_qp(c->xqp, &attr, mask);
+	if (ret)
+		diag("ibv_modify_qp(%d): %s", state, strerror(ret));
+	return ret ? -1 : 0;
+}
+
 /*
  * Resolve the node, create the QP with every receive buffer posted and
  * send a CONNECT with @pd (@pd_len bytes) from a privileged port (or an
  * unprivileged one when @unpriv).  Return the connection with the answer
  * (ESTABLISHED or REJECTED) recorded, or NULL after a diagnostic.
+ *
+ * @held: the QP is ours, not rdma_cm's, and the connection stops short of
+ * the RTU: the node accepted (CONNECT_RESPONSE) and its QP receives, our
+ * QP sends, but the node's connection is not established until
+ * conn_establish() sends the RTU.
  */
-static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv)
+static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv, bool held)
 {
 	struct ibv_qp_init_attr qa = {
 		.cap = {
@@ -447,11 +478,21 @@ static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv)
 	}
 	qa.send_cq = c->cq;
 	qa.recv_cq = c->cq;
-	if (rdma_create_qp(c->id, c->pd, &qa)) {
+	if (held) {
+		c->xqp = ibv_create_qp(c->pd, &qa);
+		if (!c->xqp) {
+			diag("ibv_create_qp: %s", strerror(errno));
+			goto fail;
+		}
+		if (xqp_modify(c, IBV_QPS_INIT))
+			goto fail;
+		cp.qp_num = c->xqp->qp_num;
+	} else if (rdma_create_qp(c->id, c->pd, &qa)) {
 		diag("rdma_create_qp: %s", strerror(errno));
 		goto fail;
+	} else {
+		c->qp = true;
 	}
-	c->qp = true;
 	for (i = 0; i < DMAPLANE_WIRE_RECVS; i++) {
 		ret = post_recv(c, i);
 		if (ret) {
@@ -465,6 +506,11 @@ static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv)
 		goto fail;
 	}
 	type = next_event(c, opt.timeout_ms);
+	if (held && type == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+		if (xqp_modify(c, IBV_QPS_RTR) || xqp_modify(c, IBV_QPS_RTS))
+			goto fail;
+		return c;
+	}
 	if (type == RDMA_CM_EVENT_ESTABLISHED || type == RDMA_CM_EVENT_REJECTED)
 		return c;
 	diag("CONNECT answered by %s", type < 0 ? "nothing" : rdma_event_str(type));
@@ -515,7 +561,7 @@ static int check_peer_cm(struct conn *c)
  * so the previous case's may still be going away there: retry a refused
  * CONNECT a few times.
  */
-static struct conn *conn_open_valid(void)
+static struct conn *conn_open_valid_held(bool held)
 {
 	struct dmaplane_wire_cm cm;
 	struct conn *c;
@@ -523,7 +569,7 @@ static struct conn *conn_open_valid(void)
 
 	for (i = 0; i < 5; i++) {
 		valid_cm(&cm);
-		c = conn_open(&cm, sizeof(cm), false);
+		c = conn_open(&cm, sizeof(cm), false, held);
 		if (!c)
 			return NULL;
 		if (c->established) {
@@ -544,6 +590,21 @@ static struct conn *conn_open_valid(void)
 	return NULL;
 }
 
+static struct conn *conn_open_valid(void)
+{
+	return conn_open_valid_held(false);
+}
+
+/* Send the RTU of a connection opened with @held. */
+static int conn_establish(struct conn *c)
+{
+	if (rdma_establish(c->id)) {
+		diag("rdma_establish: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Send @len bytes of slot @slot, which the caller filled. */
 static int send_msg(struct conn *c, unsigned int slot, uint32_t len)
 {
@@ -562,7 +623,7 @@ static int send_msg(struct conn *c, unsigned int slot, uint32_t len)
 	struct ibv_send_wr *bad;
 	int ret;
 
-	ret = ibv_post_send(c->id->qp, &wr, &bad);
+	ret = ibv_post_send(qp_of(c), &wr, &bad);
 	if (ret)
 		diag("ibv_post_send: %s", strerror(ret));
 	c->sends++;
@@ -594,7 +655,7 @@ static int send_burst(struct conn *c, unsigned int n, const uint32_t *len)
 		wr[i].send_flags = IBV_SEND_SIGNALED;
 		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
 	}
-	ret = ibv_post_send(c->id->qp, wr, &bad);
+	ret = ibv_post_send(qp_of(c), wr, &bad);
 	if (ret)
 		diag("ibv_post_send: %s", strerror(ret));
 	c->sends += n;
@@ -707,6 +768,8 @@ struct evil_case {
 	uint32_t (*msg)(struct conn *c);
 	/* DROP: larger than the node's receive buffers. */
 	bool overflow;
+	/* DROP: @msg fills this many send slots, sent in one burst. */
+	unsigned int burst;
 };
 
 static uint8_t cm_bad_magic(struct dmaplane_wire_cm *cm)
@@ -1044,6 +1107,11 @@ static const struct evil_case cases[] = {
 	{ "drop-cancel-cookie-range", DROP, .msg = m_cancel_cookie_range },
 	{ "drop-cancel-too-long", DROP, .msg = m_cancel_long },
 	{ "drop-ping-with-body", DROP, .msg = m_ping_body },
+	/*
+	 * One request more than the credits the node granted in its
+	 * ACCEPT: PINGs, back to back, none waiting for an ACK.
+	 */
+	{ "drop-over-credits", DROP, .msg = m_ping, .burst = DMAPLANE_WIRE_CREDITS + 1 },
 	{ "stay-rma-unknown-rkey", STAY, .cm = NULL },
 	{ "stay-cancel-unknown-cookie", STAY, .msg = m_cancel_unknown },
 	{ "stay-ping", STAY, .msg = m_ping },
@@ -1088,7 +1156,7 @@ static int run_reject(const struct evil_case *t)
 
 	valid_cm(&cm);
 	len = t->cm(&cm);
-	c = conn_open(&cm, len, t->cm == cm_unprivileged);
+	c = conn_open(&cm, len, t->cm == cm_unprivileged, false);
 	if (!c)
 		return -1;
 	if (c->established) {
@@ -1105,20 +1173,45 @@ static int run_reject(const struct evil_case *t)
 	return ret;
 }
 
+/*
+ * A burst (@t->burst messages) is sent before the node's connection is
+ * even established: our RTU is held back until every message of it has
+ * landed in the node's receive buffers (their SENDs completed), so the
+ * node cannot have given a credit back before it sees them all.  It
+ * consumes them in order once the RTU arrived, and the one beyond the
+ * credits it granted finds them all owed.
+ */
 static int run_drop(const struct evil_case *t)
 {
-	struct conn *c = conn_open_valid();
+	unsigned int i, n = t->burst ? t->burst : 1;
+	struct conn *c = conn_open_valid_held(n > 1);
+	uint32_t len[SEND_SLOTS];
 	long long start;
-	uint32_t len;
 	int type, ret = -1;
 
 	if (!c)
 		return -1;
-	len = t->msg(c);
-	diag("sending %u bytes, type %u", len, hdr(c)->type);
+	for (i = 0; i < n; i++) {
+		c->slot = i;
+		len[i] = t->msg(c);
+	}
+	c->slot = 0;
+	if (n > 1)
+		diag("sending %u messages of %u bytes, type %u, seq 1..%u, in one burst",
+		     n, len[0], hdr(c)->type, n);
+	else
+		diag("sending %u bytes, type %u", len[0], hdr(c)->type);
 	start = now_ms();
-	if (send_msg(c, 0, len))
+	if (send_burst(c, n, len))
 		goto out;
+	if (n > 1) {
+		while (c->sends_done < n && !c->rx_err && now_ms() < start + opt.timeout_ms)
+			next_event(c, STEP_MS);
+		diag("%u of %u SENDs completed after %lld ms; sending the RTU",
+		     c->sends_done, n, now_ms() - start);
+		if (c->sends_done < n || c->rx_err || conn_establish(c))
+			goto out;
+	}
 	type = next_event(c, opt.timeout_ms);
 	if (type == RDMA_CM_EVENT_DISCONNECTED) {
 		diag("disconnected after %lld ms", now_ms() - start);

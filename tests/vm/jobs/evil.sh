@@ -10,7 +10,10 @@
 # the module loaded and 10.77.0.1 added as a peer; it must reject every
 # bad CONNECT, drop (and count) every connection carrying a malformed or
 # unjustified message, and answer a PUT for an unknown region with a FIN
-# of status -ENOENT or -ECONNRESET on a connection that stays up.
+# of status -ENOENT or -ECONNRESET on a connection that stays up.  One of
+# the drop cases (drop-over-credits) sends one request more than the
+# credits node 1 granted, all before its connection is established, so
+# that no ACK can have given a credit back in between.
 #
 # Ordering (twonode.sh):
 #   node 1: insmod dmaplane.ko; dpctl peer add 10.77.0.1;
