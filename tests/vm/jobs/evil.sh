@@ -137,9 +137,10 @@ evil_random_node0() {
 	[ -n "$seed" ] || seed=$(date +%s)
 	t0=$(date +%s)
 	echo "DMAPLANE-BEGIN kselftest evil_random"
+	# A drop it must see, a credit it waits for: 20 s on a loaded host.
 	$D/evil_peer --addr $EVIL_NODE1 --port $EVIL_PORT --random "$seed" \
 		--count "$count" --dst "${2:-0}" --rkey "${3:-0}" --rlen "${4:-0}" \
-		>/tmp/evil-random.log 2>&1
+		--timeout 20 >/tmp/evil-random.log 2>&1
 	rc=$?
 	cat /tmp/evil-random.log
 	echo "DMAPLANE-END kselftest evil_random rc=$rc"
@@ -159,7 +160,9 @@ evil_random_node0() {
 
 # Node 1: every random connection dropped at most once, then nothing left.
 evil_random_node1() {
-	msg=$(DMAPLANE_SYNC_TIMEOUT=900 $D/tests/remote_test --wait-for 'evil-random-done*')
+	# About 8 frames a second under TCG: a second each is plenty.
+	secs=$((600 + $(evil_cmdline evil_count 500)))
+	msg=$(DMAPLANE_SYNC_TIMEOUT=$secs $D/tests/remote_test --wait-for 'evil-random-done*')
 	case_result sync-evil-random-done $?
 	conns=${msg#evil-random-done }
 	sleep 2
