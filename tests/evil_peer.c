@@ -10,9 +10,17 @@
  * with a valid one-segment seglist) for a region with a random dmaplane
  * rkey on a random endpoint: a user error, answered with a FIN of status
  * -ENOENT (no such region) or -ECONNRESET (no such endpoint) on a
- * connection that stays up.
+ * connection that stays up.  One drop case is a burst: more requests
+ * than the credits the node granted, none waiting for an ACK.
  *
- *   evil_peer --addr IP [--port P] --case NAME|all [--timeout S] [--dst UID]
+ * --random sends N frames made from SEED: well-formed messages of every
+ * type, mutated or not, on as many connections as the node drops (see
+ * run_random()); the seed is printed for a rerun.
+ *
+ *   evil_peer --addr IP [--port P] --case NAME[,NAME...]|all [--timeout S]
+ *             [--dst UID]
+ *   evil_peer --addr IP [--port P] --random SEED --count N [--timeout S]
+ *             [--dst UID [--rkey KEY --rlen BYTES]]
  *   evil_peer --list [all|accept|reject|drop|stay|overflow]
  *
  * "overflow" lists the drop cases whose SEND is larger than the node's
@@ -58,8 +66,11 @@
 #define HSZ		sizeof(struct dmaplane_wire_hdr)
 #define REJ_CONSUMER	28	/* IB_CM_REJ_CONSUMER_DEFINED */
 #define REJ_NO_SERVICE	8	/* IB_CM_REJ_INVALID_SERVICE_ID */
-#define SEND_SLOTS	4
+/* Enough sends in flight for a burst beyond the node's credits. */
+#define SEND_SLOTS	(2 * DMAPLANE_WIRE_CREDITS)
 #define STEP_MS		10
+/* Registered for the node to reach (RDMA READ/WRITE of RTS and RMA_REQ). */
+#define RMEM_SIZE	(64 * 1024)
 
 enum kind {
 	ACCEPT,		/* valid CONNECT: accepted, stays up */
@@ -79,6 +90,10 @@ struct conn {
 	struct ibv_mr *mr;
 	uint8_t *mem;		/* DMAPLANE_WIRE_RECVS receive buffers, then sends,
 				 * each DMAPLANE_WIRE_BUF_SIZE bytes */
+	struct ibv_mr *rmr;	/* @rmem, remote read and write */
+	struct ibv_qp *xqp;	/* a QP of our own, not rdma_cm's (RTU held) */
+	uint8_t *rmem;
+	unsigned int slot;	/* send slot that msg_start() fills */
 	bool qp;
 	bool established;
 	bool disconnected;
@@ -87,6 +102,11 @@ struct conn {
 	uint8_t peer_cm_len;
 	uint64_t next_seq;
 	unsigned int sends;	/* posted */
+	unsigned int sends_done;	/* completed, successfully or not */
+	int credits;		/* requests we may still send */
+	uint64_t peer_seq;	/* seq of the node's last request */
+	uint32_t peer_owed;	/* the node's requests we have not ACKed */
+	unsigned int peer_reqs;	/* requests received from the node */
 	/* The last message the node sent us, type and bytes. */
 	uint8_t rx[DMAPLANE_WIRE_BUF_SIZE];
 	uint32_t rx_len;
@@ -97,6 +117,8 @@ static struct {
 	struct sockaddr_in dst;
 	int timeout_ms;
 	uint64_t dst_uid;
+	uint64_t rkey;		/* --rkey: a region of --dst for RMA_REQ */
+	uint64_t rlen;		/* --rlen: its length */
 	int next_port;
 } opt = {
 	.timeout_ms = 5000,
@@ -116,10 +138,25 @@ static void diag(const char *fmt, ...)
 	fflush(stdout);
 }
 
+/* --random: every value drawn from the seed (splitmix64), reproducible. */
+static bool rng_seeded;
+static uint64_t rng_state;
+
+static uint64_t splitmix64(uint64_t *state)
+{
+	uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
 static uint64_t rnd64(void)
 {
 	uint64_t v = 0;
 
+	if (rng_seeded)
+		return splitmix64(&rng_state);
 	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
 		v = (uint64_t)time(NULL) * 0x9e3779b97f4a7c15ull;
 	return v;
@@ -139,6 +176,10 @@ static void conn_destroy(struct conn *c)
 {
 	if (c->qp)
 		rdma_destroy_qp(c->id);
+	if (c->xqp)
+		ibv_destroy_qp(c->xqp);
+	if (c->rmr)
+		ibv_dereg_mr(c->rmr);
 	if (c->mr)
 		ibv_dereg_mr(c->mr);
 	if (c->cq)
@@ -150,7 +191,13 @@ static void conn_destroy(struct conn *c)
 	if (c->ch)
 		rdma_destroy_event_channel(c->ch);
 	free(c->mem);
+	free(c->rmem);
 	free(c);
+}
+
+static struct ibv_qp *qp_of(struct conn *c)
+{
+	return c->xqp ? c->xqp : c->id->qp;
 }
 
 static uint8_t *send_buf(struct conn *c, unsigned int slot)
@@ -168,12 +215,33 @@ static int post_recv(struct conn *c, unsigned int i)
 	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_recv_wr *bad;
 
-	return ibv_post_recv(c->id->qp, &wr, &bad);
+	return ibv_post_recv(qp_of(c), &wr, &bad);
 }
 
 static bool rx_is_ack(const struct conn *c)
 {
 	return c->rx_len >= HSZ && c->rx[0] == DMAPLANE_WIRE_ACK;
+}
+
+/*
+ * Count what the node sent: credits its ACKs give back, its requests
+ * (which we owe an ACK for when we play an honest peer).
+ */
+static void rx_account(struct conn *c, const uint8_t *b, uint32_t len)
+{
+	const struct dmaplane_wire_hdr *h = (const void *)b;
+	const struct dmaplane_wire_ack *a = (const void *)(b + HSZ);
+
+	if (len < HSZ || le32toh(h->len) != len - HSZ)
+		return;
+	if (h->type == DMAPLANE_WIRE_ACK) {
+		if (len >= HSZ + sizeof(*a))
+			c->credits += (int)le32toh(a->credits);
+		return;
+	}
+	c->peer_seq = le64toh(h->seq);
+	c->peer_owed++;
+	c->peer_reqs++;
 }
 
 /*
@@ -189,6 +257,8 @@ static void poll_cq(struct conn *c)
 		return;
 	while ((n = ibv_poll_cq(c->cq, 16, wc)) > 0) {
 		for (i = 0; i < n; i++) {
+			if (wc[i].wr_id >= DMAPLANE_WIRE_RECVS)
+				c->sends_done++;
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				/* Flushes once the node disconnected. */
 				if (wc[i].status != IBV_WC_WR_FLUSH_ERR && !c->rx_err) {
@@ -201,6 +271,8 @@ static void poll_cq(struct conn *c)
 			}
 			if (!(wc[i].opcode & IBV_WC_RECV))
 				continue;
+			rx_account(c, c->mem + wc[i].wr_id * DMAPLANE_WIRE_BUF_SIZE,
+				   wc[i].byte_len);
 			/* ACKs only until a request came: that one stays. */
 			if (!c->rx_len || rx_is_ack(c)) {
 				c->rx_len = wc[i].byte_len;
@@ -238,6 +310,7 @@ static int next_event(struct conn *c, int ms)
 	}
 	type = ev->event;
 	switch (type) {
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:	/* the REP, our RTU held back */
 	case RDMA_CM_EVENT_ESTABLISHED:
 		c->established = true;
 		c->peer_cm_len = ev->param.conn.private_data_len;
@@ -285,13 +358,34 @@ static int bind_port(struct conn *c, int port)
 	return -errno;
 }
 
+/* Move our own QP to @state with the attributes rdma_cm knows. */
+static int xqp_modify(struct conn *c, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr = { .qp_state = state };
+	int mask, ret;
+
+	if (rdma_init_qp_attr(c->id, &attr, &mask)) {
+		diag("rdma_init_qp_attr(%d): %s", state, strerror(errno));
+		return -1;
+	}
+	ret = ibv_modify_qp(c->xqp, &attr, mask);
+	if (ret)
+		diag("ibv_modify_qp(%d): %s", state, strerror(ret));
+	return ret ? -1 : 0;
+}
+
 /*
  * Resolve the node, create the QP with every receive buffer posted and
  * send a CONNECT with @pd (@pd_len bytes) from a privileged port (or an
  * unprivileged one when @unpriv).  Return the connection with the answer
  * (ESTABLISHED or REJECTED) recorded, or NULL after a diagnostic.
+ *
+ * @held: the QP is ours, not rdma_cm's, and the connection stops short of
+ * the RTU: the node accepted (CONNECT_RESPONSE) and its QP receives, our
+ * QP sends, but the node's connection is not established until
+ * conn_establish() sends the RTU.
  */
-static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv)
+static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv, bool held)
 {
 	struct ibv_qp_init_attr qa = {
 		.cap = {
@@ -311,7 +405,8 @@ static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv)
 		.retry_count = 7,
 		.rnr_retry_count = 7,
 	};
-	size_t memlen = (size_t)(DMAPLANE_WIRE_RECVS + SEND_SLOTS) * DMAPLANE_WIRE_BUF_SIZE;
+	/* A spare slot: the last one may be sent a little beyond its end. */
+	size_t memlen = (size_t)(DMAPLANE_WIRE_RECVS + SEND_SLOTS + 1) * DMAPLANE_WIRE_BUF_SIZE;
 	struct conn *c = calloc(1, sizeof(*c));
 	int port, ret, tries, type;
 	unsigned int i;
@@ -321,6 +416,7 @@ static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv)
 		return NULL;
 	}
 	c->next_seq = 1;
+	c->credits = DMAPLANE_WIRE_CREDITS;
 	c->ch = rdma_create_event_channel();
 	if (!c->ch) {
 		diag("rdma_create_event_channel: %s (no RDMA device or rdma_cm?)",
@@ -373,17 +469,30 @@ static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv)
 				      NULL, NULL, 0) : NULL;
 	c->mem = c->cq ? calloc(1, memlen) : NULL;
 	c->mr = c->mem ? ibv_reg_mr(c->pd, c->mem, memlen, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!c->mr) {
+	c->rmem = c->mr ? calloc(1, RMEM_SIZE) : NULL;
+	c->rmr = c->rmem ? ibv_reg_mr(c->pd, c->rmem, RMEM_SIZE, IBV_ACCESS_LOCAL_WRITE |
+				      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE) : NULL;
+	if (!c->rmr) {
 		diag("verbs resources: %s", strerror(errno));
 		goto fail;
 	}
 	qa.send_cq = c->cq;
 	qa.recv_cq = c->cq;
-	if (rdma_create_qp(c->id, c->pd, &qa)) {
+	if (held) {
+		c->xqp = ibv_create_qp(c->pd, &qa);
+		if (!c->xqp) {
+			diag("ibv_create_qp: %s", strerror(errno));
+			goto fail;
+		}
+		if (xqp_modify(c, IBV_QPS_INIT))
+			goto fail;
+		cp.qp_num = c->xqp->qp_num;
+	} else if (rdma_create_qp(c->id, c->pd, &qa)) {
 		diag("rdma_create_qp: %s", strerror(errno));
 		goto fail;
+	} else {
+		c->qp = true;
 	}
-	c->qp = true;
 	for (i = 0; i < DMAPLANE_WIRE_RECVS; i++) {
 		ret = post_recv(c, i);
 		if (ret) {
@@ -397,6 +506,11 @@ static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv)
 		goto fail;
 	}
 	type = next_event(c, opt.timeout_ms);
+	if (held && type == RDMA_CM_EVENT_CONNECT_RESPONSE) {
+		if (xqp_modify(c, IBV_QPS_RTR) || xqp_modify(c, IBV_QPS_RTS))
+			goto fail;
+		return c;
+	}
 	if (type == RDMA_CM_EVENT_ESTABLISHED || type == RDMA_CM_EVENT_REJECTED)
 		return c;
 	diag("CONNECT answered by %s", type < 0 ? "nothing" : rdma_event_str(type));
@@ -447,7 +561,7 @@ static int check_peer_cm(struct conn *c)
  * so the previous case's may still be going away there: retry a refused
  * CONNECT a few times.
  */
-static struct conn *conn_open_valid(void)
+static struct conn *conn_open_valid_held(bool held)
 {
 	struct dmaplane_wire_cm cm;
 	struct conn *c;
@@ -455,7 +569,7 @@ static struct conn *conn_open_valid(void)
 
 	for (i = 0; i < 5; i++) {
 		valid_cm(&cm);
-		c = conn_open(&cm, sizeof(cm), false);
+		c = conn_open(&cm, sizeof(cm), false, held);
 		if (!c)
 			return NULL;
 		if (c->established) {
@@ -476,6 +590,21 @@ static struct conn *conn_open_valid(void)
 	return NULL;
 }
 
+static struct conn *conn_open_valid(void)
+{
+	return conn_open_valid_held(false);
+}
+
+/* Send the RTU of a connection opened with @held. */
+static int conn_establish(struct conn *c)
+{
+	if (rdma_establish(c->id)) {
+		diag("rdma_establish: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /* Send @len bytes of slot @slot, which the caller filled. */
 static int send_msg(struct conn *c, unsigned int slot, uint32_t len)
 {
@@ -494,19 +623,51 @@ static int send_msg(struct conn *c, unsigned int slot, uint32_t len)
 	struct ibv_send_wr *bad;
 	int ret;
 
-	ret = ibv_post_send(c->id->qp, &wr, &bad);
+	ret = ibv_post_send(qp_of(c), &wr, &bad);
 	if (ret)
 		diag("ibv_post_send: %s", strerror(ret));
 	c->sends++;
 	return ret;
 }
 
+/*
+ * Send slots 0 .. @n - 1, @len[i] bytes each, as one chain of work
+ * requests: they leave back to back, without waiting for anything.
+ */
+static int send_burst(struct conn *c, unsigned int n, const uint32_t *len)
+{
+	struct ibv_send_wr wr[SEND_SLOTS], *bad;
+	struct ibv_sge sge[SEND_SLOTS];
+	unsigned int i;
+	int ret;
+
+	if (n > SEND_SLOTS)
+		return -EINVAL;
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < n; i++) {
+		sge[i].addr = (uintptr_t)send_buf(c, i);
+		sge[i].length = len[i];
+		sge[i].lkey = c->mr->lkey;
+		wr[i].wr_id = DMAPLANE_WIRE_RECVS + i;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_SEND;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+	}
+	ret = ibv_post_send(qp_of(c), wr, &bad);
+	if (ret)
+		diag("ibv_post_send: %s", strerror(ret));
+	c->sends += n;
+	return ret;
+}
+
 /* ---- messages --------------------------------------------------------- */
 
-/* Header of a message in send slot 0; returns the body. */
+/* Header of a message in send slot @c->slot; returns the body. */
 static void *msg_start(struct conn *c, uint8_t type, uint32_t body_len)
 {
-	uint8_t *b = send_buf(c, 0);
+	uint8_t *b = send_buf(c, c->slot);
 	struct dmaplane_wire_hdr *h = (void *)b;
 
 	memset(b, 0, DMAPLANE_WIRE_BUF_SIZE);
@@ -519,7 +680,7 @@ static void *msg_start(struct conn *c, uint8_t type, uint32_t body_len)
 
 static struct dmaplane_wire_hdr *hdr(struct conn *c)
 {
-	return (void *)send_buf(c, 0);
+	return (void *)send_buf(c, c->slot);
 }
 
 /* An EAGER message of @payload bytes, addressed to a made-up endpoint. */
@@ -607,6 +768,8 @@ struct evil_case {
 	uint32_t (*msg)(struct conn *c);
 	/* DROP: larger than the node's receive buffers. */
 	bool overflow;
+	/* DROP: @msg fills this many send slots, sent in one burst. */
+	unsigned int burst;
 };
 
 static uint8_t cm_bad_magic(struct dmaplane_wire_cm *cm)
@@ -944,6 +1107,11 @@ static const struct evil_case cases[] = {
 	{ "drop-cancel-cookie-range", DROP, .msg = m_cancel_cookie_range },
 	{ "drop-cancel-too-long", DROP, .msg = m_cancel_long },
 	{ "drop-ping-with-body", DROP, .msg = m_ping_body },
+	/*
+	 * One request more than the credits the node granted in its
+	 * ACCEPT: PINGs, back to back, none waiting for an ACK.
+	 */
+	{ "drop-over-credits", DROP, .msg = m_ping, .burst = DMAPLANE_WIRE_CREDITS + 1 },
 	{ "stay-rma-unknown-rkey", STAY, .cm = NULL },
 	{ "stay-cancel-unknown-cookie", STAY, .msg = m_cancel_unknown },
 	{ "stay-ping", STAY, .msg = m_ping },
@@ -988,7 +1156,7 @@ static int run_reject(const struct evil_case *t)
 
 	valid_cm(&cm);
 	len = t->cm(&cm);
-	c = conn_open(&cm, len, t->cm == cm_unprivileged);
+	c = conn_open(&cm, len, t->cm == cm_unprivileged, false);
 	if (!c)
 		return -1;
 	if (c->established) {
@@ -1005,20 +1173,45 @@ static int run_reject(const struct evil_case *t)
 	return ret;
 }
 
+/*
+ * A burst (@t->burst messages) is sent before the node's connection is
+ * even established: our RTU is held back until every message of it has
+ * landed in the node's receive buffers (their SENDs completed), so the
+ * node cannot have given a credit back before it sees them all.  It
+ * consumes them in order once the RTU arrived, and the one beyond the
+ * credits it granted finds them all owed.
+ */
 static int run_drop(const struct evil_case *t)
 {
-	struct conn *c = conn_open_valid();
+	unsigned int i, n = t->burst ? t->burst : 1;
+	struct conn *c = conn_open_valid_held(n > 1);
+	uint32_t len[SEND_SLOTS];
 	long long start;
-	uint32_t len;
 	int type, ret = -1;
 
 	if (!c)
 		return -1;
-	len = t->msg(c);
-	diag("sending %u bytes, type %u", len, hdr(c)->type);
+	for (i = 0; i < n; i++) {
+		c->slot = i;
+		len[i] = t->msg(c);
+	}
+	c->slot = 0;
+	if (n > 1)
+		diag("sending %u messages of %u bytes, type %u, seq 1..%u, in one burst",
+		     n, len[0], hdr(c)->type, n);
+	else
+		diag("sending %u bytes, type %u", len[0], hdr(c)->type);
 	start = now_ms();
-	if (send_msg(c, 0, len))
+	if (send_burst(c, n, len))
 		goto out;
+	if (n > 1) {
+		while (c->sends_done < n && !c->rx_err && now_ms() < start + opt.timeout_ms)
+			next_event(c, STEP_MS);
+		diag("%u of %u SENDs completed after %lld ms; sending the RTU",
+		     c->sends_done, n, now_ms() - start);
+		if (c->sends_done < n || c->rx_err || conn_establish(c))
+			goto out;
+	}
 	type = next_event(c, opt.timeout_ms);
 	if (type == RDMA_CM_EVENT_DISCONNECTED) {
 		diag("disconnected after %lld ms", now_ms() - start);
@@ -1138,13 +1331,627 @@ static int run_case(const struct evil_case *t)
 	}
 }
 
+/* ---- random mode --------------------------------------------------------- */
+
+/*
+ * --random SEED --count N: N frames, each a well-formed message of a
+ * random type (built as an honest peer would, on the connection's state)
+ * then mutated or not, all drawn from SEED and the frame's number, so
+ * that frame i is the same whatever happened to the frames before it.
+ * Whenever the node drops the connection, the next frame goes out on a
+ * new one.  What the node must do with a frame depends on what was done
+ * to it:
+ *
+ *   STAY  a well-formed message an honest peer may send, within its
+ *         credits: the node must not drop a connection that carried only
+ *         those;
+ *   DROP  a mutation that no reading of the wire format accepts (version,
+ *         flags, type, header length, sequence, a field checked by
+ *         dmaplane_wire_check(), a FIN or RESOLVED naming nothing): the
+ *         node must drop the connection within --timeout;
+ *   ANY   bit flips, random bytes, truncation or extension with the
+ *         length fixed up, a burst beyond the credits: either.
+ *
+ * As an honest peer, the tool gives the node's requests their credits
+ * back (an ACK once several are owed) and waits for credits itself.
+ * Segments of RTS and RMA_REQ frames point into memory registered here
+ * for remote read and write, so the node really moves data; with --dst
+ * (and --rkey/--rlen, a region of that endpoint) most frames reach a
+ * live endpoint and region on the node.
+ */
+enum expect { EXP_STAY, EXP_ANY, EXP_DROP };
+
+static const char *const expect_names[] = { "stay", "any", "drop" };
+
+struct rframe {
+	char what[160];		/* base type and mutations, for the log */
+	enum expect expect;
+	unsigned int n;		/* messages: more than one for a burst */
+	uint32_t len[SEND_SLOTS];
+	bool request;		/* costs a credit (the first message) */
+};
+
+static struct {
+	unsigned long frames, conns, drops, bursts, stays, anys, dropx;
+	unsigned long peer_reqs;
+} rstat;
+
+static uint32_t rnd_below(uint32_t n)
+{
+	return n ? (uint32_t)(rnd64() % n) : 0;
+}
+
+static void what_add(struct rframe *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void what_add(struct rframe *f, const char *fmt, ...)
+{
+	size_t l = strlen(f->what);
+	va_list ap;
+
+	if (l + 2 >= sizeof(f->what))
+		return;
+	f->what[l++] = ' ';
+	va_start(ap, fmt);
+	vsnprintf(f->what + l, sizeof(f->what) - l, fmt, ap);
+	va_end(ap);
+}
+
+static void expect_at_least(struct rframe *f, enum expect e)
+{
+	if (e > f->expect)
+		f->expect = e;
+}
+
+static uint64_t rnd_dst(void)
+{
+	if (opt.dst_uid && rnd_below(4))
+		return opt.dst_uid;
+	return rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1);
+}
+
+/*
+ * @nsegs segments covering @len bytes of @c->rmem (len <= RMEM_SIZE), each
+ * at least one byte; returns how many were used (fewer when @len is small).
+ */
+static uint32_t rnd_segs(struct conn *c, struct dmaplane_wire_seg *segs, uint32_t nsegs,
+			 uint32_t len)
+{
+	uint32_t i, left = len, off = rnd_below(RMEM_SIZE - len + 1);
+
+	if (nsegs > len)
+		nsegs = len;
+	for (i = 0; i < nsegs; i++) {
+		uint32_t l = i + 1 == nsegs ? left : 1 + rnd_below(left - (nsegs - i - 1));
+
+		segs[i].addr = htole64((uintptr_t)c->rmem + off);
+		segs[i].rkey = htole32(c->rmr->rkey);
+		segs[i].len = htole32(l);
+		off += l;
+		left -= l;
+	}
+	return nsegs;
+}
+
+/* An honest message of a random type in slot @c->slot; returns its length. */
+static uint32_t rnd_base(struct conn *c, struct rframe *f)
+{
+	uint32_t r = rnd_below(100), len, n, pay;
+	struct dmaplane_wire_msg *m;
+
+	f->request = true;
+	if (r < 22) {
+		/* Mostly small, sometimes up to the largest eager payload. */
+		pay = rnd_below(4) ? rnd_below(256) : rnd_below(DMAPLANE_WIRE_EAGER_MAX + 1);
+		len = msg_eager(c, pay);
+		m = (void *)(hdr(c) + 1);
+		m->src = htole64(rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1));
+		m->dst = htole64(rnd_dst());
+		m->tag = htole64(rnd_below(2) ? rnd_below(16) : rnd64());
+		m->uid = 0;
+		what_add(f, "EAGER(%u)", pay);
+		return len;
+	}
+	if (r < 36) {
+		struct dmaplane_wire_rts *rts;
+		uint32_t mlen = 1 + rnd_below(RMEM_SIZE);
+
+		n = 1 + rnd_below(rnd_below(4) ? 4 : DMAPLANE_WIRE_MAX_SEGS);
+		len = msg_rts(c, n);
+		m = (void *)(hdr(c) + 1);
+		rts = (void *)(m + 1);
+		n = rnd_segs(c, rts->segs, n, mlen);
+		/* Fewer segments when the message is short: shrink it. */
+		rts->nsegs = htole32(n);
+		hdr(c)->len = htole32(sizeof(*m) + sizeof(*rts) + n * sizeof(rts->segs[0]));
+		len = HSZ + le32toh(hdr(c)->len);
+		m->dst = htole64(rnd_dst());
+		m->tag = htole64(rnd_below(16));
+		m->msg_len = htole64(mlen);
+		/* Unique on this connection: never one the node still holds. */
+		rts->cookie = htole64(c->sends);
+		what_add(f, "RTS(%u, %u segs)", mlen, n);
+		return len;
+	}
+	if (r < 50) {
+		struct dmaplane_wire_rma *q;
+		struct dmaplane_wire_seglist *sl;
+		uint64_t rlen = opt.rkey ? opt.rlen : RMEM_SIZE;
+		uint64_t roff = rnd_below(rlen + 1);
+		uint64_t room = rlen - roff < RMEM_SIZE ? rlen - roff : RMEM_SIZE;
+		uint32_t l = rnd_below(8) ? rnd_below(room + 1) : 0;
+
+		n = l ? 1 + rnd_below(4) : 0;
+		len = msg_rma(c, n, rnd64() & 0xffffffff);
+		q = (void *)(hdr(c) + 1);
+		sl = (void *)(q + 1);
+		n = l ? rnd_segs(c, sl->segs, n, l) : 0;
+		sl->nsegs = htole32(n);
+		hdr(c)->len = htole32(sizeof(*q) + sizeof(*sl) + n * sizeof(sl->segs[0]));
+		len = HSZ + le32toh(hdr(c)->len);
+		q->dst = htole64(rnd_dst());
+		if (opt.rkey && rnd_below(4))
+			q->rkey = htole64(opt.rkey);
+		q->roffset = htole64(roff);
+		q->len = htole64(l);
+		q->write = rnd_below(2);
+		what_add(f, "RMA_REQ(%s %u at %llu, %u segs)", q->write ? "put" : "get", l,
+			 (unsigned long long)roff, n);
+		return len;
+	}
+	if (r < 60) {
+		struct dmaplane_wire_resolve *q = msg_start(c, DMAPLANE_WIRE_RESOLVE, sizeof(*q));
+
+		q->cookie = htole64(rnd64());
+		q->ep_uid = htole64(rnd_dst());
+		what_add(f, "RESOLVE");
+		return HSZ + sizeof(*q);
+	}
+	if (r < 68) {
+		struct dmaplane_wire_cancel *k = msg_start(c, DMAPLANE_WIRE_CANCEL, sizeof(*k));
+
+		/* Often an RTS sent on this connection, else anything. */
+		k->cookie = htole64(rnd_below(2) ? c->sends - rnd_below(8) : rnd64() & 0xffffffff);
+		what_add(f, "CANCEL");
+		return HSZ + sizeof(*k);
+	}
+	if (r < 80) {
+		what_add(f, "PING");
+		return m_ping(c);
+	}
+	if (r < 97) {
+		struct dmaplane_wire_ack *a = msg_start(c, DMAPLANE_WIRE_ACK, sizeof(*a));
+
+		f->request = false;
+		a->consumed = htole64(c->peer_seq);
+		a->credits = htole32(c->peer_owed);
+		c->peer_owed = 0;
+		what_add(f, "ACK(%llu, %u)", (unsigned long long)c->peer_seq,
+			 le32toh(a->credits));
+		return HSZ + sizeof(*a);
+	}
+	/* Naming what the node never issued: always a protocol error. */
+	f->expect = EXP_DROP;
+	if (r < 99) {
+		struct dmaplane_wire_fin *fin = msg_start(c, DMAPLANE_WIRE_FIN, sizeof(*fin));
+
+		fin->cookie = htole64(rnd64() & 0xffffffff);
+		fin->status = htole32(-(int32_t)rnd_below(200));
+		what_add(f, "FIN(unknown)");
+		return HSZ + sizeof(*fin);
+	}
+	len = m_resolved_unknown(c);
+	what_add(f, "RESOLVED(unknown)");
+	return len;
+}
+
+/* Flip @n random bits of the @len bytes in slot @c->slot. */
+static void flip_bits(struct conn *c, uint32_t len, unsigned int n)
+{
+	uint8_t *b = send_buf(c, c->slot);
+
+	while (n-- && len)
+		b[rnd_below(len)] ^= 1u << rnd_below(8);
+}
+
+/* A field checked by dmaplane_wire_check() made wrong; returns false if none. */
+static bool break_field(struct conn *c, struct rframe *f, uint32_t len)
+{
+	struct dmaplane_wire_hdr *h = hdr(c);
+	uint8_t *body = (uint8_t *)(h + 1);
+	struct dmaplane_wire_msg *m = (void *)body;
+
+	switch (h->type) {
+	case DMAPLANE_WIRE_EAGER:
+		m->msg_len = htole64(le64toh(m->msg_len) + 1 + rnd_below(1u << 20));
+		what_add(f, "msg_len+");
+		return true;
+	case DMAPLANE_WIRE_RTS: {
+		struct dmaplane_wire_rts *rts = (void *)(m + 1);
+
+		if (rnd_below(2)) {
+			rts->segs[rnd_below(le32toh(rts->nsegs))].len = 0;
+			what_add(f, "seg.len=0");
+		} else {
+			rts->cookie = htole64(le64toh(rts->cookie) | 1ull << (32 + rnd_below(32)));
+			what_add(f, "cookie>2^32");
+		}
+		return true;
+	}
+	case DMAPLANE_WIRE_RMA_REQ: {
+		struct dmaplane_wire_rma *q = (void *)body;
+
+		if (rnd_below(2)) {
+			q->write = 2 + rnd_below(254);
+			what_add(f, "write=%u", q->write);
+		} else {
+			q->len = htole64(le64toh(q->len) + 1 + rnd_below(4096));
+			what_add(f, "len!=segs");
+		}
+		return true;
+	}
+	case DMAPLANE_WIRE_ACK: {
+		struct dmaplane_wire_ack *a = (void *)body;
+
+		a->credits = htole32(DMAPLANE_WIRE_CREDITS + 1 + rnd_below(1000));
+		what_add(f, "credits>max");
+		return true;
+	}
+	case DMAPLANE_WIRE_CANCEL: {
+		struct dmaplane_wire_cancel *k = (void *)body;
+
+		k->cookie = htole64(le64toh(k->cookie) | 1ull << (32 + rnd_below(32)));
+		what_add(f, "cookie>2^32");
+		return true;
+	}
+	case DMAPLANE_WIRE_RESOLVE: {
+		struct dmaplane_wire_resolve *q = (void *)body;
+
+		q->status = htole32(-(int32_t)(1 + rnd_below(100)));
+		what_add(f, "status!=0");
+		return true;
+	}
+	default:
+		(void)len;
+		return false;
+	}
+}
+
+/*
+ * Mutate the message of @len bytes in slot @c->slot; returns the length to
+ * send.  Mutations that change the length come first, so that a later
+ * header mutation is not undone by a length fixed up.
+ */
+static uint32_t mutate(struct conn *c, struct rframe *f, uint32_t len)
+{
+	struct dmaplane_wire_hdr *h = hdr(c);
+	unsigned int k, nmut = 1 + rnd_below(rnd_below(3) ? 1 : 3);
+	bool fuzzy = false, drop = false;
+	uint32_t r, d;
+
+	for (k = 0; k < nmut; k++) {
+		r = rnd_below(100);
+		if (r < 10 && len > HSZ) {
+			/* Truncated, with or without the header's len fixed. */
+			d = 1 + rnd_below(len - 1);
+			len -= d;
+			if (len >= HSZ && rnd_below(2)) {
+				h->len = htole32(len - HSZ);
+				what_add(f, "truncated-%u(len fixed)", d);
+				fuzzy = true;
+			} else {
+				what_add(f, "truncated-%u", d);
+				drop = true;
+			}
+		} else if (r < 18) {
+			/* Extended with random bytes (the spare slot has room). */
+			uint8_t *b = send_buf(c, c->slot);
+
+			d = 1 + rnd_below(64);
+			for (uint32_t i = 0; i < d; i++)
+				b[len + i] = (uint8_t)rnd64();
+			len += d;
+			if (rnd_below(2)) {
+				h->len = htole32(len - HSZ);
+				what_add(f, "extended+%u(len fixed)", d);
+				fuzzy = true;
+			} else {
+				what_add(f, "extended+%u", d);
+				drop = true;
+			}
+		} else if (r < 26) {
+			h->version = DMAPLANE_WIRE_VERSION + 1 + rnd_below(250);
+			what_add(f, "version=%u", h->version);
+			drop = true;
+		} else if (r < 32) {
+			h->flags = htole16(1 + rnd_below(0xffff));
+			what_add(f, "flags");
+			drop = true;
+		} else if (r < 40) {
+			d = rnd_below(3) ? 0 : 1 + rnd_below(__DMAPLANE_WIRE_MAX - 1);
+			if (!d)
+				d = rnd_below(2) ? 0 : __DMAPLANE_WIRE_MAX + rnd_below(200);
+			if (d == h->type)
+				continue;
+			h->type = d;
+			what_add(f, "type=%u", d);
+			if (!d || d >= __DMAPLANE_WIRE_MAX)
+				drop = true;
+			else
+				fuzzy = true;
+		} else if (r < 48) {
+			h->len = htole32(le32toh(h->len) + 1 + rnd_below(100));
+			what_add(f, "hdr.len+");
+			drop = true;
+		} else if (r < 56) {
+			/* Requests: one seq only is right; ACKs: zero only. */
+			uint64_t s = le64toh(h->seq);
+
+			h->seq = htole64(h->type == DMAPLANE_WIRE_ACK ? 1 + rnd_below(100) :
+					 rnd_below(2) ? s + 1 + rnd_below(5) : s - 1);
+			what_add(f, "seq=%llu", (unsigned long long)le64toh(h->seq));
+			drop = true;
+		} else if (r < 70) {
+			if (break_field(c, f, len))
+				drop = true;
+		} else if (r < 85) {
+			d = 1 + rnd_below(8);
+			flip_bits(c, len, d);
+			what_add(f, "flip%u", d);
+			fuzzy = true;
+		} else if (len > HSZ) {
+			uint8_t *b = send_buf(c, c->slot);
+
+			d = HSZ + rnd_below(len - HSZ);
+			b[d] = (uint8_t)rnd64();
+			what_add(f, "byte@%u", d);
+			fuzzy = true;
+		}
+	}
+	/* Random changes may have undone a deliberate one: any outcome. */
+	if (fuzzy)
+		expect_at_least(f, EXP_ANY);
+	else if (drop)
+		expect_at_least(f, EXP_DROP);
+	return len;
+}
+
+/* Frame @i of @seed, in the send slots from 0 (rng seeded for it). */
+static void rnd_frame(struct conn *c, uint64_t seed, unsigned long i, struct rframe *f)
+{
+	uint32_t r;
+
+	rng_state = seed ^ (i * 0xd1342543de82ef95ull);
+	splitmix64(&rng_state);
+	memset(f, 0, sizeof(*f));
+	f->n = 1;
+	c->slot = 0;
+	r = rnd_below(100);
+	if (r < 4) {
+		/* More than the credits the node has left us, back to back. */
+		unsigned int k;
+
+		f->n = (c->credits > 0 ? c->credits : 0) + 1 + rnd_below(8);
+		if (f->n > SEND_SLOTS)
+			f->n = SEND_SLOTS;
+		for (k = 0; k < f->n; k++) {
+			c->slot = k;
+			f->len[k] = m_ping(c);
+		}
+		c->slot = 0;
+		f->request = true;
+		f->expect = EXP_ANY;
+		what_add(f, "%u PINGs, %d credits left", f->n, c->credits);
+		return;
+	}
+	f->len[0] = rnd_base(c, f);
+	if (r < 70)
+		return;	/* as built */
+	f->len[0] = mutate(c, f, f->len[0]);
+}
+
+/*
+ * Wait until every send completed (send slots are reused from 0): false
+ * when the connection broke or the node does not answer.
+ */
+static bool send_idle(struct conn *c)
+{
+	long long end = now_ms() + opt.timeout_ms;
+
+	while (c->sends_done != c->sends) {
+		if (now_ms() >= end || c->rx_err || c->disconnected)
+			return false;
+		next_event(c, STEP_MS);
+	}
+	return !c->rx_err && !c->disconnected;
+}
+
+/* An honest ACK of every request of the node consumed so far. */
+static void send_ack(struct conn *c)
+{
+	struct dmaplane_wire_ack *a;
+
+	if (!send_idle(c))
+		return;
+	c->slot = 0;
+	a = msg_start(c, DMAPLANE_WIRE_ACK, sizeof(*a));
+	a->consumed = htole64(c->peer_seq);
+	a->credits = htole32(c->peer_owed);
+	c->peer_owed = 0;
+	send_msg(c, 0, HSZ + sizeof(*a));
+}
+
+/*
+ * Wait up to --timeout for the node to drop @c: true when it did (a
+ * DISCONNECTED event, or a completion error: the node's QP is gone).
+ */
+static bool wait_dropped(struct conn *c)
+{
+	long long end = now_ms() + opt.timeout_ms;
+
+	while (!c->disconnected && now_ms() < end) {
+		next_event(c, STEP_MS);
+		if (c->rx_err && !c->disconnected)
+			end = end < now_ms() + 2000 ? end : now_ms() + 2000;
+	}
+	return c->disconnected || c->rx_err;
+}
+
+static bool conn_lost(struct conn *c)
+{
+	if (c->rx_err && !c->disconnected)
+		wait_dropped(c);
+	return c->disconnected || c->rx_err;
+}
+
+/* Frame @i, built (and its state restored) only to see what it will be. */
+static void rnd_peek(struct conn *c, uint64_t seed, unsigned long i, struct rframe *f)
+{
+	uint64_t seq = c->next_seq;
+	uint32_t owed = c->peer_owed;
+
+	rnd_frame(c, seed, i, f);
+	c->next_seq = seq;
+	c->peer_owed = owed;
+}
+
+static int run_random(uint64_t seed, unsigned long count)
+{
+	long long start = now_ms();
+	char last[3][200] = { "", "", "" };
+	bool all_stay = true, gave_up = false;
+	struct conn *c = NULL;
+	unsigned long i = 0;
+	int fails = 0, nfail = 0;
+	struct rframe f;
+
+	diag("random: seed %llu, %lu frames (reproduce: --random %llu --count %lu)",
+	     (unsigned long long)seed, count, (unsigned long long)seed, count);
+	while (i < count && fails < 5) {
+		if (c && (gave_up || conn_lost(c))) {
+			if (!gave_up) {
+				rstat.drops++;
+				if (all_stay) {
+					diag("honest frames only, and dropped; the last:");
+					diag("  %s", last[0]);
+					diag("  %s", last[1]);
+					diag("  %s", last[2]);
+					fails++;
+				}
+			}
+			rstat.peer_reqs += c->peer_reqs;
+			conn_close(c);
+			c = NULL;
+			gave_up = false;
+		}
+		if (!c) {
+			/* Its node_id too comes from the seed. */
+			rng_state = seed ^ ~(i * 0x9e3779b97f4a7c15ull);
+			c = conn_open_valid();
+			if (!c) {
+				diag("frame %lu: no connection (%d in a row)", i, ++nfail);
+				if (nfail >= 3)
+					return -1;
+				continue;
+			}
+			nfail = 0;
+			rstat.conns++;
+			all_stay = true;
+			memset(last, 0, sizeof(last));
+		}
+		/* Give the node's requests their credits back, as an honest peer. */
+		if (send_idle(c) && c->peer_owed >= 8)
+			send_ack(c);
+		if (!send_idle(c)) {
+			if (!conn_lost(c)) {
+				diag("frame %lu: a SEND not completed within %d ms: next connection",
+				     i, opt.timeout_ms);
+				gave_up = true;
+			}
+			continue;
+		}
+		rnd_peek(c, seed, i, &f);
+		/* Honest requests wait for a credit. */
+		if (f.expect == EXP_STAY && f.request && c->credits <= 0) {
+			long long end = now_ms() + opt.timeout_ms;
+
+			while (c->credits <= 0 && now_ms() < end && !conn_lost(c)) {
+				if (c->peer_owed)
+					send_ack(c);
+				next_event(c, STEP_MS);
+			}
+			if (conn_lost(c))
+				continue;
+			if (c->credits <= 0) {
+				diag("frame %lu: no credit back from the node within %d ms",
+				     i, opt.timeout_ms);
+				fails++;
+				gave_up = true;
+				continue;
+			}
+			if (!send_idle(c)) {
+				gave_up = !conn_lost(c);
+				continue;
+			}
+		}
+		rnd_frame(c, seed, i, &f);
+		rstat.frames++;
+		rstat.bursts += f.n > 1;
+		rstat.stays += f.expect == EXP_STAY;
+		rstat.anys += f.expect == EXP_ANY;
+		rstat.dropx += f.expect == EXP_DROP;
+		memmove(last[0], last[1], sizeof(last[0]) * 2);
+		snprintf(last[2], sizeof(last[2]), "frame %lu (%s):%s", i,
+			 expect_names[f.expect], f.what);
+		if (f.request)
+			c->credits -= f.n;
+		if (f.expect != EXP_STAY)
+			all_stay = false;
+		send_burst(c, f.n, f.len);
+		i++;
+		if (f.expect == EXP_DROP && !wait_dropped(c)) {
+			diag("%s: still connected after %d ms", last[2], opt.timeout_ms);
+			fails++;
+			gave_up = true;
+		}
+	}
+	if (c) {
+		rstat.peer_reqs += c->peer_reqs;
+		conn_close(c);
+	}
+	diag("random: %lu frames (%lu stay, %lu any, %lu drop; %lu bursts), %lld ms",
+	     rstat.frames, rstat.stays, rstat.anys, rstat.dropx, rstat.bursts, now_ms() - start);
+	/* jobs/evil.sh reads the number of connections from this line. */
+	diag("random: on %lu connections, %lu dropped by the node; %lu requests from it",
+	     rstat.conns, rstat.drops, rstat.peer_reqs);
+	return fails ? -1 : 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: evil_peer --addr IPV4 [--port P] --case NAME|all [--timeout S]\n"
 		"                 [--dst EP_UID]\n"
+		"       evil_peer --addr IPV4 [--port P] --random SEED --count N [--timeout S]\n"
+		"                 [--dst EP_UID [--rkey KEY --rlen BYTES]]\n"
 		"       evil_peer --list [all|accept|reject|drop|stay|overflow]\n");
 	exit(2);
+}
+
+/* @sel is "all", a case's name or names separated by commas. */
+static bool selected(const char *sel, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p;
+
+	if (!strcmp(sel, "all"))
+		return true;
+	for (p = sel; p; p = strchr(p, ',')) {
+		if (*p == ',')
+			p++;
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	}
+	return false;
 }
 
 static void list(const char *kind)
@@ -1165,11 +1972,17 @@ int main(int argc, char **argv)
 		{ "case", required_argument, NULL, 'c' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "dst", required_argument, NULL, 'd' },
+		{ "random", required_argument, NULL, 'r' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "rkey", required_argument, NULL, 'k' },
+		{ "rlen", required_argument, NULL, 'L' },
 		{ "list", optional_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *addr = NULL, *name = NULL;
 	unsigned int i, n = 0, failed = 0;
+	unsigned long count = 0;
+	uint64_t seed = 0;
 	long port = 20886;
 	int o;
 
@@ -1192,6 +2005,19 @@ int main(int argc, char **argv)
 		case 'd':
 			opt.dst_uid = strtoull(optarg, NULL, 0);
 			break;
+		case 'r':
+			seed = strtoull(optarg, NULL, 0);
+			rng_seeded = true;
+			break;
+		case 'n':
+			count = strtoul(optarg, NULL, 0);
+			break;
+		case 'k':
+			opt.rkey = strtoull(optarg, NULL, 0);
+			break;
+		case 'L':
+			opt.rlen = strtoull(optarg, NULL, 0);
+			break;
 		case 'l':
 			/* "--list drop" as well as "--list=drop". */
 			if (!optarg && optind < argc && argv[optind][0] != '-')
@@ -1202,8 +2028,8 @@ int main(int argc, char **argv)
 			usage();
 		}
 	}
-	if (!addr || !name || optind != argc || port <= 0 || port > 65535 ||
-	    opt.timeout_ms <= 0)
+	if (!addr || !name == !rng_seeded || optind != argc || port <= 0 || port > 65535 ||
+	    opt.timeout_ms <= 0 || (rng_seeded && !count) || (opt.rkey && !opt.rlen))
 		usage();
 	opt.dst.sin_family = AF_INET;
 	opt.dst.sin_port = htons((uint16_t)port);
@@ -1211,8 +2037,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, "evil_peer: %s: not an IPv4 address\n", addr);
 		return 2;
 	}
+	if (rng_seeded) {
+		printf("TAP version 13\n1..1\n");
+		failed = run_random(seed, count) != 0;
+		printf("%s 1 random-seed-%llu\n", failed ? "not ok" : "ok",
+		       (unsigned long long)seed);
+		return failed;
+	}
 	for (i = 0; i < NCASES; i++)
-		n += !strcmp(name, "all") || !strcmp(name, cases[i].name);
+		n += selected(name, cases[i].name);
 	if (!n) {
 		fprintf(stderr, "evil_peer: no case %s (see --list)\n", name);
 		return 2;
@@ -1221,7 +2054,7 @@ int main(int argc, char **argv)
 	printf("TAP version 13\n1..%u\n", n);
 	n = 0;
 	for (i = 0; i < NCASES; i++) {
-		if (strcmp(name, "all") && strcmp(name, cases[i].name))
+		if (!selected(name, cases[i].name))
 			continue;
 		diag("%s: %s", cases[i].name, kind_names[cases[i].kind]);
 		n++;

@@ -22,7 +22,9 @@
  *
  *   --signal NAME      connect to DMAPLANE_PEER_IP's sync port and hand it
  *                      NAME (retried until the peer listens)
- *   --wait-for NAME    listen on the sync port until the peer signals NAME
+ *   --wait-for NAME    listen on the sync port until the peer signals NAME;
+ *                      NAME ending in '*' takes any name that starts with
+ *                      the rest, and prints it (a signal can carry values)
  *   --disrupt MODE     leave operations pending in both directions, signal
  *                      "pending-ready" to the peer (whose script then
  *                      unloads its module: MODE unload, or deletes its rxe
@@ -35,6 +37,11 @@
  *   --exchange [FILE]  a fresh exchange (both directions, rendezvous and
  *                      eager, put/get); FILE holds a stale name saved by
  *                      --disrupt, which must be refused
+ *   --hold             a target for the malicious peer (jobs/evil.sh): an
+ *                      endpoint with receives posted (reposted as they
+ *                      complete) and a region open to remote put/get;
+ *                      prints "EP_UID RKEY LEN" and serves until SIGTERM,
+ *                      then prints what completed, closes and exits 0
  *
  * Environment: DMAPLANE_PEER_IP, DMAPLANE_ROLE=client|server|local,
  * DMAPLANE_CTL_PORT (20887), DMAPLANE_SYNC_PORT (20888),
@@ -93,6 +100,8 @@ enum {
 	OP_STAT,	/* name -> a[0] (debugfs stats) */
 	OP_PARAM,	/* name -> a[0] (module parameter) */
 	OP_GETNAME,	/* a0 idx -> name */
+	OP_PEER,	/* field name -> its value for our peer in
+			 * `dpctl -j peer list`, as text */
 };
 
 enum { REG_USER, REG_ARENA, REG_DMABUF };
@@ -295,6 +304,42 @@ static int read_param(const char *name, long *val)
 	ret = fscanf(f, "%ld", val) == 1 ? 0 : -EIO;
 	fclose(f);
 	return ret;
+}
+
+/*
+ * The value of @field ("slot", "drops", "state", ...) of the peer at
+ * peer_ip() in `dpctl -j peer list`, as text in @out: 0, or -ENOENT when
+ * the listing, the peer or the field is absent.
+ */
+static int dpctl_peer_field(const char *field, char *out, size_t n)
+{
+	char line[8192], key[80], *p, *end, *v;
+	size_t i = 0;
+	FILE *f = popen("dpctl -j peer list 2>/dev/null", "r");
+
+	if (!f)
+		return -ENOENT;
+	if (!fgets(line, sizeof(line), f)) {
+		pclose(f);
+		return -ENOENT;
+	}
+	pclose(f);
+	snprintf(key, sizeof(key), "\"addr\":\"%s\"", peer_ip());
+	p = strstr(line, key);
+	if (!p)
+		return -ENOENT;
+	end = strchr(p, '}');
+	snprintf(key, sizeof(key), "\"%s\":", field);
+	v = strstr(p, key);
+	if (!v || (end && v > end))
+		return -ENOENT;
+	v += strlen(key);
+	if (*v == '"')
+		v++;
+	while (i + 1 < n && *v && !strchr("\",}", *v))
+		out[i++] = *v++;
+	out[i] = 0;
+	return 0;
 }
 
 static int s_reg_new(struct dp_ep *ep, uint64_t kind, uint64_t len,
@@ -633,6 +678,12 @@ static void serve_one(struct ctl_msg *m, char *in, struct ctl_msg *rsp,
 		ret = read_param(in, &val);
 		rsp->a[0] = val;
 		break;
+	case OP_PEER:
+		*out = calloc(1, 64);
+		ret = *out ? dpctl_peer_field(in, *out, 64) : -ENOMEM;
+		if (!ret)
+			*out_len = strlen(*out) + 1;
+		break;
 	default:
 		ret = -EINVAL;
 	}
@@ -888,27 +939,48 @@ static int cmp_ctx(const void *x, const void *y)
  */
 static long dpctl_peer_slot(void)
 {
-	char line[8192], key[80], *p;
-	long slot = -1;
-	FILE *f = popen("dpctl -j peer list 2>/dev/null", "r");
+	char v[32];
 
-	if (!f)
-		return -1;
-	if (!fgets(line, sizeof(line), f)) {
-		pclose(f);
-		return -1;
-	}
-	pclose(f);
-	snprintf(key, sizeof(key), "\"addr\":\"%s\"", peer_ip());
-	p = strstr(line, key);
-	if (p) {
-		char *end = strchr(p, '}');
-		char *s = strstr(p, "\"slot\":");
+	return dpctl_peer_field("slot", v, sizeof(v)) ? -1 : strtol(v, NULL, 10);
+}
 
-		if (s && (!end || s < end))
-			slot = strtol(s + 7, NULL, 10);
-	}
-	return slot;
+/* The remote node's view of its peer (us): @field of `dpctl -j peer list`. */
+static int r_peer_field(int fd, const char *field, char *out, size_t n)
+{
+	struct ctl_msg r;
+	void *o = NULL;
+	int ret = rcall(fd, OP_PEER, NULL, 0, field, strlen(field) + 1, &r, &o);
+
+	if (!ret)
+		snprintf(out, n, "%s", (char *)o);
+	free(o);
+	return ret;
+}
+
+/*
+ * Both nodes' view of the connection between them: state and drops of
+ * the peer, here (@l*) and there (@r*).
+ */
+struct peer_view {
+	char lstate[32], rstate[32];
+	long ldrops, rdrops;
+};
+
+/* 0, or 1 (no peer here) or 2 (none there) */
+static int peer_view(int fd, struct peer_view *v)
+{
+	char d[32];
+
+	memset(v, 0, sizeof(*v));
+	if (dpctl_peer_field("state", v->lstate, sizeof(v->lstate)) ||
+	    dpctl_peer_field("drops", d, sizeof(d)))
+		return 1;
+	v->ldrops = strtol(d, NULL, 10);
+	if (r_peer_field(fd, "state", v->rstate, sizeof(v->rstate)) ||
+	    r_peer_field(fd, "drops", d, sizeof(d)))
+		return 2;
+	v->rdrops = strtol(d, NULL, 10);
+	return 0;
 }
 
 /* ---- the fixture --------------------------------------------------------- */
@@ -1500,6 +1572,145 @@ TEST_F_TIMEOUT(remote, unexpected_budget_exhausted_exact_counts, 600)
 	EXPECT_EQ(-1, r_check(self->s, self->rep, 1, 7000, len, len));
 	free(c);
 	free(okv);
+	free(buf);
+}
+
+/*
+ * A receiver that posts nothing while eager messages keep coming across
+ * nodes: once its unexpected budget is full, every further SEND completes
+ * with -EAGAIN (a NACK in the receiver's ACK), while the node-to-node
+ * connection stays up -- no drop on either side, however the NACKs and
+ * the credits they travel with interleave with the traffic.  Once the
+ * receiver drained its queue, sends are delivered again, every byte right.
+ */
+TEST_F_TIMEOUT(remote, unexpected_budget_full_under_traffic_keeps_connection, 600)
+{
+	long budget = r_param(self->s, "unexp_budget");
+	long umax = r_param(self->s, "unexp_max");
+	long len = self->eager < 16384 ? self->eager : 16384;
+	long fit, n, m = 64, sent = 0, done = 0, ok = 0, eagain = 0;
+	struct peer_view before, after;
+	struct dmaplane_cqe *c;
+	char *buf;
+	int *st;
+
+	ASSERT_LT(0, budget);
+	ASSERT_LT(0, umax);
+	ASSERT_LT(0, len);
+	fit = budget / len < umax ? budget / len : umax;
+	/* As many refused as accepted: the traffic goes on well past full. */
+	n = 2 * fit + m;
+	if (n + m >= LOCAL_RING || fit < m)
+		SKIP(return, "unexp_budget %ld / unexp_max %ld: %ld messages of %ld bytes fit",
+		     budget, umax, fit, len);
+	if (!self->local) {
+		ASSERT_EQ(0, peer_view(self->s, &before))
+			TH_LOG("no peer %s in dpctl peer list (1: here, 2: there)", peer_ip());
+		ASSERT_STREQ("up", before.lstate);
+		ASSERT_STREQ("up", before.rstate);
+	}
+	c = calloc(n + m, sizeof(*c));
+	st = calloc(n + m, sizeof(*st));
+	buf = malloc(len * (n + m));
+	ASSERT_NE(NULL, c);
+	ASSERT_NE(NULL, st);
+	ASSERT_NE(NULL, buf);
+	for (long i = 0; i < n + m; i++) {
+		dp_test_fill(buf + i * len, len, 9000 + i);
+		st[i] = 1;	/* not completed */
+	}
+
+	/* Send all n without waiting, reaping completions as they come. */
+	while (sent < n) {
+		int ret = dp_send(self->ep, self->to_r, sent, buf + sent * len, len, sent);
+
+		if (ret == -EAGAIN) {
+			/* Our own ring or backlog is full: wait for room. */
+			int k = lwait(self->ep, c + done, 1, 30000);
+
+			ASSERT_EQ(1, k) TH_LOG("send %ld: -EAGAIN and nothing completes", sent);
+			done += k;
+			continue;
+		}
+		ASSERT_EQ(0, ret) TH_LOG("send %ld", sent);
+		sent++;
+		done += dp_poll(self->ep, c + done, n - done);
+	}
+	done += lwait(self->ep, c + done, n - done, 180000);
+	ASSERT_EQ(n, done);
+	for (long i = 0; i < n; i++) {
+		ASSERT_LT(c[i].ctx, (uint64_t)n);
+		EXPECT_EQ(1, st[c[i].ctx]) TH_LOG("send %llu completed twice",
+						  (unsigned long long)c[i].ctx);
+		EXPECT_EQ(DMAPLANE_OP_SEND, c[i].opcode);
+		st[c[i].ctx] = c[i].status;
+		if (!c[i].status)
+			ok++;
+		else if (c[i].status == -EAGAIN)
+			eagain++;
+	}
+	TH_LOG("%ld messages of %ld bytes, budget %ld bytes / %ld messages:",
+	       n, len, budget, umax);
+	TH_LOG("%ld delivered, %ld refused", ok, eagain);
+	/* One connection delivers in order: the first fit, then none. */
+	for (long i = 0; i < n; i++) {
+		EXPECT_EQ(i < fit ? 0 : -EAGAIN, st[i]) TH_LOG("send %ld", i);
+	}
+	EXPECT_EQ(fit, ok);
+	EXPECT_EQ(n - fit, eagain);
+	if (!self->local) {
+		ASSERT_EQ(0, peer_view(self->s, &after));
+		EXPECT_STREQ("up", after.lstate);
+		EXPECT_STREQ("up", after.rstate);
+		EXPECT_EQ(before.ldrops, after.ldrops) TH_LOG("dropped by this node");
+		EXPECT_EQ(before.rdrops, after.rdrops) TH_LOG("dropped by the receiver's");
+	}
+
+	/* The receiver drains: exactly the first fit, in order, intact. */
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   0, ~0ull, len, 0, fit, 0));
+	ASSERT_EQ(fit, r_wait(self->s, self->rep, c, fit, 120000));
+	qsort(c, fit, sizeof(c[0]), cmp_ctx);
+	for (long i = 0; i < fit; i++) {
+		ASSERT_EQ(i, c[i].ctx);
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i, c[i].tag) TH_LOG("receive %ld", i);
+		EXPECT_EQ(len, c[i].len);
+		EXPECT_EQ(-1, r_check(self->s, self->rep, i, 9000 + i, len, len))
+			TH_LOG("receive %ld", i);
+	}
+	EXPECT_EQ(-EAGAIN, RCALL(self->s, OP_PROBE, NULL, NULL, self->rep, DP_ANY_SRC,
+				 0, ~0ull, 0, 1000));
+
+	/* Room again: m more, queued unexpected, all delivered intact. */
+	for (long i = n; i < n + m; i++)
+		ASSERT_EQ(0, dp_send(self->ep, self->to_r, i, buf + i * len, len, i));
+	ASSERT_EQ(m, lwait(self->ep, c, m, 60000));
+	for (long i = 0; i < m; i++) {
+		EXPECT_EQ(0, c[i].status) TH_LOG("send %llu after the drain",
+						 (unsigned long long)c[i].ctx);
+		EXPECT_EQ(len, c[i].len);
+	}
+	ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+			   0, ~0ull, len, 0, m, 0));
+	ASSERT_EQ(m, r_wait(self->s, self->rep, c, m, 60000));
+	qsort(c, m, sizeof(c[0]), cmp_ctx);
+	for (long i = 0; i < m; i++) {
+		ASSERT_EQ(i, c[i].ctx);
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(n + i, c[i].tag) TH_LOG("receive %ld after the drain", i);
+		EXPECT_EQ(-1, r_check(self->s, self->rep, i, 9000 + n + i, len, len))
+			TH_LOG("receive %ld after the drain", i);
+	}
+	if (!self->local) {
+		ASSERT_EQ(0, peer_view(self->s, &after));
+		EXPECT_STREQ("up", after.lstate);
+		EXPECT_STREQ("up", after.rstate);
+		EXPECT_EQ(before.ldrops, after.ldrops);
+		EXPECT_EQ(before.rdrops, after.rdrops);
+	}
+	free(c);
+	free(st);
 	free(buf);
 }
 
@@ -2276,7 +2487,11 @@ static int sync_wait(const char *name)
 			continue;
 		}
 		got[len] = 0;
-		if (strcmp(got, name)) {
+		if (name[0] && name[strlen(name) - 1] == '*' &&
+		    !strncmp(got, name, strlen(name) - 1)) {
+			printf("%s\n", got);
+			fflush(stdout);
+		} else if (strcmp(got, name)) {
 			fprintf(stderr, "remote_test: waiting for %s, peer signalled %s\n",
 				name, got);
 			io_full(fd, "no", 2, 1);
@@ -2629,6 +2844,80 @@ static int exchange(const char *stale_file)
 }
 
 /* Local mode: the forked server goes when the suite exits (ksft_exit). */
+/* ---- a target for the malicious peer ------------------------------------- */
+
+#define HOLD_RECVS	8
+#define HOLD_LEN	(64 * 1024)
+
+static volatile sig_atomic_t hold_stop;
+
+static void hold_term(int sig)
+{
+	(void)sig;
+	hold_stop = 1;
+}
+
+/*
+ * Whatever the malicious peer makes of it, the endpoint must keep working
+ * and closing it must release everything (jobs/evil.sh checks the
+ * counters afterwards).
+ */
+static int hold(void)
+{
+	static char bufs[HOLD_RECVS][HOLD_LEN];
+	unsigned long done = 0, ok = 0, trunc = 0, other = 0;
+	struct dmaplane_name name;
+	struct dmaplane_cqe c[16];
+	struct dp_mr *mr;
+	struct dp_ep *ep;
+	char *region;
+	int i, n, ret;
+
+	signal(SIGTERM, hold_term);
+	ep = ep_new(0, LOCAL_RING);
+	region = malloc(HOLD_LEN);
+	if (!ep || !region || dp_getname(ep, &name))
+		return 1;
+	dp_test_fill(region, HOLD_LEN, 1);
+	ret = dp_mr_reg(ep, region, HOLD_LEN, RW, &mr);
+	if (ret) {
+		fprintf(stderr, "remote_test: hold: dp_mr_reg: %s\n", strerror(-ret));
+		return 1;
+	}
+	for (i = 0; i < HOLD_RECVS; i++) {
+		ret = dp_recv(ep, DP_ANY_SRC, 0, ~0ull, bufs[i], HOLD_LEN, i);
+		if (ret) {
+			fprintf(stderr, "remote_test: hold: dp_recv: %s\n", strerror(-ret));
+			return 1;
+		}
+	}
+	printf("%#llx %#llx %u\n", (unsigned long long)name.ep_uid,
+	       (unsigned long long)dp_mr_key(mr), HOLD_LEN);
+	fflush(stdout);
+	while (!hold_stop) {
+		n = dp_wait(ep, c, 16, 200);
+		for (i = 0; i < n; i++) {
+			done++;
+			if (!c[i].status)
+				ok++;
+			else if (c[i].status == -EMSGSIZE)
+				trunc++;
+			else
+				other++;
+			if (c[i].opcode == DMAPLANE_OP_RECV && c[i].ctx < HOLD_RECVS &&
+			    dp_recv(ep, DP_ANY_SRC, 0, ~0ull, bufs[c[i].ctx], HOLD_LEN,
+				    c[i].ctx))
+				other++;
+		}
+	}
+	fprintf(stderr, "remote_test: hold: %lu receives completed: %lu whole, %lu truncated, %lu failed\n",
+		done, ok, trunc, other);
+	dp_mr_dereg(mr);
+	dp_close(ep);
+	free(region);
+	return 0;
+}
+
 static pid_t local_server, local_main;
 
 static void stop_local_server(void)
@@ -2663,9 +2952,12 @@ int main(int argc, char **argv)
 		return disrupt(argv[2]);
 	if (argc > 1 && !strcmp(argv[1], "--exchange"))
 		return exchange(argc > 2 ? argv[2] : NULL);
+	if (argc > 1 && !strcmp(argv[1], "--hold"))
+		return hold();
 	if (argc > 1 && argv[1][0] == '-' && strcmp(argv[1], "--local")) {
 		fprintf(stderr, "usage: %s [--local | --serve | --signal NAME | --wait-for NAME |"
-			" --disrupt unload|linkdel|kill|vmkill|linkdown | --exchange [STALE_FILE]]\n", argv[0]);
+			" --disrupt unload|linkdel|kill|vmkill|linkdown | --exchange [STALE_FILE] |"
+			" --hold]\n", argv[0]);
 		return 2;
 	}
 	if (role && !strcmp(role, "server"))

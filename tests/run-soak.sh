@@ -8,11 +8,15 @@
 #   killloop  1,000 kill rounds (make check: 100)
 #   fuzz      the random-ioctl fuzzer, 1,000,000 calls, half as root and
 #             half as nobody (make check: 200,000)
+#   twonode   the two-VM job with 5,000 random frames from the malicious
+#             peer (make check: 500)
 #
 # DMAPLANE_SOAK_ITERS=, DMAPLANE_SOAK_ROUNDS= and DMAPLANE_FUZZ_CALLS=
 # override the counts; DMAPLANE_FUZZ_SEED=N replays a fuzz run (the seed is
 # printed in build/soak/fuzz/results-0.log), DMAPLANE_FUZZ_THREADS=N
-# (default 4).  Logs: build/soak/.  Last line: "N passed, N failed".
+# (default 4); DMAPLANE_EVIL_COUNT= the random frames, DMAPLANE_EVIL_SEED=
+# replays them (the seed is in build/soak/twonode/results-0.log).  Logs:
+# build/soak/.  Last line: "N passed, N failed".
 set -u
 cd "$(dirname "$0")/.."
 . tests/vm/common.sh
@@ -31,11 +35,11 @@ build_ko test "$KSRC" >"$out/build-ko.log" 2>&1 || { echo "FAIL build/module"; e
 make_initramfs "$out/soak.cpio.gz" "$BUILD/ko-test" >"$out/initramfs.log" 2>&1 ||
 	{ echo "FAIL initramfs"; exit 1; }
 
-soak() {	# name timeout kernel-args
+soak() {	# name timeout kernel-args [nodes]
 	t0=$(date +%s)
 	tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/soak.cpio.gz" \
-		-j "$1" -n 1 -t "$2" -o "$out/$1" -a "$3"
-	python3 tests/vm/results.py --ksrc "$KSRC" --label "soak/$1" "$out/$1" 1 \
+		-j "$1" -n "${4:-1}" -t "$2" -o "$out/$1" -a "$3"
+	python3 tests/vm/results.py --ksrc "$KSRC" --label "soak/$1" "$out/$1" "${4:-1}" \
 		>>"$out/results.txt"
 	echo "   $1: $(($(date +%s) - t0)) s"
 }
@@ -47,8 +51,13 @@ args="dmaplane.fuzz_calls=$calls"
 [ -n "${DMAPLANE_FUZZ_THREADS:-}" ] && args="$args dmaplane.fuzz_threads=$DMAPLANE_FUZZ_THREADS"
 # About 700 calls/s under TCG with KASAN, and a margin for a busy host.
 soak fuzz $((600 + calls / 100)) "$args"
+evil=${DMAPLANE_EVIL_COUNT:-5000}
+args="dmaplane.evil_count=$evil"
+[ -n "${DMAPLANE_EVIL_SEED:-}" ] && args="$args dmaplane.evil_seed=$DMAPLANE_EVIL_SEED"
+# The two-VM job (about 8 minutes) and some 8 random frames a second.
+soak twonode $((2400 + evil / 2)) "$args" 2
 
-grep -h '^# \(faults\|killloop\|[0-9]* rounds\|drain\|nth:\|fail\)\|^fuzz' \
+grep -h '^# \(faults\|killloop\|[0-9]* rounds\|drain\|nth:\|fail\|random\)\|^fuzz' \
 	"$out"/*/results-0.log 2>/dev/null
 grep -E '^(FAIL|SKIP)' "$out/results.txt" | cut -c1-300
 pass=$(grep -c '^PASS ' "$out/results.txt")

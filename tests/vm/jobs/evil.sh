@@ -10,14 +10,21 @@
 # the module loaded and 10.77.0.1 added as a peer; it must reject every
 # bad CONNECT, drop (and count) every connection carrying a malformed or
 # unjustified message, and answer a PUT for an unknown region with a FIN
-# of status -ENOENT or -ECONNRESET on a connection that stays up.
+# of status -ENOENT or -ECONNRESET on a connection that stays up.  One of
+# the drop cases (drop-over-credits) sends one request more than the
+# credits node 1 granted, all before its connection is established, so
+# that no ACK can have given a credit back in between.
 #
 # Ordering (twonode.sh):
 #   node 1: insmod dmaplane.ko; dpctl peer add 10.77.0.1;
 #           evil_phase_node1_start; signal evil-ready
 #   node 0: wait evil-ready; evil_phase_node0; signal evil-done
 #           (dmaplane.ko not loaded before that)
-#   node 1: wait evil-done; evil_phase_node1 (module still loaded)
+#   node 1: wait evil-done; evil_phase_node1 (module still loaded);
+#           evil_random_node1_start: signal "evil-target UID RKEY LEN"
+#   node 0: evil_random_node0: wait evil-target*, the random phase, then
+#           cases that need a working node; signal "evil-random-done N"
+#   node 1: wait evil-random-done*; evil_random_node1
 #
 # Node 1 expects the peer's "drops" counter to grow by one per drop-* case
 # (evil_peer --list drop) and one per CONNECT it rejected from a privileged
@@ -28,6 +35,16 @@
 # SEND larger than the receive buffers) are checked apart, as
 # evil-drops-overflow: the node sees them as an error completion, which
 # must count as a drop too.
+#
+# Then the random phase (evil_peer --random SEED --count N): mutated valid
+# frames from a seed printed in the log, at a live endpoint of node 1 (a
+# remote_test --hold target with receives posted and a region open to
+# put/get) and at made-up ones.  Afterwards node 1 must still accept and
+# answer a valid peer (evil_peer's accept-valid and stay-* cases), count
+# at most one drop per connection the random phase made, and once the
+# target closed its endpoint every counter in debugfs must be back at zero.
+# The kernel command line may set dmaplane.evil_count=N (default 500) and
+# dmaplane.evil_seed=S (default: random).
 
 EVIL_NODE0=10.77.0.1
 EVIL_NODE1=10.77.0.2
@@ -50,6 +67,17 @@ evil_phase_node0() {
 	rc=$?
 	echo "DMAPLANE-END kselftest evil_peer rc=$rc"
 	[ $rc = 0 ] || fails=$((fails + 1))
+}
+
+# evil_cmdline NAME DEFAULT: dmaplane.NAME=VALUE of the kernel command line.
+evil_cmdline() {
+	v=$2
+	for arg in $(cat /proc/cmdline); do
+		case $arg in
+		dmaplane.$1=*) v=${arg#*=} ;;
+		esac
+	done
+	echo "$v"
 }
 
 # Before node 0 starts: remember the drops counted so far.
@@ -79,4 +107,82 @@ evil_phase_node1() {
 			"peer $EVIL_NODE0 drops +$got, want +$((want + nover)): $nover SENDs larger than the receive buffers not counted"
 	fi
 	echo "# node 1 after the evil peer: $($D/dpctl -j peer list 2>&1)"
+}
+
+# ---- random phase -----------------------------------------------------------
+
+# Node 1, after evil_phase_node1: a live target for the random frames.
+evil_random_node1_start() {
+	evil_before=$(evil_peer_drops $EVIL_NODE0)
+	$D/tests/remote_test --hold >/tmp/evil-target 2>/tmp/evil-hold.log &
+	evil_hold=$!
+	for i in $(seq 30); do
+		[ -s /tmp/evil-target ] && break
+		sleep 1
+	done
+	target=$(cat /tmp/evil-target)
+	[ -n "$target" ]
+	case_result evil-target $? "remote_test --hold: $(cat /tmp/evil-hold.log)"
+	$D/tests/remote_test --signal "evil-target $target"
+	case_result sync-evil-target $?
+}
+
+# Node 0: the random phase, then cases that need a node still working.
+evil_random_node0() {
+	target=$(DMAPLANE_SYNC_TIMEOUT=600 $D/tests/remote_test --wait-for 'evil-target*')
+	case_result sync-evil-target $?
+	set -- $target
+	count=$(evil_cmdline evil_count 500)
+	seed=$(evil_cmdline evil_seed "$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')")
+	[ -n "$seed" ] || seed=$(date +%s)
+	t0=$(date +%s)
+	echo "DMAPLANE-BEGIN kselftest evil_random"
+	# A drop it must see, a credit it waits for: 20 s on a loaded host.
+	$D/evil_peer --addr $EVIL_NODE1 --port $EVIL_PORT --random "$seed" \
+		--count "$count" --dst "${2:-0}" --rkey "${3:-0}" --rlen "${4:-0}" \
+		--timeout 20 >/tmp/evil-random.log 2>&1
+	rc=$?
+	cat /tmp/evil-random.log
+	echo "DMAPLANE-END kselftest evil_random rc=$rc"
+	[ $rc = 0 ] || fails=$((fails + 1))
+	echo "# evil random phase: $(($(date +%s) - t0)) s"
+	conns=$(sed -n 's/.* on \([0-9]*\) connections.*/\1/p' /tmp/evil-random.log)
+	# The node still serves a valid peer, and answers it.
+	echo "DMAPLANE-BEGIN kselftest evil_after_random"
+	$D/evil_peer --addr $EVIL_NODE1 --port $EVIL_PORT \
+		--case accept-valid,stay-ping,stay-cancel-unknown-cookie,stay-rma-unknown-rkey
+	rc=$?
+	echo "DMAPLANE-END kselftest evil_after_random rc=$rc"
+	[ $rc = 0 ] || fails=$((fails + 1))
+	$D/tests/remote_test --signal "evil-random-done ${conns:-0}"
+	case_result sync-evil-random-done $?
+}
+
+# Node 1: every random connection dropped at most once, then nothing left.
+evil_random_node1() {
+	# About 8 frames a second under TCG: a second each is plenty.
+	secs=$((600 + $(evil_cmdline evil_count 500)))
+	msg=$(DMAPLANE_SYNC_TIMEOUT=$secs $D/tests/remote_test --wait-for 'evil-random-done*')
+	case_result sync-evil-random-done $?
+	conns=${msg#evil-random-done }
+	sleep 2
+	drops=$(evil_peer_drops $EVIL_NODE0)
+	if [ -n "$evil_before" ] && [ -n "$drops" ]; then
+		got=$((drops - evil_before))
+		[ "$got" -gt 0 ] && [ "$got" -le "${conns:-0}" ]
+		case_result evil-random-drops $? \
+			"peer $EVIL_NODE0 drops +$got over $conns connections: want 1 .. $conns (one per dropped connection)"
+	fi
+	kill "$evil_hold"
+	wait "$evil_hold"
+	case_result evil-target-exit $? "$(cat /tmp/evil-hold.log)"
+	cat /tmp/evil-hold.log
+	# Every counter back to zero (invalidations only ever grow).
+	for i in $(seq 20); do
+		left=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
+		[ -z "$left" ] && break
+		sleep 1
+	done
+	[ -z "$left" ]
+	case_result evil-random-counters-zero $? "$(echo $left)"
 }

@@ -20,6 +20,8 @@
 #                                       insmod; peer add 10.77.0.1
 #   [evil_phase_node0]  <-evil-ready--  [evil-ready]
 #   [evil-done]         --evil-done-->  [evil_phase_node1: drop counters]
+#   [evil_random_node0] <-evil-target-- [remote_test --hold]
+#   [random frames]     -evil-random-done-> [evil_random_node1: counters]
 #   insmod; peer add 10.77.0.2
 #   peer up                             peer up; remote_test --serve
 #   (wait)              <-server-up---
@@ -129,12 +131,15 @@ if [ "$DMAPLANE_NODE" = 1 ]; then
 		DMAPLANE_SYNC_TIMEOUT=900 $RT --wait-for evil-done
 		case_result sync-evil-done $?
 		evil_phase_node1
+		evil_random_node1_start
+		evil_random_node1
 	fi
 else
 	if [ -x $D/evil_peer ]; then
 		sync_wait evil-ready
 		evil_phase_node0
 		sync_signal evil-done
+		evil_random_node0
 	fi
 	check insmod insmod $D/dmaplane.ko
 	check peer-add $D/dpctl peer add 10.77.0.2
