@@ -1601,6 +1601,21 @@ static void rdv_free(struct dmaplane_rdv *rdv)
 	kfree(rdv);
 }
 
+/*
+ * What the sender of a rendezvous whose pull could not start completes
+ * with: a receiver going away (killed while it pinned, its file or its
+ * address space gone) is a reset, like a local rendezvous's; anything
+ * else an I/O error.
+ */
+static int pull_fin_status(struct dmaplane_ep *ep, int ret)
+{
+	if (ret == -ECONNRESET || ret == -EINTR || READ_ONCE(ep->dead) ||
+	    fatal_signal_pending(current) ||
+	    (ep->mm && !atomic_read(&ep->mm->mm_users)))
+		return -ECONNRESET;
+	return -EIO;
+}
+
 /**
  * dmaplane_ib_pull() - a receive matched a rendezvous message of another
  *	node: pull the data into the receiver's buffer
@@ -1649,7 +1664,7 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 err_complete:
 	dmaplane_msg_complete(ep, DMAPLANE_OP_RECV, ctx, ret == -EFAULT ? -EFAULT : -ECONNRESET,
 			      0, rdv->len, rdv->tag, rdv->src);
-	send_fin(c, rdv->cookie, ret == -ECONNRESET ? -ECONNRESET : -EIO);
+	send_fin(c, rdv->cookie, pull_fin_status(ep, ret));
 	rdv_free(rdv);
 }
 
