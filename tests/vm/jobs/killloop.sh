@@ -10,14 +10,8 @@
 # 1000), dmaplane.kill_members=K (default 4).
 . /dmaplane/jobs/lib.sh
 
-rounds=100
-members=4
-for arg in $(cat /proc/cmdline); do
-	case $arg in
-	dmaplane.kill_rounds=*) rounds=${arg#*=} ;;
-	dmaplane.kill_members=*) members=${arg#*=} ;;
-	esac
-done
+rounds=$(cmdline dmaplane.kill_rounds 100)
+members=$(cmdline dmaplane.kill_members 4)
 
 if [ ! -x $D/killloop ]; then
 	echo "DMAPLANE-CASE killloop SKIP no $D/killloop in the initramfs"

@@ -8,6 +8,18 @@
 D=/dmaplane
 fails=0
 
+# cmdline NAME DEFAULT: the value of NAME=VALUE on the kernel command
+# line (the last one given wins, as with module parameters), or DEFAULT.
+cmdline() {
+	val=$2
+	for arg in $(cat /proc/cmdline); do
+		case $arg in
+		"$1"=*) val=${arg#*=} ;;
+		esac
+	done
+	echo "$val"
+}
+
 case_result() {	# name rc [reason]
 	if [ "$2" = 0 ]; then
 		echo "DMAPLANE-CASE $1 PASS"
