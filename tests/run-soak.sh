@@ -6,6 +6,8 @@
 #   faults    the fail-nth sweep, then 1,000 probability runs each under
 #             failslab and fail_page_alloc (make check: 100)
 #   killloop  1,000 kill rounds (make check: 100)
+#   killloop2 1,000 kill rounds of a group spread over two VMs (make
+#             check: 100)
 #   fuzz      the random-ioctl fuzzer, 1,000,000 calls, half as root and
 #             half as nobody (make check: 200,000)
 #
@@ -31,17 +33,18 @@ build_ko test "$KSRC" >"$out/build-ko.log" 2>&1 || { echo "FAIL build/module"; e
 make_initramfs "$out/soak.cpio.gz" "$BUILD/ko-test" >"$out/initramfs.log" 2>&1 ||
 	{ echo "FAIL initramfs"; exit 1; }
 
-soak() {	# name timeout kernel-args
+soak() {	# name timeout kernel-args [nodes]
 	t0=$(date +%s)
 	tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/soak.cpio.gz" \
-		-j "$1" -n 1 -t "$2" -o "$out/$1" -a "$3"
-	python3 tests/vm/results.py --ksrc "$KSRC" --label "soak/$1" "$out/$1" 1 \
+		-j "$1" -n "${4:-1}" -t "$2" -o "$out/$1" -a "$3"
+	python3 tests/vm/results.py --ksrc "$KSRC" --label "soak/$1" "$out/$1" "${4:-1}" \
 		>>"$out/results.txt"
 	echo "   $1: $(($(date +%s) - t0)) s"
 }
 
 soak faults 14400 "dmaplane.fault_iters=$iters"
 soak killloop 14400 "dmaplane.kill_rounds=$rounds"
+soak killloop2 14400 "dmaplane.kill_rounds=$rounds" 2
 args="dmaplane.fuzz_calls=$calls"
 [ -n "${DMAPLANE_FUZZ_SEED:-}" ] && args="$args dmaplane.fuzz_seed=$DMAPLANE_FUZZ_SEED"
 [ -n "${DMAPLANE_FUZZ_THREADS:-}" ] && args="$args dmaplane.fuzz_threads=$DMAPLANE_FUZZ_THREADS"
