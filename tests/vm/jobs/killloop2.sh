@@ -20,7 +20,8 @@
 # Kernel command line: dmaplane.kill_rounds=N (default 100; make soak
 # 1000), dmaplane.kill_members=K (default 4), dmaplane.kill_delay=MS (the
 # latest moment of the kill after the members are forked, default 1500:
-# a setup takes about 0.8 s under TCG).
+# a setup takes about 1 s under TCG, so that about half of the victims
+# die in their setup).
 . /dmaplane/jobs/lib.sh
 
 rounds=$(cmdline dmaplane.kill_rounds 100)
