@@ -749,9 +749,12 @@ int main(int argc, char **argv)
 	if (node == 0) {
 		printf("# victims killed in their setup: %d of %d; setup (fork to all members here running) took %.3f s on average\n",
 		       setup_kills, done, setups ? setup_time / setups : 0);
-		printf("# drain time%s: worst %.3f s (here %.3f s), mean %.4f s\n",
-		       nodes == 2 ? " (the later node of each round)" : "", worst, worst_here,
-		       done ? total_drain / done : 0);
+		if (nodes == 2)
+			printf("# drain time (the later node of each round): worst %.3f s (node 0: %.3f s), mean %.4f s\n",
+			       worst, worst_here, done ? total_drain / done : 0);
+		else
+			printf("# drain time: worst %.3f s, mean %.4f s\n", worst,
+			       done ? total_drain / done : 0);
 		printf("DMAPLANE-CASE killloop-drain PASS worst drain %.3f s (limit %d s)\n",
 		       worst, limit);
 	} else {
