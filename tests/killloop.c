@@ -510,11 +510,15 @@ static int round_members(struct shared *sh, int r, unsigned int seed, int victim
 					       "wrong data" : "unexpected errno");
 					fails++;
 				}
-			} else {
+			} else if (late) {
 				killed_late++;
 				printf("DMAPLANE-CASE killloop/round%d FAIL member %d (%s, victim %d) did not notice a death within %d ms\n",
 				       r, i, sh->m[i].running ? "running" : "in its setup",
 				       victim, notice_ms);
+				fails++;
+			} else {
+				printf("DMAPLANE-CASE killloop/round%d FAIL member %d died of signal %d\n",
+				       r, i, WTERMSIG(status));
 				fails++;
 			}
 		}
