@@ -17,7 +17,8 @@
 #  6b. fault injection (every allocation of every ioctl path failed once),
 #     100 kill rounds and 200,000 fuzzed ioctls, on the 6.1 test kernel
 #  7. two VMs over a socket netdev: link, soft-RoCE, module on both nodes,
-#     remote_test across them, peer unload and rxe removal under load
+#     remote_test across them, peer unload and rxe removal under load;
+#     then 100 kill rounds of a group spread over the two nodes
 #
 # Every test prints PASS/FAIL/SKIP; the last line is "N passed, N failed".
 # Every step prints its time.  Exit status 1 when anything failed.
@@ -172,5 +173,8 @@ section "stock kernel $stock612 VM: kselftest suite"
 run_vm stock-6.12 "/boot/vmlinuz-$stock612" "$BUILD/ko-stock612" suite 1 600
 section "two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
 run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
+section "two VMs: kill loop across the nodes (100 rounds)"
+run_vm killloop2 "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop2 2 1800 \
+	"dmaplane.kill_rounds=100"
 
 finish

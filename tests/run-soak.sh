@@ -6,6 +6,8 @@
 #   faults    the fail-nth sweep, then 1,000 probability runs each under
 #             failslab and fail_page_alloc (make check: 100)
 #   killloop  1,000 kill rounds (make check: 100)
+#   killloop2 1,000 kill rounds of a group spread over two VMs (make
+#             check: 100)
 #   fuzz      the random-ioctl fuzzer, 1,000,000 calls, half as root and
 #             half as nobody (make check: 200,000)
 #   twonode   the two-VM job with 5,000 random frames from the malicious
@@ -46,6 +48,7 @@ soak() {	# name timeout kernel-args [nodes]
 
 soak faults 14400 "dmaplane.fault_iters=$iters"
 soak killloop 14400 "dmaplane.kill_rounds=$rounds"
+soak killloop2 14400 "dmaplane.kill_rounds=$rounds" 2
 args="dmaplane.fuzz_calls=$calls"
 [ -n "${DMAPLANE_FUZZ_SEED:-}" ] && args="$args dmaplane.fuzz_seed=$DMAPLANE_FUZZ_SEED"
 [ -n "${DMAPLANE_FUZZ_THREADS:-}" ] && args="$args dmaplane.fuzz_threads=$DMAPLANE_FUZZ_THREADS"

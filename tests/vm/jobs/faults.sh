@@ -16,14 +16,8 @@
 # accepts a "Call Trace:" there only as part of such a report.
 . /dmaplane/jobs/lib.sh
 
-iters=100
-prob=2
-for arg in $(cat /proc/cmdline); do
-	case $arg in
-	dmaplane.fault_iters=*) iters=${arg#*=} ;;
-	dmaplane.fault_prob=*) prob=${arg#*=} ;;
-	esac
-done
+iters=$(cmdline dmaplane.fault_iters 100)
+prob=$(cmdline dmaplane.fault_prob 2)
 
 if [ ! -x $D/faults ]; then
 	echo "DMAPLANE-CASE faults SKIP no $D/faults in the initramfs"

@@ -10,16 +10,9 @@
 # random; the nobody run uses S+1), dmaplane.fuzz_threads=T (default 4).
 . /dmaplane/jobs/lib.sh
 
-calls=20000
-seed=
-threads=4
-for arg in $(cat /proc/cmdline); do
-	case $arg in
-	dmaplane.fuzz_calls=*) calls=${arg#dmaplane.fuzz_calls=} ;;
-	dmaplane.fuzz_seed=*) seed=${arg#dmaplane.fuzz_seed=} ;;
-	dmaplane.fuzz_threads=*) threads=${arg#dmaplane.fuzz_threads=} ;;
-	esac
-done
+calls=$(cmdline dmaplane.fuzz_calls 20000)
+seed=$(cmdline dmaplane.fuzz_seed "")
+threads=$(cmdline dmaplane.fuzz_threads 4)
 [ -n "$seed" ] || seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 echo "fuzz: calls=$calls seed=$seed threads=$threads"
 

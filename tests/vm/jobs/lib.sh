@@ -8,6 +8,18 @@
 D=/dmaplane
 fails=0
 
+# cmdline NAME DEFAULT: the value of NAME=VALUE on the kernel command
+# line (the last one given wins, as with module parameters), or DEFAULT.
+cmdline() {
+	val=$2
+	for arg in $(cat /proc/cmdline); do
+		case $arg in
+		"$1"=*) val=${arg#*=} ;;
+		esac
+	done
+	echo "$val"
+}
+
 case_result() {	# name rc [reason]
 	if [ "$2" = 0 ]; then
 		echo "DMAPLANE-CASE $1 PASS"
@@ -77,4 +89,61 @@ load_dmaplane() {
 		[ -e $D/kmods/$m.ko ] && insmod $D/kmods/$m.ko
 	done
 	insmod $D/dmaplane.ko "$@"
+}
+
+# ---- two nodes (run-vm.sh -n 2: jobs/twonode.sh, jobs/killloop2.sh) ----
+# Node 0 is 10.77.0.1, node 1 is 10.77.0.2, both on eth0.
+
+# node_link: address eth0, reach the other node (DMAPLANE_PEER_IP, for
+# the helpers below and remote_test), add soft-RoCE on eth0.
+node_link() {
+	export DMAPLANE_PEER_IP=10.77.0.$((2 - DMAPLANE_NODE))
+	ip addr add 10.77.0.$((DMAPLANE_NODE + 1))/24 dev eth0
+	ip link set eth0 up
+	case_result eth0-up $?
+	ok=1
+	for i in $(seq 60); do
+		if ping -c 1 -W 1 "$DMAPLANE_PEER_IP" >/dev/null 2>&1; then
+			ok=0
+			break
+		fi
+	done
+	case_result ping-peer $ok "$DMAPLANE_PEER_IP unreachable"
+	check rxe-add rdma link add rxe0 type rxe netdev eth0
+	rdma link show rxe0/1 | grep -q 'state ACTIVE'
+	case_result rxe-active $? "$(rdma link show 2>&1)"
+}
+
+# sync_signal NAME / sync_wait NAME: meet the other node's script
+# (tests/remote_test.c; bounded by DMAPLANE_SYNC_TIMEOUT).
+sync_signal() {
+	$D/tests/remote_test --signal "$1"
+	case_result "sync-$1" $?
+}
+
+sync_wait() {
+	$D/tests/remote_test --wait-for "$1"
+	case_result "sync-$1" $?
+}
+
+# peer_up: the peer's connection is "up" in our table within SECS (30) s.
+peer_up() {	# case-name [secs]
+	ok=1
+	for i in $(seq "${2:-30}"); do
+		if $D/dpctl -j peer list 2>/dev/null |
+		   grep -q "\"addr\":\"$DMAPLANE_PEER_IP\"[^}]*\"state\":\"up\""; then
+			ok=0
+			break
+		fi
+		sleep 1
+	done
+	case_result "$1" $ok "$($D/dpctl -j peer list 2>&1)"
+}
+
+rmmod_retry() {	# the module, once the processes using it are gone
+	for i in $(seq 10); do
+		rmmod dmaplane 2>/dev/null && return 0
+		sleep 1
+	done
+	rmmod dmaplane
 }

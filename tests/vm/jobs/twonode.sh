@@ -44,62 +44,11 @@
 #   rmmod, rxe-del, kmemleak
 . /dmaplane/jobs/lib.sh
 
-me=$((DMAPLANE_NODE + 1))
-peer=$((2 - DMAPLANE_NODE))
 RT=$D/tests/remote_test
 STALE=/tmp/dmaplane-stale-name
-export DMAPLANE_PEER_IP=10.77.0.$peer
 export DMAPLANE_SYNC_TIMEOUT=${DMAPLANE_SYNC_TIMEOUT:-300}
 
-ip addr add 10.77.0.$me/24 dev eth0
-ip link set eth0 up
-case_result eth0-up $?
-
-ok=1
-for i in $(seq 60); do
-	if ping -c 1 -W 1 10.77.0.$peer >/dev/null 2>&1; then
-		ok=0
-		break
-	fi
-done
-case_result ping-peer $ok "10.77.0.$peer unreachable"
-
-check rxe-add rdma link add rxe0 type rxe netdev eth0
-rdma link show rxe0/1 | grep -q 'state ACTIVE'
-case_result rxe-active $? "$(rdma link show 2>&1)"
-
-# sync_signal NAME / sync_wait NAME: meet the other node's script.
-sync_signal() {
-	$RT --signal "$1"
-	case_result "sync-$1" $?
-}
-
-sync_wait() {
-	$RT --wait-for "$1"
-	case_result "sync-$1" $?
-}
-
-# peer_up: the peer's connection is "up" in our table within SECS (30) s.
-peer_up() {	# case-name [secs]
-	ok=1
-	for i in $(seq "${2:-30}"); do
-		if $D/dpctl -j peer list 2>/dev/null |
-		   grep -q "\"addr\":\"$DMAPLANE_PEER_IP\"[^}]*\"state\":\"up\""; then
-			ok=0
-			break
-		fi
-		sleep 1
-	done
-	case_result "$1" $ok "$($D/dpctl -j peer list 2>&1)"
-}
-
-rmmod_retry() {	# the module, once the processes using it are gone
-	for i in $(seq 10); do
-		rmmod dmaplane 2>/dev/null && return 0
-		sleep 1
-	done
-	rmmod dmaplane
-}
+node_link
 
 start_server() {
 	$RT --serve &
