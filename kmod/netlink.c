@@ -94,23 +94,25 @@ static void *nl_dump_hdr(struct sk_buff *skb, struct netlink_callback *cb, u8 cm
 
 /* ---- GET_STATS ---------------------------------------------------------- */
 
-static const struct {
-	int attr;
-	atomic_long_t *val;
-} dmaplane_nl_counters[] = {
-	{ DMAPLANE_ATTR_STAT_ENDPOINTS, &dmaplane_stats.endpoints },
-	{ DMAPLANE_ATTR_STAT_REGIONS, &dmaplane_stats.regions },
-	{ DMAPLANE_ATTR_STAT_ARENAS, &dmaplane_stats.arenas },
-	{ DMAPLANE_ATTR_STAT_ARENA_PAGES, &dmaplane_stats.arena_pages },
-	{ DMAPLANE_ATTR_STAT_USER_MRS, &dmaplane_stats.user_mrs },
-	{ DMAPLANE_ATTR_STAT_PINNED_PAGES, &dmaplane_stats.pinned_pages },
-	{ DMAPLANE_ATTR_STAT_CHARGED_PAGES, &dmaplane_stats.charged_pages },
-	{ DMAPLANE_ATTR_STAT_DMABUFS, &dmaplane_stats.dmabufs },
-	{ DMAPLANE_ATTR_STAT_IMPORTS, &dmaplane_stats.imports },
-	{ DMAPLANE_ATTR_STAT_INVALIDATIONS, &dmaplane_stats.invalidations },
-	{ DMAPLANE_ATTR_STAT_POSTED_RECVS, &dmaplane_stats.posted_recvs },
-	{ DMAPLANE_ATTR_STAT_UNEXP_MSGS, &dmaplane_stats.unexp_msgs },
-	{ DMAPLANE_ATTR_STAT_XFER_PAGES, &dmaplane_stats.xfer_pages },
+/*
+ * The numbered attribute of each counter that had one before the counters
+ * were named (%DMAPLANE_ATTR_STAT_*); 0: none.  Frozen: counters added
+ * later are reported by name only.
+ */
+static const u16 dmaplane_nl_stat_attrs[DMAPLANE_NUM_STATS] = {
+	[DMAPLANE_STAT_ENDPOINTS] = DMAPLANE_ATTR_STAT_ENDPOINTS,
+	[DMAPLANE_STAT_REGIONS] = DMAPLANE_ATTR_STAT_REGIONS,
+	[DMAPLANE_STAT_ARENAS] = DMAPLANE_ATTR_STAT_ARENAS,
+	[DMAPLANE_STAT_ARENA_PAGES] = DMAPLANE_ATTR_STAT_ARENA_PAGES,
+	[DMAPLANE_STAT_USER_MRS] = DMAPLANE_ATTR_STAT_USER_MRS,
+	[DMAPLANE_STAT_PINNED_PAGES] = DMAPLANE_ATTR_STAT_PINNED_PAGES,
+	[DMAPLANE_STAT_CHARGED_PAGES] = DMAPLANE_ATTR_STAT_CHARGED_PAGES,
+	[DMAPLANE_STAT_DMABUFS] = DMAPLANE_ATTR_STAT_DMABUFS,
+	[DMAPLANE_STAT_IMPORTS] = DMAPLANE_ATTR_STAT_IMPORTS,
+	[DMAPLANE_STAT_INVALIDATIONS] = DMAPLANE_ATTR_STAT_INVALIDATIONS,
+	[DMAPLANE_STAT_POSTED_RECVS] = DMAPLANE_ATTR_STAT_POSTED_RECVS,
+	[DMAPLANE_STAT_UNEXP_MSGS] = DMAPLANE_ATTR_STAT_UNEXP_MSGS,
+	[DMAPLANE_STAT_XFER_PAGES] = DMAPLANE_ATTR_STAT_XFER_PAGES,
 };
 
 /* Module parameters reported by GET_STATS, by their names. */
@@ -182,10 +184,11 @@ static int dmaplane_nl_get_stats(struct sk_buff *skb, struct genl_info *info)
 		ret = -EMSGSIZE;
 		goto err_free_msg;
 	}
-	for (i = 0; i < ARRAY_SIZE(dmaplane_nl_counters); i++) {
-		ret = nla_put_u64_64bit(msg, dmaplane_nl_counters[i].attr,
-					atomic_long_read(dmaplane_nl_counters[i].val),
-					DMAPLANE_ATTR_PAD);
+	for (i = 0; i < DMAPLANE_NUM_STATS; i++) {
+		if (!dmaplane_nl_stat_attrs[i])
+			continue;
+		ret = nla_put_u64_64bit(msg, dmaplane_nl_stat_attrs[i],
+					dmaplane_stat_read(i), DMAPLANE_ATTR_PAD);
 		if (ret)
 			goto err_free_msg;
 	}
