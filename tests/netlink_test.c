@@ -129,10 +129,55 @@ static int nlt_run(struct nlt *t, struct nl_msg *msg, row_fn fn, void *arg)
 
 /* ---- stats and dumps -------------------------------------------------- */
 
+#define MAX_NAMED 64
+
+/* A %DMAPLANE_ATTR_STAT_COUNTERS or %DMAPLANE_ATTR_PARAMS list. */
+struct named {
+	int n;
+	bool bad;	/* an entry without a name or a value, or too many */
+	char name[MAX_NAMED][64];
+	uint64_t v[MAX_NAMED];
+};
+
 struct stats {
 	uint64_t v[DMAPLANE_ATTR_MAX + 1];
 	bool have[DMAPLANE_ATTR_MAX + 1];
+	struct named counters, params;
 };
+
+static void named_parse(struct nlattr *nest, struct named *nm)
+{
+	struct nlattr *e;
+	int rem;
+
+	nm->n = 0;
+	if (!nest)
+		return;
+	nla_for_each_nested(e, nest, rem) {
+		struct nlattr *tb[DMAPLANE_ATTR_MAX + 1];
+
+		if (nla_type(e) != DMAPLANE_ATTR_STAT_ENTRY || nm->n == MAX_NAMED ||
+		    nla_parse_nested(tb, DMAPLANE_ATTR_MAX, e, NULL) ||
+		    !tb[DMAPLANE_ATTR_STAT_ENTRY_NAME] ||
+		    !tb[DMAPLANE_ATTR_STAT_ENTRY_VALUE] ||
+		    nla_len(tb[DMAPLANE_ATTR_STAT_ENTRY_VALUE]) != 8) {
+			nm->bad = true;
+			continue;
+		}
+		snprintf(nm->name[nm->n], sizeof(nm->name[0]), "%s",
+			 nla_get_string(tb[DMAPLANE_ATTR_STAT_ENTRY_NAME]));
+		nm->v[nm->n++] = nla_get_u64(tb[DMAPLANE_ATTR_STAT_ENTRY_VALUE]);
+	}
+}
+
+/* The value of @name in @nm, or -1. */
+static long long named_get(const struct named *nm, const char *name)
+{
+	for (int i = 0; i < nm->n; i++)
+		if (!strcmp(nm->name[i], name))
+			return (long long)nm->v[i];
+	return -1;
+}
 
 static void stats_row(struct nlattr **tb, uint8_t cmd, void *arg)
 {
@@ -151,6 +196,10 @@ static void stats_row(struct nlattr **tb, uint8_t cmd, void *arg)
 			s->have[a] = true;
 		}
 	}
+	s->have[DMAPLANE_ATTR_STAT_COUNTERS] = tb[DMAPLANE_ATTR_STAT_COUNTERS];
+	s->have[DMAPLANE_ATTR_PARAMS] = tb[DMAPLANE_ATTR_PARAMS];
+	named_parse(tb[DMAPLANE_ATTR_STAT_COUNTERS], &s->counters);
+	named_parse(tb[DMAPLANE_ATTR_PARAMS], &s->params);
 }
 
 static int get_stats(struct nlt *t, struct stats *s)
@@ -294,6 +343,59 @@ TEST_F(nl, stats_has_every_counter_and_parameter)
 	/* debugfs and netlink agree on quiet counters. */
 	EXPECT_EQ(dp_test_stat("arenas"), (long)s.v[DMAPLANE_ATTR_STAT_ARENAS]);
 	EXPECT_EQ(dp_test_stat("xfer_pages"), (long)s.v[DMAPLANE_ATTR_STAT_XFER_PAGES]);
+}
+
+/*
+ * The named list carries every counter of the debugfs file, by the same
+ * names in the same order, and every integer module parameter; the
+ * numbered attributes say the same.
+ */
+TEST_F(nl, stats_carry_every_counter_and_parameter_by_name)
+{
+	static const char *const params[] = {
+		"eager_threshold", "unexp_budget", "unexp_max", "max_pinned_mb",
+		"mr_cache_max_entries", "av_max", NULL,
+	};
+	char key[64];
+	struct stats s;
+	long val;
+	FILE *f;
+	int i;
+
+	NEED_NL();
+
+	ASSERT_EQ(0, get_stats(&self->t, &s));
+	ASSERT_TRUE(s.have[DMAPLANE_ATTR_STAT_COUNTERS]);
+	ASSERT_TRUE(s.have[DMAPLANE_ATTR_PARAMS]);
+	EXPECT_FALSE(s.counters.bad);
+	EXPECT_FALSE(s.params.bad);
+
+	f = fopen(DP_STATS, "r");
+	ASSERT_NE(NULL, f) TH_LOG("%s: %s", DP_STATS, strerror(errno));
+	for (i = 0; fscanf(f, "%63s %ld", key, &val) == 2; i++) {
+		ASSERT_LT(i, s.counters.n) TH_LOG("%s missing from netlink", key);
+		EXPECT_STREQ(key, s.counters.name[i]);
+	}
+	fclose(f);
+	EXPECT_EQ(i, s.counters.n) TH_LOG("netlink has counters debugfs has not");
+	EXPECT_LE(14, s.counters.n);
+	EXPECT_LE(0, named_get(&s.counters, "deliveries"));
+
+	/* Quiet counters agree between the numbered and the named lists. */
+	EXPECT_EQ(s.v[DMAPLANE_ATTR_STAT_ARENAS], named_get(&s.counters, "arenas"));
+	EXPECT_EQ(s.v[DMAPLANE_ATTR_STAT_XFER_PAGES],
+		  named_get(&s.counters, "xfer_pages"));
+	EXPECT_EQ(dp_test_stat("arenas"), named_get(&s.counters, "arenas"));
+
+	for (i = 0; params[i]; i++) {
+		const char *name = params[i];
+
+		EXPECT_LE(0, named_get(&s.params, name)) TH_LOG("%s", name);
+	}
+	EXPECT_EQ(16384, named_get(&s.params, "eager_threshold"));
+	EXPECT_EQ(s.v[DMAPLANE_ATTR_PARAM_UNEXP_MAX], named_get(&s.params, "unexp_max"));
+	if (s.have[DMAPLANE_ATTR_PARAM_PORT])
+		EXPECT_EQ(20886, named_get(&s.params, "port"));
 }
 
 TEST_F(nl, stats_and_dumps_follow_objects)
