@@ -142,6 +142,9 @@ $(BUILD)/tests/host/%: tests/host/%.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) -I$(KSFT_DIR) $(CFLAGS) -Wall -Werror -o $@ $< \
 		$(USER_LDFLAGS) -Wl,-rpath,$(CURDIR)/$(BUILD) -ldmaplane
 
+# The JSON writer's test includes tools/json_writer.c.
+$(BUILD)/tests/host/json_writer_test: tools/json_writer.c tools/json_writer.h
+
 install: all install-user
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) \
 		INSTALL_MOD_DIR=extra modules_install
