@@ -93,8 +93,9 @@ $(PC): libuser/dmaplane.pc.in Makefile
 LIBNL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
 LIBNL_LIBS   := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
 
-$(BUILD)/dpctl: tools/dpctl.c $(LIB_LINKS)
-	$(CC) $(CPPFLAGS_U) $(LIBNL_CFLAGS) $(CFLAGS) $(WARN) -o $@ $< \
+$(BUILD)/dpctl: tools/dpctl.c tools/json_writer.c tools/json_writer.h $(LIB_LINKS)
+	$(CC) $(CPPFLAGS_U) $(LIBNL_CFLAGS) -DDP_VERSION='"$(VERSION)"' $(CFLAGS) $(WARN) \
+		-o $@ tools/dpctl.c tools/json_writer.c \
 		$(USER_LDFLAGS) -ldmaplane $(LIBNL_LIBS)
 
 # dp-bench compares against ibv_reg_mr() when libibverbs is available.
