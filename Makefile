@@ -3,7 +3,8 @@
 # dmaplane top-level Makefile.
 #
 #   make                 module (against KDIR), library, tools, examples
-#   make install         install module, headers, library, pkg-config, udev rule
+#   make install         install module, headers, library, pkg-config, tools,
+#                        dpctl's man page and bash completion, udev rule
 #   make check           the whole test suite (test VM, stock kernel, host)
 #   make demo            build, boot the test VM, load the module, run the demo
 #   make bench           dp-bench in a stock-kernel VM, against the peers
@@ -23,6 +24,8 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR     ?= $(PREFIX)/bin
 UDEVDIR    ?= /lib/udev/rules.d
+MANDIR     ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= /usr/share/bash-completion/completions
 DESTDIR    ?=
 
 CC         ?= cc
@@ -163,6 +166,9 @@ install-user: lib tools
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdmaplane.so
 	$(call install_pc)
 	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
+	install -m 0644 tools/dpctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 tools/dpctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/dpctl
 
 check:
 	tests/run-check.sh
