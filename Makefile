@@ -3,7 +3,8 @@
 # dmaplane top-level Makefile.
 #
 #   make                 module (against KDIR), library, tools, examples
-#   make install         install module, headers, library, pkg-config, udev rule
+#   make install         install module, headers, library, pkg-config, tools,
+#                        dpctl's man page and bash completion, udev rule
 #   make check           the whole test suite (test VM, stock kernel, host)
 #   make demo            build, boot the test VM, load the module, run the demo
 #   make bench           dp-bench in a stock-kernel VM, against the peers
@@ -23,6 +24,8 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 BINDIR     ?= $(PREFIX)/bin
 UDEVDIR    ?= /lib/udev/rules.d
+MANDIR     ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= /usr/share/bash-completion/completions
 DESTDIR    ?=
 
 CC         ?= cc
@@ -93,8 +96,9 @@ $(PC): libuser/dmaplane.pc.in Makefile
 LIBNL_CFLAGS := $(shell pkg-config --cflags libnl-genl-3.0 2>/dev/null)
 LIBNL_LIBS   := $(shell pkg-config --libs libnl-genl-3.0 2>/dev/null)
 
-$(BUILD)/dpctl: tools/dpctl.c $(LIB_LINKS)
-	$(CC) $(CPPFLAGS_U) $(LIBNL_CFLAGS) $(CFLAGS) $(WARN) -o $@ $< \
+$(BUILD)/dpctl: tools/dpctl.c tools/json_writer.c tools/json_writer.h $(LIB_LINKS)
+	$(CC) $(CPPFLAGS_U) $(LIBNL_CFLAGS) -DDP_VERSION='"$(VERSION)"' $(CFLAGS) $(WARN) \
+		-o $@ tools/dpctl.c tools/json_writer.c \
 		$(USER_LDFLAGS) -ldmaplane $(LIBNL_LIBS)
 
 # dp-bench compares against ibv_reg_mr() when libibverbs is available.
@@ -142,6 +146,9 @@ $(BUILD)/tests/host/%: tests/host/%.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) -I$(KSFT_DIR) $(CFLAGS) -Wall -Werror -o $@ $< \
 		$(USER_LDFLAGS) -Wl,-rpath,$(CURDIR)/$(BUILD) -ldmaplane
 
+# The JSON writer's test includes tools/json_writer.c.
+$(BUILD)/tests/host/json_writer_test: tools/json_writer.c tools/json_writer.h
+
 install: all install-user
 	$(MAKE) -C $(KDIR) M=$(CURDIR) INSTALL_MOD_PATH=$(DESTDIR) \
 		INSTALL_MOD_DIR=extra modules_install
@@ -159,6 +166,9 @@ install-user: lib tools
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdmaplane.so
 	$(call install_pc)
 	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
+	install -d $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
+	install -m 0644 tools/dpctl.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 tools/dpctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/dpctl
 
 check:
 	tests/run-check.sh

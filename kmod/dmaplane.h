@@ -42,44 +42,85 @@
 #endif
 
 /**
- * struct dmaplane_stats - module-wide object counters
- * @endpoints: endpoints currently open
- * @regions: regions alive (arenas, user MRs, imported dma-bufs)
- * @arenas: arenas alive (until their last mapping or dma-buf is gone)
- * @arena_pages: base pages held by arenas
- * @user_mrs: pinnings of user memory alive (cache entries)
- * @pinned_pages: user pages pinned by registrations
- * @charged_pages: pages charged to RLIMIT_MEMLOCK and the module cap
- * @dmabufs: dma-bufs exported and not yet released
- * @imports: imported dma-bufs attached
- * @invalidations: registrations invalidated by MMU notifiers or move_notify
- * @posted_recvs: receives posted and waiting for a message
- * @unexp_msgs: messages queued as unexpected at their receiver
- * @deliveries: messages matched to a receive and waiting for the
- *	receiving endpoint's delivery work (msg.c)
- * @xfer_pages: user pages pinned for transfers with other nodes (ib.c:
- *	rendezvous senders until the FIN, put/get initiators until the
- *	FIN, receivers while they pull)
+ * enum dmaplane_stat - module-wide object counters, the index into
+ *	&dmaplane_stats.counters and dmaplane_stat_names[]
+ * @DMAPLANE_STAT_ENDPOINTS: endpoints currently open
+ * @DMAPLANE_STAT_REGIONS: regions alive (arenas, user MRs, imported
+ *	dma-bufs)
+ * @DMAPLANE_STAT_ARENAS: arenas alive (until their last mapping or
+ *	dma-buf is gone)
+ * @DMAPLANE_STAT_ARENA_PAGES: base pages held by arenas
+ * @DMAPLANE_STAT_USER_MRS: pinnings of user memory alive (cache entries)
+ * @DMAPLANE_STAT_PINNED_PAGES: user pages pinned by registrations
+ * @DMAPLANE_STAT_CHARGED_PAGES: pages charged to RLIMIT_MEMLOCK and the
+ *	module cap
+ * @DMAPLANE_STAT_DMABUFS: dma-bufs exported and not yet released
+ * @DMAPLANE_STAT_IMPORTS: imported dma-bufs attached
+ * @DMAPLANE_STAT_INVALIDATIONS: registrations invalidated by MMU notifiers
+ *	or move_notify
+ * @DMAPLANE_STAT_POSTED_RECVS: receives posted and waiting for a message
+ * @DMAPLANE_STAT_UNEXP_MSGS: messages queued as unexpected at their
+ *	receiver
+ * @DMAPLANE_STAT_DELIVERIES: messages matched to a receive and waiting
+ *	for the receiving endpoint's delivery work (msg.c)
+ * @DMAPLANE_STAT_XFER_PAGES: user pages pinned for transfers with other
+ *	nodes (ib.c: rendezvous senders until the FIN, put/get initiators
+ *	until the FIN, receivers while they pull)
+ * @DMAPLANE_NUM_STATS: number of counters
  *
- * Every object the module creates is counted here and uncounted when it is
- * freed, so tests can prove that nothing outlives its owner.  Shown in
- * /sys/kernel/debug/dmaplane/stats, one "name value" line each.
+ * Every object the module creates is counted and uncounted when it is
+ * freed, so tests can prove that nothing outlives its owner.  The names in
+ * dmaplane_stat_names[] (main.c) are the ones debugfs
+ * (/sys/kernel/debug/dmaplane/stats, one "name value" line each) and
+ * netlink (GET_STATS) report: add a counter here, in &struct
+ * dmaplane_stats and in that table, nowhere else.
+ */
+enum dmaplane_stat {
+	DMAPLANE_STAT_ENDPOINTS,
+	DMAPLANE_STAT_REGIONS,
+	DMAPLANE_STAT_ARENAS,
+	DMAPLANE_STAT_ARENA_PAGES,
+	DMAPLANE_STAT_USER_MRS,
+	DMAPLANE_STAT_PINNED_PAGES,
+	DMAPLANE_STAT_CHARGED_PAGES,
+	DMAPLANE_STAT_DMABUFS,
+	DMAPLANE_STAT_IMPORTS,
+	DMAPLANE_STAT_INVALIDATIONS,
+	DMAPLANE_STAT_POSTED_RECVS,
+	DMAPLANE_STAT_UNEXP_MSGS,
+	DMAPLANE_STAT_DELIVERIES,
+	DMAPLANE_STAT_XFER_PAGES,
+	DMAPLANE_NUM_STATS
+};
+
+/**
+ * struct dmaplane_stats - the counters of &enum dmaplane_stat
+ * @counters: every counter, indexed by &enum dmaplane_stat
+ *
+ * The named fields alias @counters[DMAPLANE_STAT_<NAME>] (checked at
+ * build time in main.c), so that call sites read
+ * atomic_long_inc(&dmaplane_stats.regions).
  */
 struct dmaplane_stats {
-	atomic_long_t endpoints;
-	atomic_long_t regions;
-	atomic_long_t arenas;
-	atomic_long_t arena_pages;
-	atomic_long_t user_mrs;
-	atomic_long_t pinned_pages;
-	atomic_long_t charged_pages;
-	atomic_long_t dmabufs;
-	atomic_long_t imports;
-	atomic_long_t invalidations;
-	atomic_long_t posted_recvs;
-	atomic_long_t unexp_msgs;
-	atomic_long_t deliveries;
-	atomic_long_t xfer_pages;
+	union {
+		struct {
+			atomic_long_t endpoints;
+			atomic_long_t regions;
+			atomic_long_t arenas;
+			atomic_long_t arena_pages;
+			atomic_long_t user_mrs;
+			atomic_long_t pinned_pages;
+			atomic_long_t charged_pages;
+			atomic_long_t dmabufs;
+			atomic_long_t imports;
+			atomic_long_t invalidations;
+			atomic_long_t posted_recvs;
+			atomic_long_t unexp_msgs;
+			atomic_long_t deliveries;
+			atomic_long_t xfer_pages;
+		};
+		atomic_long_t counters[DMAPLANE_NUM_STATS];
+	};
 };
 
 /*
@@ -433,6 +474,13 @@ struct dmaplane_peer_info {
 
 /* main.c */
 extern struct dmaplane_stats dmaplane_stats;
+extern const char * const dmaplane_stat_names[];
+
+static inline long dmaplane_stat_read(enum dmaplane_stat stat)
+{
+	return atomic_long_read(&dmaplane_stats.counters[stat]);
+}
+
 extern struct miscdevice dmaplane_misc;
 
 /* match.c */

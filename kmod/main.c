@@ -22,6 +22,24 @@
 struct dmaplane_stats dmaplane_stats;
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_stats);
 
+/* The names debugfs and netlink give the counters, one per enum value. */
+const char * const dmaplane_stat_names[] = {
+	[DMAPLANE_STAT_ENDPOINTS] = "endpoints",
+	[DMAPLANE_STAT_REGIONS] = "regions",
+	[DMAPLANE_STAT_ARENAS] = "arenas",
+	[DMAPLANE_STAT_ARENA_PAGES] = "arena_pages",
+	[DMAPLANE_STAT_USER_MRS] = "user_mrs",
+	[DMAPLANE_STAT_PINNED_PAGES] = "pinned_pages",
+	[DMAPLANE_STAT_CHARGED_PAGES] = "charged_pages",
+	[DMAPLANE_STAT_DMABUFS] = "dmabufs",
+	[DMAPLANE_STAT_IMPORTS] = "imports",
+	[DMAPLANE_STAT_INVALIDATIONS] = "invalidations",
+	[DMAPLANE_STAT_POSTED_RECVS] = "posted_recvs",
+	[DMAPLANE_STAT_UNEXP_MSGS] = "unexp_msgs",
+	[DMAPLANE_STAT_DELIVERIES] = "deliveries",
+	[DMAPLANE_STAT_XFER_PAGES] = "xfer_pages",
+};
+
 static struct dentry *dmaplane_debugfs;
 
 static int dmaplane_open(struct inode *inode, struct file *file)
@@ -144,34 +162,42 @@ struct miscdevice dmaplane_misc = {
 	.mode = 0666,
 };
 
+/*
+ * Every named field of struct dmaplane_stats must be the counter its enum
+ * value indexes, and the struct must hold nothing else.
+ */
+#define DMAPLANE_STAT_CHECK(field, stat)				\
+	BUILD_BUG_ON(offsetof(struct dmaplane_stats, field) !=		\
+		     offsetof(struct dmaplane_stats, counters[stat]))
+
 static int dmaplane_stats_show(struct seq_file *m, void *unused)
 {
-	static const struct {
-		const char *name;
-		atomic_long_t *val;
-	} counters[] = {
-		{ "endpoints", &dmaplane_stats.endpoints },
-		{ "regions", &dmaplane_stats.regions },
-		{ "arenas", &dmaplane_stats.arenas },
-		{ "arena_pages", &dmaplane_stats.arena_pages },
-		{ "user_mrs", &dmaplane_stats.user_mrs },
-		{ "pinned_pages", &dmaplane_stats.pinned_pages },
-		{ "charged_pages", &dmaplane_stats.charged_pages },
-		{ "dmabufs", &dmaplane_stats.dmabufs },
-		{ "imports", &dmaplane_stats.imports },
-		{ "invalidations", &dmaplane_stats.invalidations },
-		{ "posted_recvs", &dmaplane_stats.posted_recvs },
-		{ "unexp_msgs", &dmaplane_stats.unexp_msgs },
-		{ "deliveries", &dmaplane_stats.deliveries },
-		{ "xfer_pages", &dmaplane_stats.xfer_pages },
-	};
 	unsigned int i;
 
-	for (i = 0; i < ARRAY_SIZE(counters); i++)
-		seq_printf(m, "%s %ld\n", counters[i].name,
-			   atomic_long_read(counters[i].val));
+	DMAPLANE_STAT_CHECK(endpoints, DMAPLANE_STAT_ENDPOINTS);
+	DMAPLANE_STAT_CHECK(regions, DMAPLANE_STAT_REGIONS);
+	DMAPLANE_STAT_CHECK(arenas, DMAPLANE_STAT_ARENAS);
+	DMAPLANE_STAT_CHECK(arena_pages, DMAPLANE_STAT_ARENA_PAGES);
+	DMAPLANE_STAT_CHECK(user_mrs, DMAPLANE_STAT_USER_MRS);
+	DMAPLANE_STAT_CHECK(pinned_pages, DMAPLANE_STAT_PINNED_PAGES);
+	DMAPLANE_STAT_CHECK(charged_pages, DMAPLANE_STAT_CHARGED_PAGES);
+	DMAPLANE_STAT_CHECK(dmabufs, DMAPLANE_STAT_DMABUFS);
+	DMAPLANE_STAT_CHECK(imports, DMAPLANE_STAT_IMPORTS);
+	DMAPLANE_STAT_CHECK(invalidations, DMAPLANE_STAT_INVALIDATIONS);
+	DMAPLANE_STAT_CHECK(posted_recvs, DMAPLANE_STAT_POSTED_RECVS);
+	DMAPLANE_STAT_CHECK(unexp_msgs, DMAPLANE_STAT_UNEXP_MSGS);
+	DMAPLANE_STAT_CHECK(deliveries, DMAPLANE_STAT_DELIVERIES);
+	DMAPLANE_STAT_CHECK(xfer_pages, DMAPLANE_STAT_XFER_PAGES);
+	BUILD_BUG_ON(sizeof(struct dmaplane_stats) !=
+		     sizeof(atomic_long_t) * DMAPLANE_NUM_STATS);
+	BUILD_BUG_ON(ARRAY_SIZE(dmaplane_stat_names) != DMAPLANE_NUM_STATS);
+
+	for (i = 0; i < DMAPLANE_NUM_STATS; i++)
+		seq_printf(m, "%s %ld\n", dmaplane_stat_names[i],
+			   dmaplane_stat_read(i));
 	return 0;
 }
+
 DEFINE_SHOW_ATTRIBUTE(dmaplane_stats);
 
 static int __init dmaplane_init(void)

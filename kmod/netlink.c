@@ -94,26 +94,28 @@ static void *nl_dump_hdr(struct sk_buff *skb, struct netlink_callback *cb, u8 cm
 
 /* ---- GET_STATS ---------------------------------------------------------- */
 
-static const struct {
-	int attr;
-	atomic_long_t *val;
-} dmaplane_nl_counters[] = {
-	{ DMAPLANE_ATTR_STAT_ENDPOINTS, &dmaplane_stats.endpoints },
-	{ DMAPLANE_ATTR_STAT_REGIONS, &dmaplane_stats.regions },
-	{ DMAPLANE_ATTR_STAT_ARENAS, &dmaplane_stats.arenas },
-	{ DMAPLANE_ATTR_STAT_ARENA_PAGES, &dmaplane_stats.arena_pages },
-	{ DMAPLANE_ATTR_STAT_USER_MRS, &dmaplane_stats.user_mrs },
-	{ DMAPLANE_ATTR_STAT_PINNED_PAGES, &dmaplane_stats.pinned_pages },
-	{ DMAPLANE_ATTR_STAT_CHARGED_PAGES, &dmaplane_stats.charged_pages },
-	{ DMAPLANE_ATTR_STAT_DMABUFS, &dmaplane_stats.dmabufs },
-	{ DMAPLANE_ATTR_STAT_IMPORTS, &dmaplane_stats.imports },
-	{ DMAPLANE_ATTR_STAT_INVALIDATIONS, &dmaplane_stats.invalidations },
-	{ DMAPLANE_ATTR_STAT_POSTED_RECVS, &dmaplane_stats.posted_recvs },
-	{ DMAPLANE_ATTR_STAT_UNEXP_MSGS, &dmaplane_stats.unexp_msgs },
-	{ DMAPLANE_ATTR_STAT_XFER_PAGES, &dmaplane_stats.xfer_pages },
+/*
+ * The numbered attribute of each counter that had one before the counters
+ * were named (%DMAPLANE_ATTR_STAT_*); 0: none.  Frozen: counters added
+ * later are reported by name only.
+ */
+static const u16 dmaplane_nl_stat_attrs[DMAPLANE_NUM_STATS] = {
+	[DMAPLANE_STAT_ENDPOINTS] = DMAPLANE_ATTR_STAT_ENDPOINTS,
+	[DMAPLANE_STAT_REGIONS] = DMAPLANE_ATTR_STAT_REGIONS,
+	[DMAPLANE_STAT_ARENAS] = DMAPLANE_ATTR_STAT_ARENAS,
+	[DMAPLANE_STAT_ARENA_PAGES] = DMAPLANE_ATTR_STAT_ARENA_PAGES,
+	[DMAPLANE_STAT_USER_MRS] = DMAPLANE_ATTR_STAT_USER_MRS,
+	[DMAPLANE_STAT_PINNED_PAGES] = DMAPLANE_ATTR_STAT_PINNED_PAGES,
+	[DMAPLANE_STAT_CHARGED_PAGES] = DMAPLANE_ATTR_STAT_CHARGED_PAGES,
+	[DMAPLANE_STAT_DMABUFS] = DMAPLANE_ATTR_STAT_DMABUFS,
+	[DMAPLANE_STAT_IMPORTS] = DMAPLANE_ATTR_STAT_IMPORTS,
+	[DMAPLANE_STAT_INVALIDATIONS] = DMAPLANE_ATTR_STAT_INVALIDATIONS,
+	[DMAPLANE_STAT_POSTED_RECVS] = DMAPLANE_ATTR_STAT_POSTED_RECVS,
+	[DMAPLANE_STAT_UNEXP_MSGS] = DMAPLANE_ATTR_STAT_UNEXP_MSGS,
+	[DMAPLANE_STAT_XFER_PAGES] = DMAPLANE_ATTR_STAT_XFER_PAGES,
 };
 
-/* Module parameters reported by GET_STATS, by their names. */
+/* Parameters that also have a numbered attribute: frozen as the above. */
 static const struct {
 	const char *name;
 	int attr;
@@ -126,50 +128,133 @@ static const struct {
 	{ "port", DMAPLANE_ATTR_PARAM_PORT },
 };
 
+/* One %DMAPLANE_ATTR_STAT_ENTRY: a name and its value. */
+static int nl_put_entry(struct sk_buff *skb, const char *name, u64 val)
+{
+	struct nlattr *entry;
+
+	entry = nla_nest_start(skb, DMAPLANE_ATTR_STAT_ENTRY);
+	if (!entry)
+		return -EMSGSIZE;
+	if (nla_put_string(skb, DMAPLANE_ATTR_STAT_ENTRY_NAME, name) ||
+	    nla_put_u64_64bit(skb, DMAPLANE_ATTR_STAT_ENTRY_VALUE, val,
+			      DMAPLANE_ATTR_PAD)) {
+		nla_nest_cancel(skb, entry);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, entry);
+	return 0;
+}
+
+/* Every counter: by number where it has one, and in the named list. */
+static int nl_put_counters(struct sk_buff *skb)
+{
+	struct nlattr *nest;
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < DMAPLANE_NUM_STATS; i++) {
+		if (!dmaplane_nl_stat_attrs[i])
+			continue;
+		ret = nla_put_u64_64bit(skb, dmaplane_nl_stat_attrs[i],
+					dmaplane_stat_read(i), DMAPLANE_ATTR_PAD);
+		if (ret)
+			return ret;
+	}
+
+	nest = nla_nest_start(skb, DMAPLANE_ATTR_STAT_COUNTERS);
+	if (!nest)
+		return -EMSGSIZE;
+	for (i = 0; i < DMAPLANE_NUM_STATS; i++) {
+		ret = nl_put_entry(skb, dmaplane_stat_names[i], dmaplane_stat_read(i));
+		if (ret)
+			return ret;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
 /*
  * The parameters live in the files that use them; read them through the
  * module's parameter table, under the parameter lock, so that this file
- * does not need their variables.
+ * does not need their variables.  Every integer parameter goes into
+ * %DMAPLANE_ATTR_PARAMS by its name; the older ones also by number.
  */
+#ifdef MODULE
+/* The value of an integer module parameter; false for other kinds. */
+static bool nl_param_value(const struct kernel_param *kp, u64 *val)
+{
+	if (kp->ops == &param_ops_uint)
+		*val = *(unsigned int *)kp->arg;
+	else if (kp->ops == &param_ops_ulong)
+		*val = *(unsigned long *)kp->arg;
+	else if (kp->ops == &param_ops_ushort)
+		*val = *(unsigned short *)kp->arg;
+	else
+		return false;
+	return true;
+}
+
+/* The numbered attribute of a parameter that has one. */
+static int nl_put_param_attr(struct sk_buff *skb, const char *name, u64 val)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(dmaplane_nl_params); i++)
+		if (!strcmp(name, dmaplane_nl_params[i].name))
+			return nla_put_u64_64bit(skb, dmaplane_nl_params[i].attr,
+						 val, DMAPLANE_ATTR_PAD);
+	return 0;
+}
+
+static int nl_put_params_locked(struct sk_buff *skb, struct module *mod)
+{
+	struct nlattr *nest;
+	unsigned int i;
+	u64 val;
+	int ret;
+
+	for (i = 0; i < mod->num_kp; i++) {
+		if (!nl_param_value(&mod->kp[i], &val))
+			continue;
+		ret = nl_put_param_attr(skb, mod->kp[i].name, val);
+		if (ret)
+			return ret;
+	}
+
+	nest = nla_nest_start(skb, DMAPLANE_ATTR_PARAMS);
+	if (!nest)
+		return -EMSGSIZE;
+	for (i = 0; i < mod->num_kp; i++) {
+		if (!nl_param_value(&mod->kp[i], &val))
+			continue;
+		ret = nl_put_entry(skb, mod->kp[i].name, val);
+		if (ret)
+			return ret;
+	}
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
 static int nl_put_params(struct sk_buff *skb)
 {
-#ifdef MODULE
-	struct module *mod = THIS_MODULE;
-	unsigned int i, j;
-	int ret = 0;
+	int ret;
 
-	kernel_param_lock(mod);
-	for (i = 0; i < mod->num_kp && !ret; i++) {
-		const struct kernel_param *kp = &mod->kp[i];
-		u64 val;
-
-		if (kp->ops == &param_ops_uint)
-			val = *(unsigned int *)kp->arg;
-		else if (kp->ops == &param_ops_ulong)
-			val = *(unsigned long *)kp->arg;
-		else if (kp->ops == &param_ops_ushort)
-			val = *(unsigned short *)kp->arg;
-		else
-			continue;
-		for (j = 0; j < ARRAY_SIZE(dmaplane_nl_params); j++) {
-			if (strcmp(kp->name, dmaplane_nl_params[j].name))
-				continue;
-			ret = nla_put_u64_64bit(skb, dmaplane_nl_params[j].attr, val,
-						DMAPLANE_ATTR_PAD);
-			break;
-		}
-	}
-	kernel_param_unlock(mod);
+	kernel_param_lock(THIS_MODULE);
+	ret = nl_put_params_locked(skb, THIS_MODULE);
+	kernel_param_unlock(THIS_MODULE);
 	return ret;
-#else
-	return 0;
-#endif
 }
+#else
+static int nl_put_params(struct sk_buff *skb)
+{
+	return 0;
+}
+#endif
 
 static int dmaplane_nl_get_stats(struct sk_buff *skb, struct genl_info *info)
 {
 	struct sk_buff *msg;
-	unsigned int i;
 	void *hdr;
 	int ret;
 
@@ -182,13 +267,9 @@ static int dmaplane_nl_get_stats(struct sk_buff *skb, struct genl_info *info)
 		ret = -EMSGSIZE;
 		goto err_free_msg;
 	}
-	for (i = 0; i < ARRAY_SIZE(dmaplane_nl_counters); i++) {
-		ret = nla_put_u64_64bit(msg, dmaplane_nl_counters[i].attr,
-					atomic_long_read(dmaplane_nl_counters[i].val),
-					DMAPLANE_ATTR_PAD);
-		if (ret)
-			goto err_free_msg;
-	}
+	ret = nl_put_counters(msg);
+	if (ret)
+		goto err_free_msg;
 	ret = nl_put_params(msg);
 	if (ret)
 		goto err_free_msg;

@@ -14,6 +14,7 @@
 #include <sys/time.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -129,10 +130,55 @@ static int nlt_run(struct nlt *t, struct nl_msg *msg, row_fn fn, void *arg)
 
 /* ---- stats and dumps -------------------------------------------------- */
 
+#define MAX_NAMED 64
+
+/* A %DMAPLANE_ATTR_STAT_COUNTERS or %DMAPLANE_ATTR_PARAMS list. */
+struct named {
+	int n;
+	bool bad;	/* an entry without a name or a value, or too many */
+	char name[MAX_NAMED][64];
+	uint64_t v[MAX_NAMED];
+};
+
 struct stats {
 	uint64_t v[DMAPLANE_ATTR_MAX + 1];
 	bool have[DMAPLANE_ATTR_MAX + 1];
+	struct named counters, params;
 };
+
+static void named_parse(struct nlattr *nest, struct named *nm)
+{
+	struct nlattr *e;
+	int rem;
+
+	nm->n = 0;
+	if (!nest)
+		return;
+	nla_for_each_nested(e, nest, rem) {
+		struct nlattr *tb[DMAPLANE_ATTR_MAX + 1];
+
+		if (nla_type(e) != DMAPLANE_ATTR_STAT_ENTRY || nm->n == MAX_NAMED ||
+		    nla_parse_nested(tb, DMAPLANE_ATTR_MAX, e, NULL) ||
+		    !tb[DMAPLANE_ATTR_STAT_ENTRY_NAME] ||
+		    !tb[DMAPLANE_ATTR_STAT_ENTRY_VALUE] ||
+		    nla_len(tb[DMAPLANE_ATTR_STAT_ENTRY_VALUE]) != 8) {
+			nm->bad = true;
+			continue;
+		}
+		snprintf(nm->name[nm->n], sizeof(nm->name[0]), "%s",
+			 nla_get_string(tb[DMAPLANE_ATTR_STAT_ENTRY_NAME]));
+		nm->v[nm->n++] = nla_get_u64(tb[DMAPLANE_ATTR_STAT_ENTRY_VALUE]);
+	}
+}
+
+/* The value of @name in @nm, or -1. */
+static long long named_get(const struct named *nm, const char *name)
+{
+	for (int i = 0; i < nm->n; i++)
+		if (!strcmp(nm->name[i], name))
+			return (long long)nm->v[i];
+	return -1;
+}
 
 static void stats_row(struct nlattr **tb, uint8_t cmd, void *arg)
 {
@@ -151,6 +197,10 @@ static void stats_row(struct nlattr **tb, uint8_t cmd, void *arg)
 			s->have[a] = true;
 		}
 	}
+	s->have[DMAPLANE_ATTR_STAT_COUNTERS] = tb[DMAPLANE_ATTR_STAT_COUNTERS];
+	s->have[DMAPLANE_ATTR_PARAMS] = tb[DMAPLANE_ATTR_PARAMS];
+	named_parse(tb[DMAPLANE_ATTR_STAT_COUNTERS], &s->counters);
+	named_parse(tb[DMAPLANE_ATTR_PARAMS], &s->params);
 }
 
 static int get_stats(struct nlt *t, struct stats *s)
@@ -294,6 +344,59 @@ TEST_F(nl, stats_has_every_counter_and_parameter)
 	/* debugfs and netlink agree on quiet counters. */
 	EXPECT_EQ(dp_test_stat("arenas"), (long)s.v[DMAPLANE_ATTR_STAT_ARENAS]);
 	EXPECT_EQ(dp_test_stat("xfer_pages"), (long)s.v[DMAPLANE_ATTR_STAT_XFER_PAGES]);
+}
+
+/*
+ * The named list carries every counter of the debugfs file, by the same
+ * names in the same order, and every integer module parameter; the
+ * numbered attributes say the same.
+ */
+TEST_F(nl, stats_carry_every_counter_and_parameter_by_name)
+{
+	static const char *const params[] = {
+		"eager_threshold", "unexp_budget", "unexp_max", "max_pinned_mb",
+		"mr_cache_max_entries", "av_max", NULL,
+	};
+	char key[64];
+	struct stats s;
+	long val;
+	FILE *f;
+	int i;
+
+	NEED_NL();
+
+	ASSERT_EQ(0, get_stats(&self->t, &s));
+	ASSERT_TRUE(s.have[DMAPLANE_ATTR_STAT_COUNTERS]);
+	ASSERT_TRUE(s.have[DMAPLANE_ATTR_PARAMS]);
+	EXPECT_FALSE(s.counters.bad);
+	EXPECT_FALSE(s.params.bad);
+
+	f = fopen(DP_STATS, "r");
+	ASSERT_NE(NULL, f) TH_LOG("%s: %s", DP_STATS, strerror(errno));
+	for (i = 0; fscanf(f, "%63s %ld", key, &val) == 2; i++) {
+		ASSERT_LT(i, s.counters.n) TH_LOG("%s missing from netlink", key);
+		EXPECT_STREQ(key, s.counters.name[i]);
+	}
+	fclose(f);
+	EXPECT_EQ(i, s.counters.n) TH_LOG("netlink has counters debugfs has not");
+	EXPECT_LE(14, s.counters.n);
+	EXPECT_LE(0, named_get(&s.counters, "deliveries"));
+
+	/* Quiet counters agree between the numbered and the named lists. */
+	EXPECT_EQ(s.v[DMAPLANE_ATTR_STAT_ARENAS], named_get(&s.counters, "arenas"));
+	EXPECT_EQ(s.v[DMAPLANE_ATTR_STAT_XFER_PAGES],
+		  named_get(&s.counters, "xfer_pages"));
+	EXPECT_EQ(dp_test_stat("arenas"), named_get(&s.counters, "arenas"));
+
+	for (i = 0; params[i]; i++) {
+		const char *name = params[i];
+
+		EXPECT_LE(0, named_get(&s.params, name)) TH_LOG("%s", name);
+	}
+	EXPECT_EQ(16384, named_get(&s.params, "eager_threshold"));
+	EXPECT_EQ(s.v[DMAPLANE_ATTR_PARAM_UNEXP_MAX], named_get(&s.params, "unexp_max"));
+	if (s.have[DMAPLANE_ATTR_PARAM_PORT])
+		EXPECT_EQ(20886, named_get(&s.params, "port"));
 }
 
 TEST_F(nl, stats_and_dumps_follow_objects)
@@ -970,6 +1073,196 @@ TEST(dpctl_json_and_errors)
 
 	ASSERT_EQ(0, run_dpctl(show, out, sizeof(out))) TH_LOG("%s", out);
 	EXPECT_NE(NULL, strstr(out, "ep ")) TH_LOG("%s", out);
+	dp_close(ep);
+}
+
+static bool starts_with(const char *s, const char *prefix)
+{
+	return !strncmp(s, prefix, strlen(prefix));
+}
+
+/* Run dpctl with the NULL-terminated arguments after @len; as run_dpctl(). */
+static int dpctl_run(char *out, size_t len, ...)
+{
+	char *argv[16];
+	va_list ap;
+	int n = 0;
+
+	argv[n++] = (char *)dpctl_path();
+	va_start(ap, len);
+	while (n < 15 && (argv[n] = va_arg(ap, char *)))
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	return run_dpctl(argv, out, len);
+}
+
+/* "help" at every level of the grammar, -h, -V, and usage errors. */
+TEST(dpctl_help_at_every_level)
+{
+	static const char *const helps[][4] = {
+		{ "help" }, { "-h" }, { "--help" },
+		{ "dev", "help" }, { "dev", "show", "help" },
+		{ "endpoint", "help" }, { "endpoint", "show", "help" },
+		{ "region", "help" }, { "region", "show", "help" },
+		{ "peer", "help" }, { "peer", "show", "help" },
+		{ "peer", "add", "help" }, { "peer", "del", "help" },
+		{ "stats", "help" }, { "stats", "show", "help" },
+		{ "monitor", "help" },
+	};
+	static char out[8192];
+	unsigned int i;
+
+	if (!dpctl_path())
+		SKIP(return, "no dpctl (set DPCTL=)");
+	for (i = 0; i < sizeof(helps) / sizeof(helps[0]); i++) {
+		const char *const *h = helps[i];
+
+		EXPECT_EQ(0, dpctl_run(out, sizeof(out), h[0], h[1], h[2], h[3]))
+			TH_LOG("%s %s %s: %s", h[0], h[1] ?: "", h[2] ?: "", out);
+		EXPECT_TRUE(starts_with(out, "Usage: dpctl")) TH_LOG("%s: %s", h[0], out);
+		if (h[1])
+			EXPECT_NE(NULL, strstr(out, h[0])) TH_LOG("%s", out);
+	}
+	EXPECT_EQ(0, dpctl_run(out, sizeof(out), "-V", NULL));
+	EXPECT_NE(NULL, strstr(out, "dpctl")) TH_LOG("%s", out);
+	EXPECT_EQ(2, dpctl_run(out, sizeof(out), "frob", NULL));
+	EXPECT_NE(NULL, strstr(out, "unknown object \"frob\"")) TH_LOG("%s", out);
+	EXPECT_EQ(2, dpctl_run(out, sizeof(out), "peer", "frob", NULL));
+	EXPECT_NE(NULL, strstr(out, "peer: unknown command \"frob\"")) TH_LOG("%s", out);
+	EXPECT_EQ(2, dpctl_run(out, sizeof(out), "-x", "stats", NULL));
+	EXPECT_EQ(2, dpctl_run(out, sizeof(out), "stats", "show", "extra", NULL));
+	EXPECT_EQ(2, dpctl_run(out, sizeof(out), "endpoint", "show", "x", NULL));
+	EXPECT_EQ(2, dpctl_run(out, sizeof(out), "peer", "add", "10.1.1.1", "port",
+			       "65536", NULL));
+}
+
+/*
+ * The OBJECT COMMAND grammar: show is the default, abbreviations, filters,
+ * -d, -p, the aliases kept from the first dpctl, counters the module names
+ * (deliveries has no numbered attribute: dpctl must have it from the
+ * module), and a string that needs escaping in JSON (a device path with a
+ * quote, a backslash and a tab).
+ */
+TEST(dpctl_objects_commands_and_aliases)
+{
+	static const char weird[] = "/tmp/dp\"dev\\ice\tx";
+	static char out[65536], out2[65536];
+	struct dp_arena *arena;
+	struct dp_ep *ep;
+	char id[16], want[64];
+
+	if (!dpctl_path())
+		SKIP(return, "no dpctl (set DPCTL=)");
+	ASSERT_EQ(0, dp_open(NULL, 0, &ep));
+	ASSERT_EQ(0, dp_arena_create(ep, 2 << 20, 0, DMAPLANE_NUMA_ANY,
+				     DMAPLANE_ACCESS_LOCAL_WRITE, &arena));
+	snprintf(id, sizeof(id), "%u", ep_id(ep));
+
+	/* dev: show is the default; info is the old spelling. */
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "dev", "show", NULL)) TH_LOG("%s", out);
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"abi_version\":1,")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"device\":\"/dev/dmaplane\"")) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out2, sizeof(out2), "-j", "dev", NULL));
+	EXPECT_STREQ(out, out2);
+	ASSERT_EQ(0, dpctl_run(out2, sizeof(out2), "-j", "info", NULL));
+	EXPECT_STREQ(out, out2);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "info", NULL));
+	EXPECT_TRUE(starts_with(out, "abi_version 1\ncaps 0x")) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-d", "dev", NULL));
+	EXPECT_NE(NULL, strstr(out, "\ncaps_names info,arena,mr,")) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "-d", "-p", "dev", NULL));
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\n    \"caps_names\": [\n        \"info\",")) TH_LOG("%s", out);
+
+	unlink(weird);
+	ASSERT_EQ(0, symlink("/dev/dmaplane", weird));
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "dev", "show", weird, NULL))
+		TH_LOG("%s", out);
+	unlink(weird);
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"device\":\"/tmp/dp\\\"dev\\\\ice\\tx\"")) TH_LOG("%s", out);
+
+	/* endpoint (alias ep), with an ID filter. */
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "endpoint", NULL)) TH_LOG("%s", out);
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	snprintf(want, sizeof(want), "{\"id\":%s,\"ep_uid\":", id);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "\"regions\":[")) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "ep", "show", id, NULL)) TH_LOG("%s", out);
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_TRUE(starts_with(out, "{\"endpoints\":[{\"id\":")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "}]}")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "},{")) TH_LOG("one endpoint only: %s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "endpoint", "show", "4294967295", NULL));
+	EXPECT_STREQ("", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "e", "s", id, NULL)) TH_LOG("%s", out);
+	snprintf(want, sizeof(want), "ep %s ep_uid 0x", id);
+	EXPECT_TRUE(starts_with(out, want)) TH_LOG("%s", out);
+
+	/* region, with an endpoint filter and -d. */
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "-d", "region", "show", "endpoint", id,
+			       NULL)) TH_LOG("%s", out);
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	snprintf(want, sizeof(want), "{\"ep\":%s,\"handle\":", id);
+	EXPECT_NE(NULL, strstr(out, want)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"kind\":\"arena\"")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"access_names\":[\"local_write\"]")) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-d", "region", NULL)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, " access 0x1 access_names local_write")) TH_LOG("%s", out);
+
+	/* The first dpctl's show: both lists in one document. */
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "show", NULL)) TH_LOG("%s", out);
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_TRUE(starts_with(out, "{\"endpoints\":[")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "],\"regions\":[")) TH_LOG("%s", out);
+	EXPECT_EQ(0, dpctl_run(out, sizeof(out), "show", "ep", NULL)) TH_LOG("%s", out);
+	EXPECT_EQ(0, dpctl_run(out, sizeof(out), "show", "region", NULL)) TH_LOG("%s", out);
+	EXPECT_TRUE(starts_with(out, "region ep ")) TH_LOG("%s", out);
+
+	/* stats: names from the module, text and JSON, pretty. */
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "stats", NULL)) TH_LOG("%s", out);
+	EXPECT_TRUE(starts_with(out, "endpoints ")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\ndeliveries ")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\nparams:\n  ")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\n  eager_threshold 16384\n")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\n  av_max ")) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "stats", "show", NULL)) TH_LOG("%s", out);
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_TRUE(starts_with(out, "{\"stats\":{\"endpoints\":")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"deliveries\":")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "},\"params\":{")) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "\"av_max\":")) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "--json", "--pretty", "stats", NULL));
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_TRUE(starts_with(out, "{\n    \"stats\": {\n        \"endpoints\": ")) TH_LOG("%s", out);
+
+	/* peer: show (alias list), filter by address, delete (alias of del). */
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "peer", "add", "10.6.6.6", "port", "9", NULL))
+		TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "peer", NULL)) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out2, sizeof(out2), "-j", "peer", "list", NULL));
+	EXPECT_STREQ(out, out2);
+	ASSERT_EQ(0, dpctl_run(out2, sizeof(out2), "-j", "peer", "show", NULL));
+	EXPECT_STREQ(out, out2);
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_NE(NULL, strstr(out, "{\"addr\":\"10.6.6.6\",\"port\":9,\"state\":\"")) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "peer", "show", "10.6.6.6", NULL));
+	EXPECT_TRUE(json_ok(out)) TH_LOG("%s", out);
+	EXPECT_TRUE(starts_with(out, "{\"peers\":[{\"addr\":\"10.6.6.6\",")) TH_LOG("%s", out);
+	EXPECT_EQ(NULL, strstr(out, "},{")) TH_LOG("one peer only: %s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "peer", "show", "10.6.6.7", NULL));
+	EXPECT_STREQ("", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "p", "s", "10.6.6.6", NULL)) TH_LOG("%s", out);
+	EXPECT_TRUE(starts_with(out, "peer addr 10.6.6.6 port 9 state ")) TH_LOG("%s", out);
+	ASSERT_EQ(0, dpctl_run(out, sizeof(out), "-j", "peer", "delete", "10.6.6.6", NULL))
+		TH_LOG("%s", out);
+	EXPECT_STREQ("{}\n", out);
+	EXPECT_EQ(1, dpctl_run(out, sizeof(out), "peer", "delete", "10.6.6.6", NULL));
+	EXPECT_NE(NULL, strstr(out, "dpctl: peer del: No such file or directory")) TH_LOG("%s", out);
+
+	dp_arena_destroy(arena);
 	dp_close(ep);
 }
 

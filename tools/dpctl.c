@@ -1,22 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * dpctl: administer dmaplane, in the manner of iproute2's rdma tool.
+ * dpctl: administer dmaplane, on the grammar of iproute2's rdma tool:
  *
- *   dpctl [-j] [-d DEVICE] info        ABI version and capabilities (ioctl)
- *   dpctl [-j] show [ep|region]        endpoints and their regions
- *   dpctl [-j] stats                   object counters and module parameters
- *   dpctl [-j] peer add ADDR [port N]  add a peer node (CAP_NET_ADMIN)
- *   dpctl [-j] peer del ADDR           remove a peer node (CAP_NET_ADMIN)
- *   dpctl [-j] peer list               the peer table
- *   dpctl [-j] monitor                 print events until interrupted
+ *   dpctl [OPTIONS] OBJECT { COMMAND | help }
+ *   OBJECT  := { dev | endpoint | region | peer | stats | monitor }
+ *   OPTIONS := { -V[ersion] | -j[son] | -p[retty] | -d[etails] | -h[elp] }
  *
- * Everything but info talks to the generic netlink family "dmaplane"
- * (uapi/linux/dmaplane.h) through libnl-genl-3.  -j prints JSON, one
- * document per command (monitor: one object per line).  Exit status: 0 on
- * success, 1 when the kernel or the system refused, 2 on usage errors.
+ * Every object has "show" as its default command and "help"; commands may
+ * be abbreviated to any unique prefix (the first match in the table wins,
+ * as in iproute2).  dev talks to /dev/dmaplane (an ioctl); everything else
+ * to the generic netlink family "dmaplane" (uapi/linux/dmaplane.h)
+ * through libnl-genl-3.  -j prints one JSON document per command
+ * (monitor: one per event), -p indents it.  Exit status: 0 on success,
+ * 1 when the kernel or the system refused, 2 on usage errors.
+ *
+ * Spellings of the first dpctl are kept as aliases: "info" (dev show),
+ * "show [ep | region]" (endpoints and regions in one document), "ep"
+ * (endpoint), "peer list" (peer show), "peer delete" (peer del).
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,64 +36,305 @@
 #include <dmaplane.h>
 #include <linux/dmaplane.h>
 
-static bool json;
-static const char *what;	/* command name for error messages */
+#include "json_writer.h"
 
-static int usage(FILE *f)
-{
-	fprintf(f,
-		"usage: dpctl [-j] [-d DEVICE] info\n"
-		"       dpctl [-j] show [ep | region]\n"
-		"       dpctl [-j] stats\n"
-		"       dpctl [-j] peer add ADDR [port PORT]\n"
-		"       dpctl [-j] peer del ADDR\n"
-		"       dpctl [-j] peer list\n"
-		"       dpctl [-j] monitor\n"
-		"ADDR is an IPv4 or IPv6 address.  -j: JSON output.\n");
-	return f == stderr ? 2 : 0;
-}
+#ifndef DP_VERSION
+#define DP_VERSION "unknown"
+#endif
 
-static int fail(int err)
-{
-	fprintf(stderr, "dpctl: %s: %s\n", what, strerror(err < 0 ? -err : err));
-	return 1;
-}
-
-/* ---- netlink plumbing --------------------------------------------------- */
+#define DP_EUSAGE 2	/* exit status of usage errors */
 
 struct nl_ctx {
 	struct nl_sock *sk;
 	int family;
 };
 
-static int dp_nl_open(struct nl_ctx *c)
+struct peer_addr {
+	uint16_t family;
+	int len;
+	unsigned char addr[16];
+};
+
+/**
+ * struct dp - the state of one dpctl run
+ * @argc: arguments left
+ * @argv: the next argument
+ * @json: -j
+ * @pretty: -p
+ * @details: -d
+ * @what: the command, for error messages ("peer add")
+ * @jw: the JSON document being written, or NULL
+ * @nl: the netlink socket, once opened
+ * @nl_open: @nl is open
+ * @ep_filter: show only this endpoint id (endpoint show ID, region show
+ *	endpoint ID); -1: all
+ * @peer_filter: show only this peer (peer show ADDR); family 0: all
+ */
+struct dp {
+	int argc;
+	char **argv;
+	bool json;
+	bool pretty;
+	bool details;
+	char what[64];
+	struct json_writer *jw;
+	struct nl_ctx nl;
+	bool nl_open;
+	long long ep_filter;
+	struct peer_addr peer_filter;
+};
+
+struct dp_cmd {
+	const char *name;	/* NULL: the default command (no argument) */
+	int (*func)(struct dp *dp);
+};
+
+/* ---- arguments and dispatch --------------------------------------------- */
+
+static bool dp_no_arg(const struct dp *dp)
 {
+	return dp->argc <= 0;
+}
+
+static const char *dp_argv(const struct dp *dp)
+{
+	return dp->argc > 0 ? dp->argv[0] : NULL;
+}
+
+static void dp_next(struct dp *dp)
+{
+	if (dp->argc > 0) {
+		dp->argc--;
+		dp->argv++;
+	}
+}
+
+/* @arg is a non-empty prefix of @name (iproute2's matches()). */
+static bool matches(const char *arg, const char *name)
+{
+	size_t len = strlen(arg);
+
+	return len && len <= strlen(name) && !strncmp(arg, name, len);
+}
+
+static int dp_usage_error(struct dp *dp, int (*help)(FILE *f), const char *fmt,
+			  const char *arg)
+{
+	(void)dp;
+	fprintf(stderr, "dpctl: ");
+	fprintf(stderr, fmt, arg);
+	fprintf(stderr, "\n");
+	if (help)
+		help(stderr);
+	return DP_EUSAGE;
+}
+
+/*
+ * Run the command of @cmds that the next argument names: cmds[0] (the
+ * default) when there is none, the first whose name it abbreviates
+ * otherwise.  Within an object, "help" after a command runs the object's
+ * help command.
+ */
+static int dp_exec_cmd(struct dp *dp, const struct dp_cmd *cmds, const char *object)
+{
+	const struct dp_cmd *c, *help = NULL;
+	const char *arg = dp_argv(dp);
+
+	for (c = cmds + 1; c->name; c++)
+		if (!strcmp(c->name, "help"))
+			help = c;
+	if (!arg) {
+		snprintf(dp->what, sizeof(dp->what), "%s", object);
+		return cmds[0].func(dp);
+	}
+	for (c = cmds + 1; c->name; c++) {
+		if (!matches(arg, c->name))
+			continue;
+		dp_next(dp);
+		if (*object && help && dp_argv(dp) && !strcmp(dp_argv(dp), "help"))
+			return help->func(dp);
+		snprintf(dp->what, sizeof(dp->what), "%s%s%s", object,
+			 *object ? " " : "", c->name);
+		return c->func(dp);
+	}
+	if (*object)
+		fprintf(stderr, "dpctl: %s: unknown command \"%s\"; try \"dpctl %s help\"\n",
+			object, arg, object);
+	else
+		fprintf(stderr, "dpctl: unknown object \"%s\"; try \"dpctl help\"\n", arg);
+	return DP_EUSAGE;
+}
+
+static int dp_fail(struct dp *dp, int err)
+{
+	fflush(stdout);
+	fprintf(stderr, "dpctl: %s: %s\n", dp->what, strerror(err < 0 ? -err : err));
+	return 1;
+}
+
+/* ---- output: text or JSON ----------------------------------------------- */
+
+/* A JSON document is one object; text output has no frame. */
+static void out_begin(struct dp *dp)
+{
+	if (!dp->json)
+		return;
+	dp->jw = jsonw_new(stdout, dp->pretty);
+	if (!dp->jw) {
+		perror("dpctl");
+		exit(1);
+	}
+	jsonw_start_object(dp->jw);
+}
+
+static void out_end(struct dp *dp)
+{
+	if (!dp->jw)
+		return;
+	jsonw_end_object(dp->jw);
+	jsonw_destroy(&dp->jw);
+}
+
+static void out_list_begin(struct dp *dp, const char *name)
+{
+	if (!dp->jw)
+		return;
+	jsonw_name(dp->jw, name);
+	jsonw_start_array(dp->jw);
+}
+
+static void out_list_end(struct dp *dp)
+{
+	if (dp->jw)
+		jsonw_end_array(dp->jw);
+}
+
+/* One item of a list: an object in JSON, a line starting with @label in text. */
+static void out_item_begin(struct dp *dp, const char *label)
+{
+	if (dp->jw)
+		jsonw_start_object(dp->jw);
+	else
+		fputs(label, stdout);
+}
+
+static void out_item_end(struct dp *dp)
+{
+	if (dp->jw)
+		jsonw_end_object(dp->jw);
+	else
+		putchar('\n');
+}
+
+static void out_u64(struct dp *dp, const char *key, uint64_t v)
+{
+	if (dp->jw)
+		jsonw_u64_field(dp->jw, key, v);
+	else
+		printf(" %s %" PRIu64, key, v);
+}
+
+/* A number JSON gives in decimal and text in hex (ids, bit masks). */
+static void out_hex(struct dp *dp, const char *key, uint64_t v)
+{
+	if (dp->jw)
+		jsonw_u64_field(dp->jw, key, v);
+	else
+		printf(" %s 0x%" PRIx64, key, v);
+}
+
+static void out_str(struct dp *dp, const char *key, const char *v)
+{
+	if (dp->jw)
+		jsonw_string_field(dp->jw, key, v);
+	else
+		printf(" %s %s", key, v);
+}
+
+/* The names of the bits set in @v, comma-separated ("none" if none). */
+static const char *flags_str(char *buf, size_t len, uint64_t v,
+			     const char *const *names, unsigned int n)
+{
+	uint64_t known = n >= 64 ? ~0ULL : (1ULL << n) - 1;
+	size_t off = 0;
+	unsigned int i;
+
+	buf[0] = 0;
+	for (i = 0; i < n && i < 64; i++)
+		if (v & (1ULL << i))
+			off += snprintf(buf + off, off < len ? len - off : 0, "%s%s",
+					off ? "," : "", names[i]);
+	if (v & ~known)
+		off += snprintf(buf + off, off < len ? len - off : 0, "%sunknown",
+				off ? "," : "");
+	if (!off)
+		snprintf(buf, len, "none");
+	return buf;
+}
+
+/* The names of the bits set in @v: a JSON array, a comma list in text. */
+static void out_flags(struct dp *dp, const char *key, uint64_t v,
+		      const char *const *names, unsigned int n)
+{
+	uint64_t known = n >= 64 ? ~0ULL : (1ULL << n) - 1;
+	char buf[256];
+	unsigned int i;
+
+	if (!dp->jw) {
+		printf(" %s %s", key, flags_str(buf, sizeof(buf), v, names, n));
+		return;
+	}
+	jsonw_name(dp->jw, key);
+	jsonw_start_array(dp->jw);
+	for (i = 0; i < n && i < 64; i++)
+		if (v & (1ULL << i))
+			jsonw_string(dp->jw, names[i]);
+	if (v & ~known)
+		jsonw_string(dp->jw, "unknown");
+	jsonw_end_array(dp->jw);
+}
+
+/* ---- netlink plumbing --------------------------------------------------- */
+
+static int dp_nl(struct dp *dp)
+{
+	struct nl_ctx *c = &dp->nl;
+
+	if (dp->nl_open)
+		return 0;
 	c->sk = nl_socket_alloc();
 	if (!c->sk)
-		return -ENOMEM;
+		return dp_fail(dp, ENOMEM);
 	if (genl_connect(c->sk)) {
+		int err = errno ? errno : EIO;
+
 		nl_socket_free(c->sk);
-		return -errno ? -errno : -EIO;
+		return dp_fail(dp, err);
 	}
 	c->family = genl_ctrl_resolve(c->sk, DMAPLANE_GENL_NAME);
 	if (c->family < 0) {
 		nl_socket_free(c->sk);
 		fprintf(stderr, "dpctl: %s: generic netlink family \"%s\" not found "
-			"(is the dmaplane module loaded?)\n", what, DMAPLANE_GENL_NAME);
-		return -ENOENT;
+			"(is the dmaplane module loaded?)\n", dp->what, DMAPLANE_GENL_NAME);
+		return 1;
 	}
+	dp->nl_open = true;
 	return 0;
 }
 
-static void dp_nl_close(struct nl_ctx *c)
+static void dp_nl_close(struct dp *dp)
 {
-	nl_socket_free(c->sk);
+	if (dp->nl_open)
+		nl_socket_free(dp->nl.sk);
+	dp->nl_open = false;
 }
+
+typedef int (*row_fn)(struct dp *dp, struct nlattr **tb, uint8_t cmd);
 
 struct nl_req {
 	int status;	/* 1: waiting, 0: done, < 0: -errno */
-	int (*fn)(struct nlattr **tb, uint8_t cmd, void *arg);
-	void *arg;
+	row_fn fn;
+	struct dp *dp;
 };
 
 static int req_err(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
@@ -119,18 +364,24 @@ static int req_valid(struct nl_msg *msg, void *arg)
 
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, DMAPLANE_ATTR_MAX, NULL))
 		return NL_SKIP;
-	if (r->fn && r->fn(tb, gh->cmd, r->arg))
-		return NL_STOP;
+	if (r->fn) {
+		int ret = r->fn(r->dp, tb, gh->cmd);
+
+		if (ret) {
+			r->status = ret;
+			return NL_STOP;
+		}
+	}
 	return NL_OK;
 }
 
-static struct nl_msg *req_new(struct nl_ctx *c, uint8_t cmd, int flags)
+static struct nl_msg *req_new(struct dp *dp, uint8_t cmd, int flags)
 {
 	struct nl_msg *msg = nlmsg_alloc();
 
 	if (!msg)
 		return NULL;
-	if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, c->family, 0, flags, cmd,
+	if (!genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, dp->nl.family, 0, flags, cmd,
 			 DMAPLANE_GENL_VERSION)) {
 		nlmsg_free(msg);
 		return NULL;
@@ -139,10 +390,9 @@ static struct nl_msg *req_new(struct nl_ctx *c, uint8_t cmd, int flags)
 }
 
 /* Send @msg (consumed) and run @fn on every reply; returns 0 or -errno. */
-static int req_run(struct nl_ctx *c, struct nl_msg *msg,
-		   int (*fn)(struct nlattr **tb, uint8_t cmd, void *arg), void *arg)
+static int req_run(struct dp *dp, struct nl_msg *msg, row_fn fn)
 {
-	struct nl_req r = { .status = 1, .fn = fn, .arg = arg };
+	struct nl_req r = { .status = 1, .fn = fn, .dp = dp };
 	struct nl_cb *cb;
 	int ret;
 
@@ -155,14 +405,14 @@ static int req_run(struct nl_ctx *c, struct nl_msg *msg,
 	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, req_done, &r);
 	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, req_done, &r);
 	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, req_valid, &r);
-	ret = nl_send_auto(c->sk, msg);
+	ret = nl_send_auto(dp->nl.sk, msg);
 	nlmsg_free(msg);
 	if (ret < 0) {
 		nl_cb_put(cb);
 		return -EIO;
 	}
 	while (r.status > 0) {
-		ret = nl_recvmsgs(c->sk, cb);
+		ret = nl_recvmsgs(dp->nl.sk, cb);
 		if (ret < 0 && r.status > 0)
 			r.status = -EIO;
 	}
@@ -170,175 +420,14 @@ static int req_run(struct nl_ctx *c, struct nl_msg *msg,
 	return r.status;
 }
 
-/* ---- output helpers ---------------------------------------------------- */
-
-static bool first_item;
-
-static void out_begin_list(const char *name, bool first)
+static int dump(struct dp *dp, uint8_t cmd, row_fn fn)
 {
-	if (json)
-		printf("%s\"%s\":[", first ? "" : ",", name);
-	first_item = true;
-}
-
-static void out_end_list(void)
-{
-	if (json)
-		printf("]");
-}
-
-static void out_item_begin(const char *label)
-{
-	if (json) {
-		printf("%s{", first_item ? "" : ",");
-	} else {
-		printf("%s", label);
-	}
-	first_item = false;
-}
-
-static bool first_field = true;
-
-static void out_u64(const char *key, uint64_t v)
-{
-	if (json)
-		printf("%s\"%s\":%" PRIu64, first_field ? "" : ",", key, v);
-	else
-		printf(" %s %" PRIu64, key, v);
-	first_field = false;
-}
-
-static void out_hex(const char *key, uint64_t v)
-{
-	if (json)
-		printf("%s\"%s\":%" PRIu64, first_field ? "" : ",", key, v);
-	else
-		printf(" %s 0x%" PRIx64, key, v);
-	first_field = false;
-}
-
-static void out_str(const char *key, const char *v)
-{
-	if (json)
-		printf("%s\"%s\":\"%s\"", first_field ? "" : ",", key, v);
-	else
-		printf(" %s %s", key, v);
-	first_field = false;
-}
-
-static void out_item_end(void)
-{
-	printf(json ? "}" : "\n");
-	first_field = true;
-}
-
-/* ---- info (ioctl) ------------------------------------------------------ */
-
-static int cmd_info(const char *dev)
-{
-	struct dmaplane_info info;
-	struct dp_ep *ep;
-	int ret;
-
-	ret = dp_open(dev, 0, &ep);
-	if (ret) {
-		fprintf(stderr, "dpctl: %s: %s\n", dev ? dev : DP_DEFAULT_PATH,
-			strerror(-ret));
-		return 1;
-	}
-	ret = dp_info(ep, &info);
-	dp_close(ep);
-	if (ret) {
-		fprintf(stderr, "dpctl: GET_INFO: %s\n", strerror(-ret));
-		return 1;
-	}
-	if (json)
-		printf("{\"abi_version\":%u,\"caps\":%llu,\"page_size\":%u}\n",
-		       info.abi_version, (unsigned long long)info.caps, info.page_size);
-	else
-		printf("abi_version %u\ncaps 0x%llx\npage_size %u\n",
-		       info.abi_version, (unsigned long long)info.caps, info.page_size);
-	return 0;
-}
-
-/* ---- stats ------------------------------------------------------------- */
-
-static const struct {
-	int attr;
-	const char *name;
-	bool param;
-} stat_names[] = {
-	{ DMAPLANE_ATTR_STAT_ENDPOINTS, "endpoints", false },
-	{ DMAPLANE_ATTR_STAT_REGIONS, "regions", false },
-	{ DMAPLANE_ATTR_STAT_ARENAS, "arenas", false },
-	{ DMAPLANE_ATTR_STAT_ARENA_PAGES, "arena_pages", false },
-	{ DMAPLANE_ATTR_STAT_USER_MRS, "user_mrs", false },
-	{ DMAPLANE_ATTR_STAT_PINNED_PAGES, "pinned_pages", false },
-	{ DMAPLANE_ATTR_STAT_CHARGED_PAGES, "charged_pages", false },
-	{ DMAPLANE_ATTR_STAT_DMABUFS, "dmabufs", false },
-	{ DMAPLANE_ATTR_STAT_IMPORTS, "imports", false },
-	{ DMAPLANE_ATTR_STAT_INVALIDATIONS, "invalidations", false },
-	{ DMAPLANE_ATTR_STAT_POSTED_RECVS, "posted_recvs", false },
-	{ DMAPLANE_ATTR_STAT_UNEXP_MSGS, "unexp_msgs", false },
-	{ DMAPLANE_ATTR_STAT_XFER_PAGES, "xfer_pages", false },
-	{ DMAPLANE_ATTR_PARAM_EAGER_THRESHOLD, "eager_threshold", true },
-	{ DMAPLANE_ATTR_PARAM_UNEXP_BUDGET, "unexp_budget", true },
-	{ DMAPLANE_ATTR_PARAM_UNEXP_MAX, "unexp_max", true },
-	{ DMAPLANE_ATTR_PARAM_MAX_PINNED_MB, "max_pinned_mb", true },
-	{ DMAPLANE_ATTR_PARAM_MR_CACHE_MAX_ENTRIES, "mr_cache_max_entries", true },
-	{ DMAPLANE_ATTR_PARAM_PORT, "port", true },
-};
-
-static int print_stats(struct nlattr **tb, uint8_t cmd, void *arg)
-{
-	bool first = true;
-	int pass;
-	size_t i;
-
-	(void)cmd;
-	(void)arg;
-	if (json)
-		printf("{");
-	for (pass = 0; pass < 2; pass++) {
-		bool fresh = true;
-
-		if (json)
-			printf("%s\"%s\":{", first ? "" : ",", pass ? "params" : "stats");
-		else if (pass)
-			printf("params:\n");
-		first = false;
-		for (i = 0; i < sizeof(stat_names) / sizeof(stat_names[0]); i++) {
-			uint64_t v;
-
-			if (stat_names[i].param != pass || !tb[stat_names[i].attr])
-				continue;
-			v = nla_get_u64(tb[stat_names[i].attr]);
-			if (json)
-				printf("%s\"%s\":%" PRIu64, fresh ? "" : ",",
-				       stat_names[i].name, v);
-			else
-				printf("%s%s %" PRIu64 "\n", pass ? "  " : "",
-				       stat_names[i].name, v);
-			fresh = false;
-		}
-		if (json)
-			printf("}");
-	}
-	if (json)
-		printf("}\n");
-	return 0;
-}
-
-static int cmd_stats(struct nl_ctx *c)
-{
-	struct nl_msg *msg = req_new(c, DMAPLANE_CMD_GET_STATS, 0);
+	struct nl_msg *msg = req_new(dp, cmd, NLM_F_DUMP);
 
 	if (!msg)
 		return -ENOMEM;
-	return req_run(c, msg, print_stats, NULL);
+	return req_run(dp, msg, fn);
 }
-
-/* ---- show -------------------------------------------------------------- */
 
 static uint64_t get_u(struct nlattr **tb, int attr)
 {
@@ -358,23 +447,194 @@ static uint64_t get_u(struct nlattr **tb, int attr)
 	}
 }
 
-static int print_ep(struct nlattr **tb, uint8_t cmd, void *arg)
+/* A number argument in [0, max]; -1 (after a message) if it is not one. */
+static long long parse_num(const char *what, const char *s, unsigned long long max)
 {
-	(void)cmd;
-	(void)arg;
-	out_item_begin("ep");
-	if (!json) {
-		printf(" %" PRIu64, get_u(tb, DMAPLANE_ATTR_EP_ID));
-		first_field = false;
-	} else {
-		out_u64("id", get_u(tb, DMAPLANE_ATTR_EP_ID));
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || end == s || *s == '-' || v > max) {
+		fprintf(stderr, "dpctl: %s: invalid %s \"%s\"\n", what,
+			max == 65535 ? "port" : "number", s);
+		return -1;
 	}
-	out_hex("ep_uid", get_u(tb, DMAPLANE_ATTR_EP_UID));
-	out_u64("uid", get_u(tb, DMAPLANE_ATTR_EP_USER));
-	out_u64("regions", get_u(tb, DMAPLANE_ATTR_EP_NR_REGIONS));
-	out_u64("posted_recvs", get_u(tb, DMAPLANE_ATTR_EP_POSTED_RECVS));
-	out_u64("unexp_msgs", get_u(tb, DMAPLANE_ATTR_EP_UNEXP_MSGS));
-	out_item_end();
+	return (long long)v;
+}
+
+/* ---- help --------------------------------------------------------------- */
+
+static int help_main(FILE *f)
+{
+	fprintf(f,
+		"Usage: dpctl [ OPTIONS ] OBJECT { COMMAND | help }\n"
+		"       dpctl [ -j[son] ] [ -p[retty] ] [ -d[etails] ] OBJECT ...\n"
+		"where  OBJECT := { dev | endpoint | region | peer | stats | monitor | help }\n"
+		"       OPTIONS := { -V[ersion] | -j[son] | -p[retty] | -d[etails] | -h[elp] }\n"
+		"Every OBJECT has \"show\" as its default COMMAND; see dpctl(8).\n");
+	return 0;
+}
+
+static int help_dev(FILE *f)
+{
+	fprintf(f,
+		"Usage: dpctl dev show [ DEVICE ]\n"
+		"       dpctl dev help\n"
+		"DEVICE is the character device, " DP_DEFAULT_PATH " by default.\n"
+		"-d: names of the capability bits and the device's path.\n");
+	return 0;
+}
+
+static int help_endpoint(FILE *f)
+{
+	fprintf(f,
+		"Usage: dpctl endpoint show [ ID ]\n"
+		"       dpctl endpoint help\n"
+		"Without CAP_NET_ADMIN, only endpoints opened with your own uid are shown.\n");
+	return 0;
+}
+
+static int help_region(FILE *f)
+{
+	fprintf(f,
+		"Usage: dpctl region show [ endpoint ID ]\n"
+		"       dpctl region help\n"
+		"-d: names of the access bits.\n");
+	return 0;
+}
+
+static int help_peer(FILE *f)
+{
+	fprintf(f,
+		"Usage: dpctl peer show [ ADDR ]\n"
+		"       dpctl peer add ADDR [ port PORT ]\n"
+		"       dpctl peer del ADDR\n"
+		"       dpctl peer help\n"
+		"ADDR is an IPv4 or IPv6 address; add and del need CAP_NET_ADMIN.\n");
+	return 0;
+}
+
+static int help_stats(FILE *f)
+{
+	fprintf(f,
+		"Usage: dpctl stats show\n"
+		"       dpctl stats help\n"
+		"Every counter and integer parameter the loaded module reports.\n");
+	return 0;
+}
+
+static int help_monitor(FILE *f)
+{
+	fprintf(f,
+		"Usage: dpctl monitor [ show ]\n"
+		"       dpctl monitor help\n"
+		"Prints events until interrupted; needs CAP_NET_ADMIN.\n");
+	return 0;
+}
+
+/* ---- dev (ioctl) -------------------------------------------------------- */
+
+static const char *const cap_names[] = {
+	"info", "arena", "mr", "dmabuf_export", "dmabuf_import", "msg", "rma", "remote",
+};
+
+static int dev_show(struct dp *dp)
+{
+	const char *dev = DP_DEFAULT_PATH;
+	struct dmaplane_info info;
+	struct dp_ep *ep;
+	int ret;
+
+	if (!dp_no_arg(dp)) {
+		dev = dp_argv(dp);
+		dp_next(dp);
+	}
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_dev, "dev show: unexpected \"%s\"", dp_argv(dp));
+	ret = dp_open(dev, 0, &ep);
+	if (ret) {
+		fprintf(stderr, "dpctl: %s: %s\n", dev, strerror(-ret));
+		return 1;
+	}
+	ret = dp_info(ep, &info);
+	dp_close(ep);
+	if (ret) {
+		fprintf(stderr, "dpctl: GET_INFO: %s\n", strerror(-ret));
+		return 1;
+	}
+	out_begin(dp);
+	if (dp->jw) {
+		jsonw_u64_field(dp->jw, "abi_version", info.abi_version);
+		jsonw_u64_field(dp->jw, "caps", info.caps);
+		jsonw_u64_field(dp->jw, "page_size", info.page_size);
+		jsonw_string_field(dp->jw, "device", dev);
+		if (dp->details)
+			out_flags(dp, "caps_names", info.caps, cap_names,
+				  sizeof(cap_names) / sizeof(cap_names[0]));
+	} else {
+		printf("abi_version %u\ncaps 0x%llx\npage_size %u\n",
+		       info.abi_version, (unsigned long long)info.caps, info.page_size);
+		if (dp->details) {
+			char buf[256];
+
+			printf("device %s\ncaps_names %s\n", dev,
+			       flags_str(buf, sizeof(buf), info.caps, cap_names,
+					 sizeof(cap_names) / sizeof(cap_names[0])));
+		}
+	}
+	out_end(dp);
+	return 0;
+}
+
+static int dev_help(struct dp *dp)
+{
+	(void)dp;
+	return help_dev(stdout);
+}
+
+static int cmd_dev(struct dp *dp)
+{
+	static const struct dp_cmd cmds[] = {
+		{ NULL, dev_show },
+		{ "show", dev_show },
+		{ "list", dev_show },
+		{ "help", dev_help },
+		{ NULL, NULL },
+	};
+
+	return dp_exec_cmd(dp, cmds, "dev");
+}
+
+/* The first dpctl's "info": dev show, no arguments. */
+static int cmd_info(struct dp *dp)
+{
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_dev, "info: unexpected \"%s\"", dp_argv(dp));
+	snprintf(dp->what, sizeof(dp->what), "dev show");
+	return dev_show(dp);
+}
+
+/* ---- endpoint and region ------------------------------------------------ */
+
+static int print_ep(struct dp *dp, struct nlattr **tb, uint8_t cmd)
+{
+	uint64_t id = get_u(tb, DMAPLANE_ATTR_EP_ID);
+
+	(void)cmd;
+	if (dp->ep_filter >= 0 && id != (uint64_t)dp->ep_filter)
+		return 0;
+	out_item_begin(dp, "ep");
+	if (dp->jw)
+		jsonw_u64_field(dp->jw, "id", id);
+	else
+		printf(" %" PRIu64, id);
+	out_hex(dp, "ep_uid", get_u(tb, DMAPLANE_ATTR_EP_UID));
+	out_u64(dp, "uid", get_u(tb, DMAPLANE_ATTR_EP_USER));
+	out_u64(dp, "regions", get_u(tb, DMAPLANE_ATTR_EP_NR_REGIONS));
+	out_u64(dp, "posted_recvs", get_u(tb, DMAPLANE_ATTR_EP_POSTED_RECVS));
+	out_u64(dp, "unexp_msgs", get_u(tb, DMAPLANE_ATTR_EP_UNEXP_MSGS));
+	out_item_end(dp);
 	return 0;
 }
 
@@ -391,69 +651,250 @@ static const char *kind_name(uint64_t kind)
 	return "unknown";
 }
 
-static void print_region_fields(struct nlattr **tb)
+static const char *const access_names[] = {
+	"local_write", "remote_read", "remote_write",
+};
+
+static void print_region_fields(struct dp *dp, struct nlattr **tb)
 {
-	out_u64("ep", get_u(tb, DMAPLANE_ATTR_EP_ID));
-	out_u64("handle", get_u(tb, DMAPLANE_ATTR_REGION_HANDLE));
-	out_str("kind", kind_name(get_u(tb, DMAPLANE_ATTR_REGION_KIND)));
+	out_u64(dp, "ep", get_u(tb, DMAPLANE_ATTR_EP_ID));
+	out_u64(dp, "handle", get_u(tb, DMAPLANE_ATTR_REGION_HANDLE));
+	out_str(dp, "kind", kind_name(get_u(tb, DMAPLANE_ATTR_REGION_KIND)));
 	if (tb[DMAPLANE_ATTR_REGION_LEN])
-		out_u64("len", get_u(tb, DMAPLANE_ATTR_REGION_LEN));
-	if (tb[DMAPLANE_ATTR_REGION_ACCESS])
-		out_hex("access", get_u(tb, DMAPLANE_ATTR_REGION_ACCESS));
+		out_u64(dp, "len", get_u(tb, DMAPLANE_ATTR_REGION_LEN));
+	if (tb[DMAPLANE_ATTR_REGION_ACCESS]) {
+		out_hex(dp, "access", get_u(tb, DMAPLANE_ATTR_REGION_ACCESS));
+		if (dp->details)
+			out_flags(dp, "access_names", get_u(tb, DMAPLANE_ATTR_REGION_ACCESS),
+				  access_names,
+				  sizeof(access_names) / sizeof(access_names[0]));
+	}
 	if (tb[DMAPLANE_ATTR_REGION_STATE])
-		out_str("state", get_u(tb, DMAPLANE_ATTR_REGION_STATE) ==
+		out_str(dp, "state", get_u(tb, DMAPLANE_ATTR_REGION_STATE) ==
 			DMAPLANE_NL_REGION_VALID ? "valid" : "invalid");
 }
 
-static int print_region(struct nlattr **tb, uint8_t cmd, void *arg)
+static int print_region(struct dp *dp, struct nlattr **tb, uint8_t cmd)
 {
 	(void)cmd;
-	(void)arg;
-	out_item_begin("region");
-	print_region_fields(tb);
-	out_item_end();
+	if (dp->ep_filter >= 0 && get_u(tb, DMAPLANE_ATTR_EP_ID) != (uint64_t)dp->ep_filter)
+		return 0;
+	out_item_begin(dp, "region");
+	print_region_fields(dp, tb);
+	out_item_end(dp);
 	return 0;
 }
 
-static int dump(struct nl_ctx *c, uint8_t cmd,
-		int (*fn)(struct nlattr **tb, uint8_t cmd, void *arg))
-{
-	struct nl_msg *msg = req_new(c, cmd, NLM_F_DUMP);
-
-	if (!msg)
-		return -ENOMEM;
-	return req_run(c, msg, fn, NULL);
-}
-
-static int cmd_show(struct nl_ctx *c, bool eps, bool regions)
+/* Endpoints and/or regions, one document: {"endpoints":[...],"regions":[...]}. */
+static int show_objects(struct dp *dp, bool eps, bool regions)
 {
 	int ret = 0;
 
-	first_field = true;
-	if (json)
-		printf("{");
+	if (dp_nl(dp))
+		return 1;
+	out_begin(dp);
 	if (eps) {
-		out_begin_list("endpoints", true);
-		ret = dump(c, DMAPLANE_CMD_GET_ENDPOINT, print_ep);
-		out_end_list();
+		out_list_begin(dp, "endpoints");
+		ret = dump(dp, DMAPLANE_CMD_GET_ENDPOINT, print_ep);
+		out_list_end(dp);
 	}
 	if (!ret && regions) {
-		out_begin_list("regions", !eps);
-		ret = dump(c, DMAPLANE_CMD_GET_REGION, print_region);
-		out_end_list();
+		out_list_begin(dp, "regions");
+		ret = dump(dp, DMAPLANE_CMD_GET_REGION, print_region);
+		out_list_end(dp);
 	}
-	if (json)
-		printf("}\n");
-	return ret;
+	out_end(dp);
+	return ret ? dp_fail(dp, ret) : 0;
 }
 
-/* ---- peers ------------------------------------------------------------- */
+static int endpoint_show(struct dp *dp)
+{
+	if (!dp_no_arg(dp)) {
+		dp->ep_filter = parse_num(dp->what, dp_argv(dp), UINT32_MAX);
+		if (dp->ep_filter < 0)
+			return DP_EUSAGE;
+		dp_next(dp);
+	}
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_endpoint, "endpoint show: unexpected \"%s\"",
+				      dp_argv(dp));
+	return show_objects(dp, true, false);
+}
 
-struct peer_addr {
-	uint16_t family;
-	int len;
-	unsigned char addr[16];
-};
+static int endpoint_help(struct dp *dp)
+{
+	(void)dp;
+	return help_endpoint(stdout);
+}
+
+static int cmd_endpoint(struct dp *dp)
+{
+	static const struct dp_cmd cmds[] = {
+		{ NULL, endpoint_show },
+		{ "show", endpoint_show },
+		{ "list", endpoint_show },
+		{ "help", endpoint_help },
+		{ NULL, NULL },
+	};
+
+	return dp_exec_cmd(dp, cmds, "endpoint");
+}
+
+static int region_show(struct dp *dp)
+{
+	if (!dp_no_arg(dp) && (!strcmp(dp_argv(dp), "endpoint") ||
+			       !strcmp(dp_argv(dp), "ep"))) {
+		dp_next(dp);
+		if (dp_no_arg(dp))
+			return dp_usage_error(dp, help_region, "region show: %s",
+					      "endpoint needs an ID");
+		dp->ep_filter = parse_num(dp->what, dp_argv(dp), UINT32_MAX);
+		if (dp->ep_filter < 0)
+			return DP_EUSAGE;
+		dp_next(dp);
+	}
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_region, "region show: unexpected \"%s\"",
+				      dp_argv(dp));
+	return show_objects(dp, false, true);
+}
+
+static int region_help(struct dp *dp)
+{
+	(void)dp;
+	return help_region(stdout);
+}
+
+static int cmd_region(struct dp *dp)
+{
+	static const struct dp_cmd cmds[] = {
+		{ NULL, region_show },
+		{ "show", region_show },
+		{ "list", region_show },
+		{ "help", region_help },
+		{ NULL, NULL },
+	};
+
+	return dp_exec_cmd(dp, cmds, "region");
+}
+
+/* The first dpctl's "show [ep | endpoint | region]": one document for both. */
+static int cmd_show(struct dp *dp)
+{
+	bool eps = true, regions = true;
+
+	if (!dp_no_arg(dp)) {
+		if (!strcmp(dp_argv(dp), "ep") || !strcmp(dp_argv(dp), "endpoint"))
+			regions = false;
+		else if (!strcmp(dp_argv(dp), "region"))
+			eps = false;
+		else
+			return dp_usage_error(dp, help_main, "show: unexpected \"%s\"",
+					      dp_argv(dp));
+		dp_next(dp);
+	}
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_main, "show: unexpected \"%s\"", dp_argv(dp));
+	return show_objects(dp, eps, regions);
+}
+
+/* ---- stats -------------------------------------------------------------- */
+
+/* Print one %DMAPLANE_ATTR_STAT_COUNTERS or %DMAPLANE_ATTR_PARAMS list. */
+static void print_named(struct dp *dp, struct nlattr *nest, const char *indent)
+{
+	struct nlattr *e;
+	int rem;
+
+	if (!nest)
+		return;
+	nla_for_each_nested(e, nest, rem) {
+		struct nlattr *tb[DMAPLANE_ATTR_MAX + 1];
+		struct nlattr *name, *val;
+
+		if (nla_type(e) != DMAPLANE_ATTR_STAT_ENTRY ||
+		    nla_parse_nested(tb, DMAPLANE_ATTR_MAX, e, NULL))
+			continue;
+		name = tb[DMAPLANE_ATTR_STAT_ENTRY_NAME];
+		val = tb[DMAPLANE_ATTR_STAT_ENTRY_VALUE];
+		if (!name || !val || nla_len(val) != sizeof(uint64_t) ||
+		    !memchr(nla_data(name), 0, nla_len(name)))
+			continue;
+		if (dp->jw)
+			jsonw_u64_field(dp->jw, nla_get_string(name), nla_get_u64(val));
+		else
+			printf("%s%s %" PRIu64 "\n", indent, nla_get_string(name),
+			       nla_get_u64(val));
+	}
+}
+
+static int print_stats(struct dp *dp, struct nlattr **tb, uint8_t cmd)
+{
+	(void)cmd;
+	if (!tb[DMAPLANE_ATTR_STAT_COUNTERS]) {
+		fprintf(stderr, "dpctl: %s: the module does not name its counters "
+			"(older than this dpctl)\n", dp->what);
+		return -EPROTONOSUPPORT;
+	}
+	out_begin(dp);
+	if (dp->jw) {
+		jsonw_name(dp->jw, "stats");
+		jsonw_start_object(dp->jw);
+	}
+	print_named(dp, tb[DMAPLANE_ATTR_STAT_COUNTERS], "");
+	if (dp->jw) {
+		jsonw_end_object(dp->jw);
+		jsonw_name(dp->jw, "params");
+		jsonw_start_object(dp->jw);
+	} else {
+		printf("params:\n");
+	}
+	print_named(dp, tb[DMAPLANE_ATTR_PARAMS], "  ");
+	if (dp->jw)
+		jsonw_end_object(dp->jw);
+	out_end(dp);
+	return 0;
+}
+
+static int stats_show(struct dp *dp)
+{
+	struct nl_msg *msg;
+	int ret;
+
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_stats, "stats show: unexpected \"%s\"",
+				      dp_argv(dp));
+	if (dp_nl(dp))
+		return 1;
+	msg = req_new(dp, DMAPLANE_CMD_GET_STATS, 0);
+	if (!msg)
+		return dp_fail(dp, ENOMEM);
+	ret = req_run(dp, msg, print_stats);
+	if (ret == -EPROTONOSUPPORT)
+		return 1;
+	return ret ? dp_fail(dp, ret) : 0;
+}
+
+static int stats_help(struct dp *dp)
+{
+	(void)dp;
+	return help_stats(stdout);
+}
+
+static int cmd_stats(struct dp *dp)
+{
+	static const struct dp_cmd cmds[] = {
+		{ NULL, stats_show },
+		{ "show", stats_show },
+		{ "list", stats_show },
+		{ "help", stats_help },
+		{ NULL, NULL },
+	};
+
+	return dp_exec_cmd(dp, cmds, "stats");
+}
+
+/* ---- peer --------------------------------------------------------------- */
 
 static int parse_addr(const char *s, struct peer_addr *a)
 {
@@ -495,73 +936,168 @@ static const char *peer_state_name(uint64_t state)
 	}
 }
 
-static int print_peer(struct nlattr **tb, uint8_t cmd, void *arg)
+static bool peer_matches(const struct peer_addr *f, struct nlattr **tb)
+{
+	struct nlattr *a = tb[DMAPLANE_ATTR_PEER_ADDR];
+
+	if (!f->family)
+		return true;
+	return a && get_u(tb, DMAPLANE_ATTR_PEER_FAMILY) == f->family &&
+	       nla_len(a) == f->len && !memcmp(nla_data(a), f->addr, f->len);
+}
+
+static int print_peer(struct dp *dp, struct nlattr **tb, uint8_t cmd)
 {
 	char addr[INET6_ADDRSTRLEN];
 
 	(void)cmd;
-	(void)arg;
+	if (!peer_matches(&dp->peer_filter, tb))
+		return 0;
 	format_addr(tb, addr, sizeof(addr));
-	out_item_begin("peer");
-	out_str("addr", addr);
-	out_u64("port", get_u(tb, DMAPLANE_ATTR_PEER_PORT));
-	out_str("state", peer_state_name(get_u(tb, DMAPLANE_ATTR_PEER_STATE)));
-	out_hex("node_id", get_u(tb, DMAPLANE_ATTR_PEER_NODE_ID));
-	out_u64("slot", get_u(tb, DMAPLANE_ATTR_PEER_SLOT));
-	out_u64("tx_msgs", get_u(tb, DMAPLANE_ATTR_PEER_TX_MSGS));
-	out_u64("rx_msgs", get_u(tb, DMAPLANE_ATTR_PEER_RX_MSGS));
-	out_u64("tx_bytes", get_u(tb, DMAPLANE_ATTR_PEER_TX_BYTES));
-	out_u64("rx_bytes", get_u(tb, DMAPLANE_ATTR_PEER_RX_BYTES));
-	out_u64("drops", get_u(tb, DMAPLANE_ATTR_PEER_DROPS));
-	out_u64("mem_bytes", get_u(tb, DMAPLANE_ATTR_PEER_MEM_BYTES));
-	out_item_end();
+	out_item_begin(dp, "peer");
+	out_str(dp, "addr", addr);
+	out_u64(dp, "port", get_u(tb, DMAPLANE_ATTR_PEER_PORT));
+	out_str(dp, "state", peer_state_name(get_u(tb, DMAPLANE_ATTR_PEER_STATE)));
+	out_hex(dp, "node_id", get_u(tb, DMAPLANE_ATTR_PEER_NODE_ID));
+	out_u64(dp, "slot", get_u(tb, DMAPLANE_ATTR_PEER_SLOT));
+	out_u64(dp, "tx_msgs", get_u(tb, DMAPLANE_ATTR_PEER_TX_MSGS));
+	out_u64(dp, "rx_msgs", get_u(tb, DMAPLANE_ATTR_PEER_RX_MSGS));
+	out_u64(dp, "tx_bytes", get_u(tb, DMAPLANE_ATTR_PEER_TX_BYTES));
+	out_u64(dp, "rx_bytes", get_u(tb, DMAPLANE_ATTR_PEER_RX_BYTES));
+	out_u64(dp, "drops", get_u(tb, DMAPLANE_ATTR_PEER_DROPS));
+	out_u64(dp, "mem_bytes", get_u(tb, DMAPLANE_ATTR_PEER_MEM_BYTES));
+	out_item_end(dp);
 	return 0;
 }
 
-static int cmd_peer_list(struct nl_ctx *c)
+/* ADDR of a peer command; DP_EUSAGE after a message when missing or bad. */
+static int peer_arg_addr(struct dp *dp, struct peer_addr *a)
 {
-	int ret;
-
-	first_field = true;
-	if (json)
-		printf("{");
-	out_begin_list("peers", true);
-	ret = dump(c, DMAPLANE_CMD_GET_PEER, print_peer);
-	out_end_list();
-	if (json)
-		printf("}\n");
-	return ret;
+	if (dp_no_arg(dp))
+		return dp_usage_error(dp, help_peer, "%s: missing ADDR", dp->what);
+	if (parse_addr(dp_argv(dp), a)) {
+		fprintf(stderr, "dpctl: %s: invalid address \"%s\"\n", dp->what, dp_argv(dp));
+		return DP_EUSAGE;
+	}
+	dp_next(dp);
+	return 0;
 }
 
-static int cmd_peer_change(struct nl_ctx *c, uint8_t cmd, const struct peer_addr *a,
-			   long port)
+static int peer_show(struct dp *dp)
 {
-	struct nl_msg *msg = req_new(c, cmd, 0);
 	int ret;
 
+	if (!dp_no_arg(dp)) {
+		ret = peer_arg_addr(dp, &dp->peer_filter);
+		if (ret)
+			return ret;
+	}
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_peer, "peer show: unexpected \"%s\"",
+				      dp_argv(dp));
+	if (dp_nl(dp))
+		return 1;
+	out_begin(dp);
+	out_list_begin(dp, "peers");
+	ret = dump(dp, DMAPLANE_CMD_GET_PEER, print_peer);
+	out_list_end(dp);
+	out_end(dp);
+	return ret ? dp_fail(dp, ret) : 0;
+}
+
+static int peer_change(struct dp *dp, uint8_t cmd, const struct peer_addr *a, long port)
+{
+	struct nl_msg *msg;
+	int ret;
+
+	if (dp_nl(dp))
+		return 1;
+	msg = req_new(dp, cmd, 0);
 	if (!msg)
-		return -ENOMEM;
+		return dp_fail(dp, ENOMEM);
 	if (nla_put_u16(msg, DMAPLANE_ATTR_PEER_FAMILY, a->family) ||
 	    nla_put(msg, DMAPLANE_ATTR_PEER_ADDR, a->len, a->addr) ||
 	    (port >= 0 && nla_put_u16(msg, DMAPLANE_ATTR_PEER_PORT, (uint16_t)port))) {
 		nlmsg_free(msg);
-		return -ENOMEM;
+		return dp_fail(dp, ENOMEM);
 	}
-	ret = req_run(c, msg, NULL, NULL);
-	if (!ret && json)
-		printf("{}\n");
-	return ret;
+	ret = req_run(dp, msg, NULL);
+	if (ret)
+		return dp_fail(dp, ret);
+	out_begin(dp);
+	out_end(dp);
+	return 0;
 }
 
-/* ---- monitor ----------------------------------------------------------- */
+static int peer_add(struct dp *dp)
+{
+	struct peer_addr a;
+	long port = -1;
+	int ret;
+
+	ret = peer_arg_addr(dp, &a);
+	if (ret)
+		return ret;
+	if (!dp_no_arg(dp) && !strcmp(dp_argv(dp), "port")) {
+		dp_next(dp);
+		if (dp_no_arg(dp))
+			return dp_usage_error(dp, help_peer, "%s: port needs a PORT", dp->what);
+		port = parse_num(dp->what, dp_argv(dp), 65535);
+		if (port < 0)
+			return DP_EUSAGE;
+		dp_next(dp);
+	}
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_peer, "peer add: unexpected \"%s\"", dp_argv(dp));
+	return peer_change(dp, DMAPLANE_CMD_PEER_ADD, &a, port);
+}
+
+static int peer_del(struct dp *dp)
+{
+	struct peer_addr a;
+	int ret;
+
+	/* "peer delete": the message says "peer del" as it always did. */
+	snprintf(dp->what, sizeof(dp->what), "peer del");
+	ret = peer_arg_addr(dp, &a);
+	if (ret)
+		return ret;
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_peer, "peer del: unexpected \"%s\"", dp_argv(dp));
+	return peer_change(dp, DMAPLANE_CMD_PEER_DEL, &a, -1);
+}
+
+static int peer_help(struct dp *dp)
+{
+	(void)dp;
+	return help_peer(stdout);
+}
+
+static int cmd_peer(struct dp *dp)
+{
+	static const struct dp_cmd cmds[] = {
+		{ NULL, peer_show },
+		{ "show", peer_show },
+		{ "list", peer_show },
+		{ "add", peer_add },
+		{ "del", peer_del },
+		{ "delete", peer_del },
+		{ "help", peer_help },
+		{ NULL, NULL },
+	};
+
+	return dp_exec_cmd(dp, cmds, "peer");
+}
+
+/* ---- monitor ------------------------------------------------------------ */
 
 static int print_event(struct nl_msg *msg, void *arg)
 {
 	struct genlmsghdr *gh = nlmsg_data(nlmsg_hdr(msg));
 	struct nlattr *tb[DMAPLANE_ATTR_MAX + 1];
+	struct dp *dp = arg;
 	const char *name;
 
-	(void)arg;
 	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, DMAPLANE_ATTR_MAX, NULL))
 		return NL_SKIP;
 	switch (gh->cmd) {
@@ -583,158 +1119,151 @@ static int print_event(struct nl_msg *msg, void *arg)
 	default:
 		return NL_SKIP;
 	}
-	first_item = true;
-	first_field = true;
-	if (json) {
-		printf("{");
-		out_str("event", name);
-	} else {
-		printf("%s", name);
-	}
+	out_begin(dp);
+	if (dp->jw)
+		jsonw_string_field(dp->jw, "event", name);
+	else
+		fputs(name, stdout);
 	if (gh->cmd == DMAPLANE_CMD_EVENT_REGION_INVALIDATED) {
-		print_region_fields(tb);
+		print_region_fields(dp, tb);
 	} else {
 		char addr[INET6_ADDRSTRLEN];
 
 		format_addr(tb, addr, sizeof(addr));
-		out_str("addr", addr);
-		out_u64("port", get_u(tb, DMAPLANE_ATTR_PEER_PORT));
+		out_str(dp, "addr", addr);
+		out_u64(dp, "port", get_u(tb, DMAPLANE_ATTR_PEER_PORT));
 		if (gh->cmd == DMAPLANE_CMD_EVENT_PEER_UP ||
 		    gh->cmd == DMAPLANE_CMD_EVENT_PEER_DOWN) {
-			out_hex("node_id", get_u(tb, DMAPLANE_ATTR_PEER_NODE_ID));
-			out_u64("slot", get_u(tb, DMAPLANE_ATTR_PEER_SLOT));
+			out_hex(dp, "node_id", get_u(tb, DMAPLANE_ATTR_PEER_NODE_ID));
+			out_u64(dp, "slot", get_u(tb, DMAPLANE_ATTR_PEER_SLOT));
 		}
 	}
-	printf(json ? "}\n" : "\n");
-	first_field = true;
+	if (dp->jw)
+		out_end(dp);
+	else
+		putchar('\n');
 	fflush(stdout);
 	return NL_OK;
 }
 
-static int cmd_monitor(struct nl_ctx *c)
+static int monitor_run(struct dp *dp)
 {
 	int grp, ret;
 
+	if (!dp_no_arg(dp))
+		return dp_usage_error(dp, help_monitor, "monitor: unexpected \"%s\"",
+				      dp_argv(dp));
+	snprintf(dp->what, sizeof(dp->what), "monitor");
+	if (dp_nl(dp))
+		return 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	/*
 	 * The group exists only where the kernel can keep it to
 	 * CAP_NET_ADMIN (6.7 and newer), and only that may join it.
 	 */
-	grp = genl_ctrl_resolve_grp(c->sk, DMAPLANE_GENL_NAME, DMAPLANE_GENL_MCGRP_EVENTS);
+	grp = genl_ctrl_resolve_grp(dp->nl.sk, DMAPLANE_GENL_NAME, DMAPLANE_GENL_MCGRP_EVENTS);
 	if (grp < 0)
-		return -EOPNOTSUPP;
-	nl_socket_disable_seq_check(c->sk);
-	nl_socket_modify_cb(c->sk, NL_CB_VALID, NL_CB_CUSTOM, print_event, NULL);
-	ret = nl_socket_add_membership(c->sk, grp);
+		return dp_fail(dp, EOPNOTSUPP);
+	nl_socket_disable_seq_check(dp->nl.sk);
+	nl_socket_modify_cb(dp->nl.sk, NL_CB_VALID, NL_CB_CUSTOM, print_event, dp);
+	ret = nl_socket_add_membership(dp->nl.sk, grp);
 	if (ret < 0)
-		return ret == -NLE_PERM ? -EPERM : -EIO;
+		return dp_fail(dp, ret == -NLE_PERM ? EPERM : EIO);
 	for (;;) {
-		ret = nl_recvmsgs_default(c->sk);
+		ret = nl_recvmsgs_default(dp->nl.sk);
 		if (ret < 0 && ret != -NLE_INTR && ret != -NLE_AGAIN)
-			return -EIO;
+			return dp_fail(dp, EIO);
 	}
 }
 
-/* ---- main -------------------------------------------------------------- */
+static int monitor_help(struct dp *dp)
+{
+	(void)dp;
+	return help_monitor(stdout);
+}
+
+static int cmd_monitor(struct dp *dp)
+{
+	static const struct dp_cmd cmds[] = {
+		{ NULL, monitor_run },
+		{ "show", monitor_run },
+		{ "help", monitor_help },
+		{ NULL, NULL },
+	};
+
+	return dp_exec_cmd(dp, cmds, "monitor");
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static int cmd_help(struct dp *dp)
+{
+	(void)dp;
+	return help_main(stdout);
+}
+
+static int cmd_objects(struct dp *dp)
+{
+	static const struct dp_cmd cmds[] = {
+		{ NULL, cmd_help },
+		{ "dev", cmd_dev },
+		{ "endpoint", cmd_endpoint },
+		{ "region", cmd_region },
+		{ "peer", cmd_peer },
+		{ "stats", cmd_stats },
+		{ "monitor", cmd_monitor },
+		{ "help", cmd_help },
+		/* Spellings of the first dpctl. */
+		{ "ep", cmd_endpoint },
+		{ "info", cmd_info },
+		{ "show", cmd_show },
+		{ NULL, NULL },
+	};
+
+	return dp_exec_cmd(dp, cmds, "");
+}
 
 int main(int argc, char **argv)
 {
-	const char *dev = NULL;
-	struct nl_ctx c;
-	int i = 1, ret;
+	static const struct option long_opts[] = {
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, 'p' },
+		{ "details", no_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct dp dp = { .ep_filter = -1 };
+	int opt, ret;
 
-	while (i < argc && argv[i][0] == '-') {
-		if (!strcmp(argv[i], "-j") || !strcmp(argv[i], "--json")) {
-			json = true;
-			i++;
-		} else if (!strcmp(argv[i], "-d") && i + 1 < argc) {
-			dev = argv[i + 1];
-			i += 2;
-		} else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			return usage(stdout);
-		} else {
-			return usage(stderr);
+	while ((opt = getopt_long(argc, argv, "+Vhjpd", long_opts, NULL)) >= 0) {
+		switch (opt) {
+		case 'V':
+			printf("dpctl (dmaplane) %s, netlink family \"%s\" version %d, "
+			       "ABI version %d\n", DP_VERSION, DMAPLANE_GENL_NAME,
+			       DMAPLANE_GENL_VERSION, DMAPLANE_ABI_VERSION);
+			return 0;
+		case 'h':
+			return help_main(stdout);
+		case 'j':
+			dp.json = true;
+			break;
+		case 'p':
+			dp.pretty = true;
+			break;
+		case 'd':
+			dp.details = true;
+			break;
+		default:
+			help_main(stderr);
+			return DP_EUSAGE;
 		}
 	}
-	if (i >= argc)
-		return usage(stderr);
-	what = argv[i];
-	if (!strcmp(argv[i], "info"))
-		return i + 1 == argc ? cmd_info(dev) : usage(stderr);
-
-	if (!strcmp(argv[i], "show")) {
-		bool eps = true, regions = true;
-
-		if (i + 2 == argc && (!strcmp(argv[i + 1], "ep") ||
-				      !strcmp(argv[i + 1], "endpoint")))
-			regions = false;
-		else if (i + 2 == argc && !strcmp(argv[i + 1], "region"))
-			eps = false;
-		else if (i + 1 != argc)
-			return usage(stderr);
-		if (dp_nl_open(&c))
-			return 1;
-		ret = cmd_show(&c, eps, regions);
-	} else if (!strcmp(argv[i], "stats")) {
-		if (i + 1 != argc)
-			return usage(stderr);
-		if (dp_nl_open(&c))
-			return 1;
-		ret = cmd_stats(&c);
-	} else if (!strcmp(argv[i], "monitor")) {
-		if (i + 1 != argc)
-			return usage(stderr);
-		if (dp_nl_open(&c))
-			return 1;
-		setvbuf(stdout, NULL, _IOLBF, 0);
-		ret = cmd_monitor(&c);
-	} else if (!strcmp(argv[i], "peer") && i + 1 < argc) {
-		const char *sub = argv[i + 1];
-		static char name[32];
-		struct peer_addr a;
-		long port = -1;
-
-		snprintf(name, sizeof(name), "peer %s", sub);
-		what = name;
-		if (!strcmp(sub, "list") || !strcmp(sub, "show")) {
-			if (i + 2 != argc)
-				return usage(stderr);
-			if (dp_nl_open(&c))
-				return 1;
-			ret = cmd_peer_list(&c);
-		} else if (!strcmp(sub, "add") || !strcmp(sub, "del")) {
-			if (i + 3 > argc)
-				return usage(stderr);
-			if (parse_addr(argv[i + 2], &a)) {
-				fprintf(stderr, "dpctl: %s: invalid address \"%s\"\n",
-					what, argv[i + 2]);
-				return 2;
-			}
-			if (!strcmp(sub, "add") && i + 5 == argc &&
-			    !strcmp(argv[i + 3], "port")) {
-				char *end;
-
-				errno = 0;
-				port = strtol(argv[i + 4], &end, 0);
-				if (errno || *end || end == argv[i + 4] ||
-				    port < 0 || port > 65535) {
-					fprintf(stderr, "dpctl: %s: invalid port \"%s\"\n",
-						what, argv[i + 4]);
-					return 2;
-				}
-			} else if (i + 3 != argc) {
-				return usage(stderr);
-			}
-			if (dp_nl_open(&c))
-				return 1;
-			ret = cmd_peer_change(&c, !strcmp(sub, "add") ? DMAPLANE_CMD_PEER_ADD :
-					      DMAPLANE_CMD_PEER_DEL, &a, port);
-		} else {
-			return usage(stderr);
-		}
-	} else {
-		return usage(stderr);
-	}
-	dp_nl_close(&c);
-	fflush(stdout);
-	return ret ? fail(ret) : 0;
+	dp.argc = argc - optind;
+	dp.argv = argv + optind;
+	ret = cmd_objects(&dp);
+	dp_nl_close(&dp);
+	if (fflush(stdout) && !ret)
+		ret = 1;
+	return ret;
 }

@@ -31,7 +31,8 @@ cat "$stage/install.log"
 
 for f in usr/include/dmaplane.h usr/include/linux/dmaplane.h \
 	 usr/lib/libdmaplane.so.1 usr/lib/libdmaplane.so usr/lib/pkgconfig/dmaplane.pc \
-	 usr/bin/dpctl; do
+	 usr/bin/dpctl usr/share/man/man8/dpctl.8 \
+	 usr/share/bash-completion/completions/dpctl; do
 	[ -e "$stage/$f" ] || { echo "# missing $f"; missing=1; }
 done
 result "${missing:-0}" installed-files

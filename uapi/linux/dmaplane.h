@@ -710,7 +710,9 @@ struct dmaplane_cancel {
  * enum dmaplane_nl_cmd - generic netlink commands of the "dmaplane" family
  * @DMAPLANE_CMD_UNSPEC: invalid
  * @DMAPLANE_CMD_GET_STATS: doit: every object counter and the module
- *	parameters (%DMAPLANE_ATTR_STAT_* and %DMAPLANE_ATTR_PARAM_*)
+ *	parameters, by name (%DMAPLANE_ATTR_STAT_COUNTERS,
+ *	%DMAPLANE_ATTR_PARAMS) and, for the older ones, by number
+ *	(%DMAPLANE_ATTR_STAT_* and %DMAPLANE_ATTR_PARAM_*)
  * @DMAPLANE_CMD_GET_ENDPOINT: dump: one message per visible endpoint
  * @DMAPLANE_CMD_GET_REGION: dump: one message per region of a visible
  *	endpoint
@@ -802,6 +804,18 @@ enum dmaplane_nl_cmd {
  * @DMAPLANE_ATTR_PARAM_PORT: u64, module parameter: rdma_cm port
  * @DMAPLANE_ATTR_STAT_XFER_PAGES: u64, user pages pinned for transfers
  *	with other nodes in progress
+ * @DMAPLANE_ATTR_STAT_COUNTERS: nested, GET_STATS: every counter the
+ *	module has, one %DMAPLANE_ATTR_STAT_ENTRY each, in the module's
+ *	order (the numbered %DMAPLANE_ATTR_STAT_* attributes cover only the
+ *	counters that existed before this one; new counters come only here)
+ * @DMAPLANE_ATTR_STAT_ENTRY: nested, one named value:
+ *	%DMAPLANE_ATTR_STAT_ENTRY_NAME and %DMAPLANE_ATTR_STAT_ENTRY_VALUE
+ * @DMAPLANE_ATTR_STAT_ENTRY_NAME: NUL-terminated string, the name of a
+ *	counter (as in /sys/kernel/debug/dmaplane/stats) or of a module
+ *	parameter (as in /sys/module/dmaplane/parameters/)
+ * @DMAPLANE_ATTR_STAT_ENTRY_VALUE: u64, its value
+ * @DMAPLANE_ATTR_PARAMS: nested, GET_STATS: every integer module
+ *	parameter, one %DMAPLANE_ATTR_STAT_ENTRY each
  * @__DMAPLANE_ATTR_MAX: internal
  * @DMAPLANE_ATTR_MAX: highest attribute
  */
@@ -850,6 +864,11 @@ enum dmaplane_nl_attr {
 	DMAPLANE_ATTR_PEER_MEM_BYTES,
 	DMAPLANE_ATTR_PARAM_PORT,
 	DMAPLANE_ATTR_STAT_XFER_PAGES,
+	DMAPLANE_ATTR_STAT_COUNTERS,
+	DMAPLANE_ATTR_STAT_ENTRY,
+	DMAPLANE_ATTR_STAT_ENTRY_NAME,
+	DMAPLANE_ATTR_STAT_ENTRY_VALUE,
+	DMAPLANE_ATTR_PARAMS,
 
 	__DMAPLANE_ATTR_MAX,
 	DMAPLANE_ATTR_MAX = __DMAPLANE_ATTR_MAX - 1
