@@ -206,9 +206,11 @@ int dp_send(struct dp_ep *ep, uint32_t dest, uint64_t tag, const void *buf,
  *	@ignore leaves clear
  *
  * Receives match in posted order; messages from one sender in send
- * order.  The completion carries the sender (cqe.src, its name's ep_uid),
- * the tag and the length; a longer message completes with -EMSGSIZE and
- * the bytes that fit.
+ * order.  The completion carries the sender, the tag and the length; a
+ * longer message completes with -EMSGSIZE and the bytes that fit.
+ * cqe.src is the sender's source value: its name's ep_uid in the low 47
+ * bits and its node's slot above them, 0 for this node (split it with
+ * DMAPLANE_SRC_EP_UID() and DMAPLANE_SRC_NODE_SLOT()).
  */
 int dp_recv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
 	    void *buf, uint64_t len, uint64_t ctx);
@@ -229,7 +231,8 @@ int dp_recvv(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,
  * @flags: 0 (MPI_Iprobe), or DMAPLANE_PROBE_CLAIM (MPI_Improbe: the
  *	message is taken out of matching; receive it with dp_recv_claimed()
  *	and probe->claim)
- * @probe: on success, the message's source (ep_uid), tag and length
+ * @probe: on success, the message's source (a source value, as cqe.src
+ *	of dp_recv()), tag and length
  * Returns 0, -EAGAIN (no such message yet), -ENOENT, -EINVAL.
  */
 int dp_probe(struct dp_ep *ep, uint32_t src, uint64_t tag, uint64_t ignore,

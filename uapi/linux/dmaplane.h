@@ -546,7 +546,12 @@ struct dmaplane_submit {
  * @msg_len: RECV: the length of the message as sent (larger than @len
  *	when it was truncated); SEND: as @len.
  * @tag: RECV: the message's tag; SEND: the tag sent.
- * @src: RECV: &dmaplane_name.ep_uid of the sender; SEND: zero.
+ * @src: RECV: the sender as a source value (see "Sources"): its
+ *	&dmaplane_name.ep_uid in the low %DMAPLANE_SRC_NODE_SHIFT bits
+ *	(DMAPLANE_SRC_EP_UID()) and its node's slot above them
+ *	(DMAPLANE_SRC_NODE_SLOT(); 0 for this node, so for a sender on this
+ *	node @src is its ep_uid).  Zero for SEND, PUT, GET and a cancelled
+ *	RECV.
  * @status: 0, or a negative errno: -EMSGSIZE (truncated: the buffer got
  *	@len bytes, the rest was dropped, as MPI_ERR_TRUNCATE), -ECONNRESET
  *	(the peer went away), -EFAULT (a buffer was not accessible), ...
@@ -640,7 +645,10 @@ struct dmaplane_av_insert {
  * @flags: in: %DMAPLANE_PROBE_CLAIM or 0.
  * @tag: in: tag to match; out: the message's tag.
  * @ignore: in: tag bits that do not take part in matching.
- * @src: out: the sender's &dmaplane_name.ep_uid.
+ * @src: out: the sender as a source value (see "Sources"): its
+ *	&dmaplane_name.ep_uid in the low %DMAPLANE_SRC_NODE_SHIFT bits
+ *	(DMAPLANE_SRC_EP_UID()), its node's slot above them
+ *	(DMAPLANE_SRC_NODE_SLOT(); 0 for this node).
  * @len: out: the message's length.
  * @claim: out: with %DMAPLANE_PROBE_CLAIM, the handle that a RECV with
  *	%DMAPLANE_OP_F_CLAIMED takes; the message stays claimed until then
