@@ -9,10 +9,14 @@
   exist;
 - every man page under libuser/man and tools renders with groff -man
   -ww without a warning, and every .so link names a page that exists;
-- every relative link in README.md names a file that exists.
+- every relative link in README.md names a file that exists;
+- with KERNELDOC=path/to/linux/scripts/kernel-doc: every file a
+  kernel-doc directive names passes kernel-doc without a warning, every
+  DOC: section a directive names exists, and kernel-doc's reST output
+  parses (the C domain of Sphinx accepted as it stands).
 
-Usage: scripts/check-docs.py   (from the top of the tree; exit status 1
-on any problem, which is printed)
+Usage: [KERNELDOC=...] scripts/check-docs.py   (from the top of the tree;
+exit status 1 on any problem, which is printed)
 """
 import glob
 import io
@@ -27,6 +31,7 @@ from docutils.parsers.rst import Directive, directives, roles
 
 problems = []
 doc_refs = []        # (file, target) of :doc: links and toctree entries
+kernel_docs = []  # (file, source, options) of kernel-doc directives
 
 
 class Stub(Directive):
@@ -43,6 +48,9 @@ class Stub(Directive):
                 if line and not line.startswith(':'):
                     doc_refs.append((self.state.document.current_source,
                              line))
+        elif self.name == 'kernel-doc':
+            kernel_docs.append((self.state.document.current_source,
+                                self.arguments[0], dict(self.options)))
         return []
 
 
@@ -51,7 +59,7 @@ class AnyOptions(dict):
         return directives.unchanged
 
 
-Stub.option_spec = AnyOptions()
+Stub.option_spec = AnyOptions(maxdepth=directives.unchanged)  # non-empty: options parsed
 
 
 def stub_role(name, rawtext, text, lineno, inliner, options=None,
@@ -62,19 +70,59 @@ def stub_role(name, rawtext, text, lineno, inliner, options=None,
     return [nodes.literal(rawtext, utils.unescape(text))], []
 
 
+class CStub(Stub):
+    """A directive of Sphinx's C domain: parse its content."""
+    def run(self):
+        node = nodes.container()
+        self.state.nested_parse(self.content, self.content_offset, node)
+        return [node]
+
+
 for d in ('toctree', 'kernel-doc'):
     directives.register_directive(d, Stub)
-for r in ('doc', 'ref'):
+for d in ('function', 'type', 'macro', 'struct', 'enum', 'union', 'member',
+          'var', 'enumerator', 'namespace-push', 'namespace-pop'):
+    directives.register_directive('c:' + d, CStub)
+for r in ('doc', 'ref', 'c:type', 'c:func', 'c:macro', 'c:data',
+          'c:member', 'c:expr', 'c:enum', 'c:struct'):
     roles.register_local_role(r, stub_role)
 
-for path in sorted(glob.glob('Documentation/**/*.rst', recursive=True)):
+
+def parse(text, path):
     err = io.StringIO()
-    publish_doctree(open(path).read(), source_path=path,
-            settings_overrides={'warning_stream': err,
-                        'report_level': 2,
-                        'halt_level': 5})
+    publish_doctree(text, source_path=path,
+                    settings_overrides={'warning_stream': err,
+                                        'report_level': 2,
+                                        'halt_level': 5})
     if err.getvalue():
         problems.append(err.getvalue().rstrip())
+
+
+for path in sorted(glob.glob('Documentation/**/*.rst', recursive=True)):
+    parse(open(path).read(), path)
+
+kerneldoc = os.environ.get('KERNELDOC')
+for src, source, opts in kernel_docs:
+    if not os.path.exists(source):
+        problems.append('%s: kernel-doc of missing %s' % (src, source))
+        continue
+    if not kerneldoc:
+        continue
+    args = ['perl', kerneldoc, '-rst']
+    if 'doc' in opts:
+        args += ['-function', opts['doc']]
+    elif 'identifiers' in opts:
+        ids = (opts['identifiers'] or '').split()
+        args += [a for i in ids for a in ('-function', i)] or \
+            ['-no-doc-sections']
+    r = subprocess.run(args + [source], capture_output=True, text=True)
+    err = '\n'.join(l for l in r.stderr.splitlines()
+                    if 'Sphinx version' not in l)
+    if r.returncode or err:
+        problems.append('%s: kernel-doc %s: %s' % (src, source, err))
+    if 'doc' in opts and not r.stdout.strip():
+        problems.append('%s: no DOC: %s in %s' % (src, opts['doc'], source))
+    parse(r.stdout, '%s (kernel-doc %s)' % (src, source))
 
 for src, target in doc_refs:
     base = os.path.dirname(src)

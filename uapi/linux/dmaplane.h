@@ -2,9 +2,28 @@
 /*
  * dmaplane: kernel-assisted tag-matched messaging, long-term memory
  * registration and dma-buf arenas.
+ */
+
+/**
+ * DOC: Overview
+ *
+ * dmaplane serves one misc device, ``/dev/dmaplane``.  Every open of it is
+ * an endpoint: a file descriptor that owns memory regions (arenas,
+ * registered user memory, imported dma-bufs), a name that other endpoints
+ * address it by, and a completion ring mapped into its owner.  Data moves
+ * with two-sided, tag-matched send/recv and one-sided put/get into peers'
+ * regions, on one node or, over the kernel's RDMA stack, between nodes.
+ * The ioctls below are the whole data-path ABI; a generic netlink family
+ * is the control plane.  libdmaplane wraps both into C calls (see the
+ * library's manual pages, dp_open(3) and the others).
+ */
+
+/**
+ * DOC: ABI rules
  *
  * This is the only ABI header of dmaplane.  Rules (see
  * Documentation/process/botching-up-ioctls.rst):
+ *
  *
  * - all structures are a multiple of 8 bytes with explicit padding;
  *   pointers and sizes are __u64;
@@ -33,10 +52,13 @@
  */
 #define DMAPLANE_ABI_VERSION	1
 
-/*
+/**
+ * DOC: Capabilities
+ *
  * Capability bits reported in &dmaplane_info.caps.  A bit is set when the
  * loaded module implements the corresponding group of ioctls.  Bits are
- * only ever appended.
+ * only ever appended.  A program checks them after
+ * %DMAPLANE_IOCTL_GET_INFO instead of comparing kernel or module versions.
  */
 /** DMAPLANE_CAP_INFO - DMAPLANE_IOCTL_GET_INFO is implemented */
 #define DMAPLANE_CAP_INFO	_BITULL(0)
@@ -65,7 +87,7 @@
  * struct dmaplane_info - argument of %DMAPLANE_IOCTL_GET_INFO
  * @flags: in: must be zero (no flags are defined yet).
  * @abi_version: out: %DMAPLANE_ABI_VERSION of the running module.
- * @caps: out: %DMAPLANE_CAP_* bits the running module implements.
+ * @caps: out: ``DMAPLANE_CAP_*`` bits the running module implements.
  * @endpoint_id: out: identifier of the endpoint this file descriptor is,
  *	unique among the endpoints open on this node at the same time.
  * @page_size: out: PAGE_SIZE of the running kernel, in bytes.
@@ -95,8 +117,10 @@ struct dmaplane_info {
 #define DMAPLANE_IOCTL_GET_INFO \
 	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 0, struct dmaplane_info)
 
-/*
- * Memory: arenas, registered regions (MRs), dma-buf export and import.
+/**
+ * DOC: Memory
+ *
+ * Arenas, registered regions (MRs), dma-buf export and import.
  *
  * Every region -- an arena, a registered range of user memory or an
  * imported dma-buf -- has a handle, valid only on the endpoint (file
@@ -128,9 +152,9 @@ struct dmaplane_info {
 /**
  * struct dmaplane_arena_create - argument of %DMAPLANE_IOCTL_ARENA_CREATE
  * @size: in: bytes; a non-zero multiple of the page size.
- * @flags: in: %DMAPLANE_ARENA_* bits.
+ * @flags: in: ``DMAPLANE_ARENA_*`` bits.
  * @numa_node: in: NUMA node to allocate on, or %DMAPLANE_NUMA_ANY.
- * @access: in: %DMAPLANE_ACCESS_* bits of the arena as a region.
+ * @access: in: ``DMAPLANE_ACCESS_*`` bits of the arena as a region.
  * @handle: out: arena handle on this endpoint.
  * @mmap_offset: out: pass to mmap(2) on this file descriptor to map the
  *	arena (length at most @size, offset exactly this value).
@@ -174,7 +198,7 @@ struct dmaplane_handle_arg {
  * struct dmaplane_mr_reg - argument of %DMAPLANE_IOCTL_MR_REG
  * @addr: in: start of the user memory; any byte alignment.
  * @len: in: bytes, non-zero; @addr + @len must not wrap.
- * @access: in: %DMAPLANE_ACCESS_* bits.  Pages are pinned writable when
+ * @access: in: ``DMAPLANE_ACCESS_*`` bits.  Pages are pinned writable when
  *	any write bit is set.
  * @flags: in: must be zero.
  * @handle: out: region handle on this endpoint.
@@ -216,7 +240,7 @@ struct dmaplane_mr_reg {
  * @flags: in: must be zero.
  * @addr: out: start address (user regions) or 0.
  * @len: out: length in bytes.
- * @state: out: %DMAPLANE_MR_STATE_*.
+ * @state: out: ``DMAPLANE_MR_STATE_*``.
  * @access: out: access bits.
  * @rkey: out: remote key.
  * @invalidations: out: how many registrations were invalidated in the
@@ -248,7 +272,7 @@ struct dmaplane_mr_query {
 /**
  * struct dmaplane_dmabuf_export - argument of %DMAPLANE_IOCTL_DMABUF_EXPORT
  * @handle: in: arena handle.
- * @flags: in: %DMAPLANE_DMABUF_* bits.
+ * @flags: in: ``DMAPLANE_DMABUF_*`` bits.
  * @offset: in: start of the slice; page aligned.
  * @len: in: bytes of the slice; page aligned, non-zero, within the arena.
  * @fd: out: the dma-buf file descriptor (O_RDWR, O_CLOEXEC by default).
@@ -269,7 +293,7 @@ struct dmaplane_dmabuf_export {
  * struct dmaplane_mr_import_dmabuf - argument of
  * %DMAPLANE_IOCTL_MR_IMPORT_DMABUF
  * @fd: in: a dma-buf file descriptor (any exporter).
- * @access: in: %DMAPLANE_ACCESS_* bits.
+ * @access: in: ``DMAPLANE_ACCESS_*`` bits.
  * @offset: in: start of the slice; page aligned.
  * @len: in: bytes; page aligned, non-zero, within the dma-buf.
  * @flags: in: must be zero.
@@ -354,8 +378,8 @@ struct dmaplane_mr_import_dmabuf {
 #define DMAPLANE_IOCTL_MR_IMPORT_DMABUF \
 	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 7, struct dmaplane_mr_import_dmabuf)
 
-/*
- * Messaging.
+/**
+ * DOC: Messaging
  *
  * An endpoint is set up once with %DMAPLANE_IOCTL_EP_SETUP: its security
  * domain (an auth key, or its uid when the key is zero) and its completion
@@ -387,13 +411,21 @@ struct dmaplane_name {
 	__u64 ep_uid;
 };
 
-/*
- * Sources.  A receive completion's &dmaplane_cqe.src (and a probe's
+/**
+ * DOC: Sources
+ *
+ * A receive completion's &dmaplane_cqe.src (and a probe's
  * &dmaplane_probe.src) names the sender as seen from the receiving node:
  * the sender's &dmaplane_name.ep_uid in the low %DMAPLANE_SRC_NODE_SHIFT
- * bits and, above them, the slot of the sender's node in this node's
- * peer table (0: this node).  Slots are never reused while the module
- * stays loaded, so a source value names one endpoint for good.
+ * (47) bits and, above them, the slot of the sender's node in this node's
+ * peer table (0: this node).  Split it with DMAPLANE_SRC_EP_UID() and
+ * DMAPLANE_SRC_NODE_SLOT(); compare it whole, not only its ep_uid, since
+ * endpoints of two nodes may have the same ep_uid.  A sender on this node
+ * has slot 0, so there the source value equals its ep_uid; a sender on
+ * another node has the slot that ``dpctl peer show`` (and
+ * %DMAPLANE_ATTR_PEER_SLOT) reports for that node.  Slots are never reused
+ * while the module stays loaded, so a source value names one endpoint for
+ * good.
  */
 /** DMAPLANE_SRC_NODE_SHIFT - bit where the node slot of a source starts */
 #define DMAPLANE_SRC_NODE_SHIFT	47
@@ -401,6 +433,26 @@ struct dmaplane_name {
 #define DMAPLANE_SRC_EP_UID(src) ((src) & (_BITULL(DMAPLANE_SRC_NODE_SHIFT) - 1))
 /** DMAPLANE_SRC_NODE_SLOT - the sender's node slot; 0 is this node */
 #define DMAPLANE_SRC_NODE_SLOT(src) ((src) >> DMAPLANE_SRC_NODE_SHIFT)
+
+/**
+ * DOC: Completion ring
+ *
+ * %DMAPLANE_IOCTL_EP_SETUP reports two sizes: map &dmaplane_ep_setup.ring_size
+ * bytes read-only at %DMAPLANE_CQ_RING_OFFSET and
+ * &dmaplane_ep_setup.head_size bytes read-write at
+ * %DMAPLANE_CQ_HEAD_OFFSET.  The first mapping starts with &struct
+ * dmaplane_cq_ring; its entries, &struct dmaplane_cqe each, start at
+ * &dmaplane_cq_ring.entries_offset.  The kernel appends at
+ * &dmaplane_cq_ring.tail, the owner consumes at &dmaplane_cq_head.head:
+ * entries [head, tail) are valid, indexed modulo
+ * (&dmaplane_cq_ring.mask + 1).  Read tail with acquire semantics, copy
+ * the entries out, then store the new head with release semantics.  No
+ * system call is needed to poll; poll(2) and epoll(7) on the endpoint's
+ * file descriptor report POLLIN while the ring holds entries.  Every
+ * operation in flight holds a slot, so the ring never overflows: an
+ * operation that would need more slots than are free is refused with
+ * -EAGAIN.
+ */
 
 /** DMAPLANE_CQ_DEFAULT_ENTRIES - ring size when &dmaplane_ep_setup asks 0 */
 #define DMAPLANE_CQ_DEFAULT_ENTRIES	1024
@@ -488,9 +540,9 @@ struct dmaplane_cq_head {
 
 /**
  * struct dmaplane_op - one operation of %DMAPLANE_IOCTL_SUBMIT
- * @opcode: %DMAPLANE_OP_*.
+ * @opcode: ``DMAPLANE_OP_*``.
  * @pad0: must be zero.
- * @flags: %DMAPLANE_OP_F_* bits valid for the opcode, others zero.
+ * @flags: ``DMAPLANE_OP_F_*`` bits valid for the opcode, others zero.
  * @peer: SEND, PUT, GET: address handle of the peer.  RECV: address
  *	handle of the source, or %DMAPLANE_AV_ANY (or a claim handle, see
  *	%DMAPLANE_OP_F_CLAIMED).
@@ -555,7 +607,7 @@ struct dmaplane_submit {
  * @status: 0, or a negative errno: -EMSGSIZE (truncated: the buffer got
  *	@len bytes, the rest was dropped, as MPI_ERR_TRUNCATE), -ECONNRESET
  *	(the peer went away), -EFAULT (a buffer was not accessible), ...
- * @opcode: %DMAPLANE_OP_* of the operation.
+ * @opcode: ``DMAPLANE_OP_*`` of the operation.
  * @pad: zero.
  */
 struct dmaplane_cqe {
@@ -698,8 +750,10 @@ struct dmaplane_cancel {
 #define DMAPLANE_IOCTL_CANCEL \
 	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 14, struct dmaplane_cancel)
 
-/*
- * Generic netlink family "dmaplane" (the control plane; dpctl uses it).
+/**
+ * DOC: Generic netlink family
+ *
+ * The family "dmaplane" is the control plane; dpctl(8) uses it.
  *
  * Every request attribute is validated strictly against the family's
  * policy: unknown attributes, wrong types and wrong lengths fail with
@@ -720,7 +774,7 @@ struct dmaplane_cancel {
  * @DMAPLANE_CMD_GET_STATS: doit: every object counter and the module
  *	parameters, by name (%DMAPLANE_ATTR_STAT_COUNTERS,
  *	%DMAPLANE_ATTR_PARAMS) and, for the older ones, by number
- *	(%DMAPLANE_ATTR_STAT_* and %DMAPLANE_ATTR_PARAM_*)
+ *	(``DMAPLANE_ATTR_STAT_*`` and ``DMAPLANE_ATTR_PARAM_*``)
  * @DMAPLANE_CMD_GET_ENDPOINT: dump: one message per visible endpoint
  * @DMAPLANE_CMD_GET_REGION: dump: one message per region of a visible
  *	endpoint
@@ -789,7 +843,7 @@ enum dmaplane_nl_cmd {
  * @DMAPLANE_ATTR_REGION_HANDLE: u32, handle on the owner endpoint
  * @DMAPLANE_ATTR_REGION_KIND: u8, &enum dmaplane_nl_region_kind
  * @DMAPLANE_ATTR_REGION_LEN: u64, bytes
- * @DMAPLANE_ATTR_REGION_ACCESS: u32, %DMAPLANE_ACCESS_* bits
+ * @DMAPLANE_ATTR_REGION_ACCESS: u32, ``DMAPLANE_ACCESS_*`` bits
  * @DMAPLANE_ATTR_REGION_STATE: u8, &enum dmaplane_nl_region_state
  * @DMAPLANE_ATTR_PEER_FAMILY: u16, AF_INET or AF_INET6
  * @DMAPLANE_ATTR_PEER_ADDR: binary, &struct in_addr (4 bytes) for AF_INET
@@ -814,7 +868,7 @@ enum dmaplane_nl_cmd {
  *	with other nodes in progress
  * @DMAPLANE_ATTR_STAT_COUNTERS: nested, GET_STATS: every counter the
  *	module has, one %DMAPLANE_ATTR_STAT_ENTRY each, in the module's
- *	order (the numbered %DMAPLANE_ATTR_STAT_* attributes cover only the
+ *	order (the numbered ``DMAPLANE_ATTR_STAT_*`` attributes cover only the
  *	counters that existed before this one; new counters come only here)
  * @DMAPLANE_ATTR_STAT_ENTRY: nested, one named value:
  *	%DMAPLANE_ATTR_STAT_ENTRY_NAME and %DMAPLANE_ATTR_STAT_ENTRY_VALUE
