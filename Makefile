@@ -4,7 +4,8 @@
 #
 #   make                 module (against KDIR), library, tools, examples
 #   make install         install module, headers, library, pkg-config, tools,
-#                        dpctl's man page and bash completion, udev rule
+#                        the library's man pages (3), dpctl's man page and
+#                        bash completion, udev rule
 #   make check           the whole test suite (test VM, stock kernel, host)
 #   make demo            build, boot the test VM, load the module, run the demo
 #   make bench           dp-bench in a stock-kernel VM, against the peers
@@ -166,7 +167,8 @@ install-user: lib tools
 	ln -sf $(LIB_SONAME) $(DESTDIR)$(LIBDIR)/libdmaplane.so
 	$(call install_pc)
 	install -m 0755 $(TOOLS) $(DESTDIR)$(BINDIR)/
-	install -d $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
+	install -d $(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(BASHCOMPDIR)
+	install -m 0644 libuser/man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 tools/dpctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 tools/dpctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/dpctl
 
