@@ -9,7 +9,8 @@
   exist;
 - every man page under libuser/man and tools renders with groff -man
   -ww without a warning, and every .so link names a page that exists;
-- every relative link in README.md names a file that exists;
+- every relative link in README.md names a file that exists, every
+  in-page link a heading;
 - with KERNELDOC=path/to/linux/scripts/kernel-doc: every file a
   kernel-doc directive names passes kernel-doc without a warning, every
   DOC: section a directive names exists, and kernel-doc's reST output
@@ -152,6 +153,13 @@ readme = open('README.md').read()
 for target in re.findall(r'\]\(([^)#]+)(?:#[^)]*)?\)', readme):
     if '://' not in target and not os.path.exists(target):
         problems.append('README.md: link to missing %s' % target)
+# In-page links name a heading (GitHub's anchors: lower case, spaces to
+# dashes, punctuation dropped).
+anchors = {re.sub(r'[^a-z0-9 _-]', '', h.strip().lower()).replace(' ', '-')
+           for h in re.findall(r'^#+ (.*)$', readme, re.M)}
+for anchor in re.findall(r'\]\(#([^)]+)\)', readme):
+    if anchor not in anchors:
+        problems.append('README.md: link to missing heading #%s' % anchor)
 
 for p in problems:
     print(p)
