@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # make bench: run dp-bench in a VM on Debian's stock kernel (no KASAN, so
 # the numbers mean something; still QEMU TCG), with the comparators in the
-# same VM.  Prints the tables; README quotes them.  The real peers
+# same VM.  Prints the tables; Documentation/bench/ keeps dated runs of
+# them (one file per run).  The real peers
 # (ucx_perftest, Open MPI's NetPIPE) run from the host's root, shared
 # read-only over virtio-9p (run-vm.sh -R) and entered with chroot.
 #
