@@ -14,6 +14,7 @@
 #include <linux/userfaultfd.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -108,6 +109,24 @@ static inline int dp_test_mem_eq(const struct dp_test_mem *a, const struct dp_te
 #define DP_TEST_MEM_FMT "regions %ld arenas %ld arena_pages %ld charged %ld dmabufs %ld imports %ld"
 #define DP_TEST_MEM_ARGS(m) (m)->regions, (m)->arenas, (m)->arena_pages, \
 	(m)->charged_pages, (m)->dmabufs, (m)->imports
+
+/* Send (@wr) or receive all @len bytes on a stream socket: 0 or -1. */
+static inline int dp_test_io_full(int fd, void *buf, size_t len, int wr)
+{
+	char *p = buf;
+
+	while (len) {
+		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
 
 /*
  * Memory whose first touch waits until the test says so: @len bytes at

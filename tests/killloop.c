@@ -278,26 +278,9 @@ static int home(int i, int k)
 	return nodes == 1 ? 0 : i >= k / 2;
 }
 
-static int io_full(int fd, void *buf, size_t len, bool wr)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
 static void ctl_send(struct ctl *c)
 {
-	if (ctl_fd >= 0 && io_full(ctl_fd, c, sizeof(*c), true)) {
+	if (ctl_fd >= 0 && dp_test_io_full(ctl_fd, c, sizeof(*c), true)) {
 		printf("DMAPLANE-CASE killloop FAIL the other node's killloop is gone: %s\n",
 		       strerror(errno));
 		exit(1);
@@ -308,7 +291,7 @@ static void ctl_send(struct ctl *c)
 static void ctl_recv(struct ctl *c)
 {
 	errno = 0;
-	if (io_full(ctl_fd, c, sizeof(*c), false)) {
+	if (dp_test_io_full(ctl_fd, c, sizeof(*c), false)) {
 		printf("DMAPLANE-CASE killloop FAIL the other node's killloop is gone: %s\n",
 		       errno ? strerror(errno) : "end of stream");
 		exit(1);

@@ -114,36 +114,19 @@ struct ctl_msg {
 	uint64_t a[8];
 };
 
-static int io_full(int fd, void *buf, size_t len, int wr)
-{
-	char *p = buf;
-
-	while (len) {
-		ssize_t n = wr ? send(fd, p, len, MSG_NOSIGNAL) : recv(fd, p, len, 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= n;
-	}
-	return 0;
-}
-
 static int msg_send(int fd, struct ctl_msg *m, const void *payload, uint32_t len)
 {
 	m->len = len;
-	if (io_full(fd, m, sizeof(*m), 1))
+	if (dp_test_io_full(fd, m, sizeof(*m), 1))
 		return -1;
-	return len ? io_full(fd, (void *)payload, len, 1) : 0;
+	return len ? dp_test_io_full(fd, (void *)payload, len, 1) : 0;
 }
 
 /* Receive a message; its payload (if any) lands in a malloc'ed *payload. */
 static int msg_recv(int fd, struct ctl_msg *m, void **payload)
 {
 	*payload = NULL;
-	if (io_full(fd, m, sizeof(*m), 0))
+	if (dp_test_io_full(fd, m, sizeof(*m), 0))
 		return -1;
 	if (m->len > (64u << 20))
 		return -1;
@@ -151,7 +134,7 @@ static int msg_recv(int fd, struct ctl_msg *m, void **payload)
 	if (!*payload)
 		return -1;
 	((char *)*payload)[m->len] = 0;
-	return m->len ? io_full(fd, *payload, m->len, 0) : 0;
+	return m->len ? dp_test_io_full(fd, *payload, m->len, 0) : 0;
 }
 
 static int env_int(const char *name, int def)
@@ -2461,8 +2444,8 @@ static int sync_signal(const char *name)
 		fprintf(stderr, "remote_test: signal %s: no peer at %s\n", name, peer_ip());
 		return 1;
 	}
-	if (io_full(fd, &len, sizeof(len), 1) || io_full(fd, (void *)name, len, 1) ||
-	    io_full(fd, ack, 2, 0) || strncmp(ack, "ok", 2)) {
+	if (dp_test_io_full(fd, &len, sizeof(len), 1) || dp_test_io_full(fd, (void *)name, len, 1) ||
+	    dp_test_io_full(fd, ack, 2, 0) || strncmp(ack, "ok", 2)) {
 		fprintf(stderr, "remote_test: signal %s: peer did not take it\n", name);
 		close(fd);
 		return 1;
@@ -2493,8 +2476,8 @@ static int sync_wait(const char *name)
 		if (fd < 0)
 			continue;
 		sock_timeouts(fd, 30);
-		if (io_full(fd, &len, sizeof(len), 0) || len >= sizeof(got) ||
-		    io_full(fd, got, len, 0)) {
+		if (dp_test_io_full(fd, &len, sizeof(len), 0) || len >= sizeof(got) ||
+		    dp_test_io_full(fd, got, len, 0)) {
 			close(fd);
 			continue;
 		}
@@ -2506,12 +2489,12 @@ static int sync_wait(const char *name)
 		} else if (strcmp(got, name)) {
 			fprintf(stderr, "remote_test: waiting for %s, peer signalled %s\n",
 				name, got);
-			io_full(fd, "no", 2, 1);
+			dp_test_io_full(fd, "no", 2, 1);
 			close(fd);
 			close(lfd);
 			return 1;
 		}
-		io_full(fd, "ok", 2, 1);
+		dp_test_io_full(fd, "ok", 2, 1);
 		close(fd);
 		close(lfd);
 		return 0;
