@@ -308,7 +308,14 @@ static void on_fault(int sig)
 	signal(sig, SIG_DFL);
 }
 
-static bool guarded_u32(volatile uint32_t *p, uint32_t *val, bool write)
+enum guard { GUARD_LOAD, GUARD_STORE, GUARD_COPY };
+
+/*
+ * One access to memory that another thread may unmap at any moment: a
+ * fault there is counted and reported as false.  The jump buffer lives in
+ * this frame, so every guarded access goes through here.
+ */
+static bool guarded(enum guard how, void *dst, const void *src, size_t len)
 {
 	sigjmp_buf jb;
 
@@ -319,30 +326,33 @@ static bool guarded_u32(volatile uint32_t *p, uint32_t *val, bool write)
 	}
 	fault_jmp = &jb;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	if (write)
-		__atomic_store_n(p, *val, __ATOMIC_RELEASE);
-	else
-		*val = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+	switch (how) {
+	case GUARD_LOAD:
+		*(uint32_t *)dst = __atomic_load_n((const volatile uint32_t *)src,
+						   __ATOMIC_ACQUIRE);
+		break;
+	case GUARD_STORE:
+		__atomic_store_n((volatile uint32_t *)dst, *(const uint32_t *)src,
+				 __ATOMIC_RELEASE);
+		break;
+	case GUARD_COPY:
+		memcpy(dst, src, len);
+		break;
+	}
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	fault_jmp = NULL;
 	return true;
 }
 
+static bool guarded_u32(volatile uint32_t *p, uint32_t *val, bool write)
+{
+	return write ? guarded(GUARD_STORE, (void *)p, val, sizeof(*val)) :
+		       guarded(GUARD_LOAD, val, (const void *)p, sizeof(*val));
+}
+
 static bool guarded_copy(void *dst, const void *src, size_t len)
 {
-	sigjmp_buf jb;
-
-	if (sigsetjmp(jb, 1)) {
-		fault_jmp = NULL;
-		inc(sh->faults);
-		return false;
-	}
-	fault_jmp = &jb;
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	memcpy(dst, src, len);
-	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	fault_jmp = NULL;
-	return true;
+	return guarded(GUARD_COPY, dst, src, len);
 }
 
 /* ---- bookkeeping ---- */
