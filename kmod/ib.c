@@ -122,25 +122,26 @@ static_assert(IB_SQ_NEEDED <= IB_SQ_DEPTH);
 #define IB_MAX_SLOT		((1U << (64 - DMAPLANE_SRC_NODE_SHIFT - 1)) - 1)
 
 /*
- * ib_lock protects the lists of devices and peers, the listener, and the
- * transitions of a peer's connections (peer->conn, peer->connecting).  It
- * is never held while destroying a cm_id (rdma_destroy_id() waits for the
- * id's handler, which takes it).
+ * dmaplane_ib_lock protects the lists of devices and peers, the listener,
+ * and the transitions of a peer's connections (peer->conn,
+ * peer->connecting).  It is never held while destroying a cm_id
+ * (rdma_destroy_id() waits for the id's handler, which takes it).
  */
-static DEFINE_MUTEX(ib_lock);
-static LIST_HEAD(ib_devs);		/* struct dmaplane_ib_dev, under ib_lock */
-static LIST_HEAD(ib_peers);		/* struct dmaplane_ib_peer, under ib_lock */
-static LIST_HEAD(ib_conns);		/* every struct dmaplane_conn, under ib_lock */
-static struct rdma_cm_id *ib_listener;	/* under ib_lock */
-static bool ib_exiting;			/* under ib_lock: no new connections */
-static u32 ib_next_slot;		/* under ib_lock */
+static DEFINE_MUTEX(dmaplane_ib_lock);
+/* Under dmaplane_ib_lock: */
+static LIST_HEAD(dmaplane_ib_devs);		/* struct dmaplane_ib_dev */
+static LIST_HEAD(dmaplane_ib_peers);		/* struct dmaplane_ib_peer */
+static LIST_HEAD(dmaplane_ib_conns);		/* every struct dmaplane_conn */
+static struct rdma_cm_id *dmaplane_ib_listener;
+static bool dmaplane_ib_exiting;		/* no new connections */
+static u32 dmaplane_ib_next_slot;
 /* Node slot -> peer; the xa lock protects lookups against removal. */
-static DEFINE_XARRAY(ib_slots);
-static struct workqueue_struct *dp_ib_wq;
+static DEFINE_XARRAY(dmaplane_ib_slots);
+static struct workqueue_struct *dmaplane_ib_wq;
 
 /**
  * struct dmaplane_ib_dev - an RDMA device the transport uses
- * @node: on ib_devs
+ * @node: on dmaplane_ib_devs
  * @ibdev: the device
  * @pd: protection domain shared by every connection on the device
  * @ref: the client registration and every connection on the device
@@ -154,13 +155,13 @@ struct dmaplane_ib_dev {
 
 /**
  * struct dmaplane_ib_peer - a peer node
- * @node: on ib_peers
+ * @node: on dmaplane_ib_peers
  * @ref: the peer table and every connection of the peer
  * @addr: address and port to connect to
  * @connect_work: (re)connects while the peer has no connection
- * @deleted: the administrator removed the peer (under ib_lock)
+ * @deleted: the administrator removed the peer (under dmaplane_ib_lock)
  * @lock: protects @conn, @slot, @node_id and @state for readers that
- *	cannot take ib_lock (senders)
+ *	cannot take dmaplane_ib_lock (senders)
  * @conn: the connection in use (referenced), or NULL
  * @connecting: our own attempt in progress (referenced), or NULL
  * @slot: node slot of @node_id, 0 before the first connection
@@ -219,7 +220,7 @@ struct dmaplane_rx {
 /**
  * struct dmaplane_conn - one RC connection to a peer node
  * @ref: the peer's pointer, the cm_id's context, operations in flight
- * @node: on ib_conns until its teardown starts
+ * @node: on dmaplane_ib_conns until its teardown starts
  * @peer: the peer (referenced)
  * @dev: the device (referenced once known)
  * @cm_id: rdma_cm identifier
@@ -249,8 +250,9 @@ struct dmaplane_rx {
  * @rw_inflight: RDMA contexts posted and not completed
  * @rw_wrs: their work requests
  * @rw_xfers: transfers holding RDMA contexts initialised on @qp (they
- *	are destroyed in xfer_free(), which may run in the submitter just
- *	after teardown drained the QP): teardown destroys @qp at zero
+ *	are destroyed in dmaplane_xfer_free(), which may run in the
+ *	submitter just after teardown drained the QP): teardown destroys
+ *	@qp at zero
  * @rw_xfers_wq: teardown waits there for @rw_xfers to reach zero
  * @sent: &struct dmaplane_pend of EAGER/RTS requests waiting for an ACK
  * @cookies: cookie -> operation waiting for a FIN or RESOLVED
@@ -334,16 +336,16 @@ struct dmaplane_pend {
 };
 
 /* Give @p's eager bytes back: before its completion is seen. */
-static void pend_uncharge(struct dmaplane_pend *p)
+static void dmaplane_pend_uncharge(struct dmaplane_pend *p)
 {
 	if (p->charged)
 		atomic64_sub(p->charged, &p->ep->eager_backlog);
 	p->charged = 0;
 }
 
-static void pend_free(struct dmaplane_pend *p)
+static void dmaplane_pend_free(struct dmaplane_pend *p)
 {
-	pend_uncharge(p);
+	dmaplane_pend_uncharge(p);
 	dmaplane_ep_put(p->ep);
 	kfree(p);
 }
@@ -527,20 +529,20 @@ struct dmaplane_xfer {
 	u64 len;
 };
 
-static void conn_fail(struct dmaplane_conn *c, bool malformed);
+static void dmaplane_conn_fail(struct dmaplane_conn *c, bool malformed);
 
-static struct dmaplane_ib_dev *ib_dev_find(struct ib_device *ibdev)
+static struct dmaplane_ib_dev *dmaplane_ib_dev_find(struct ib_device *ibdev)
 {
 	struct dmaplane_ib_dev *d;
 
-	lockdep_assert_held(&ib_lock);
-	list_for_each_entry(d, &ib_devs, node)
+	lockdep_assert_held(&dmaplane_ib_lock);
+	list_for_each_entry(d, &dmaplane_ib_devs, node)
 		if (d->ibdev == ibdev)
 			return d;
 	return NULL;
 }
 
-static void ib_dev_free(struct kref *ref)
+static void dmaplane_ib_dev_free(struct kref *ref)
 {
 	struct dmaplane_ib_dev *d = container_of(ref, struct dmaplane_ib_dev, ref);
 
@@ -570,24 +572,24 @@ static void conn_free(struct kref *ref)
 	kfree(c);
 }
 
-static void conn_put(struct dmaplane_conn *c)
+static void dmaplane_conn_put(struct dmaplane_conn *c)
 {
 	kref_put(&c->ref, conn_free);
 }
 
-static u64 src_value(u32 slot, u64 ep_uid)
+static u64 dmaplane_src_value(u32 slot, u64 ep_uid)
 {
 	return (u64)slot << DMAPLANE_SRC_NODE_SHIFT | ep_uid;
 }
 
 /* The live connection of node slot @slot, referenced, or NULL. */
-static struct dmaplane_conn *conn_get_by_slot(u32 slot)
+static struct dmaplane_conn *dmaplane_conn_get_by_slot(u32 slot)
 {
 	struct dmaplane_conn *c = NULL;
 	struct dmaplane_ib_peer *p;
 
-	xa_lock(&ib_slots);
-	p = xa_load(&ib_slots, slot);
+	xa_lock(&dmaplane_ib_slots);
+	p = xa_load(&dmaplane_ib_slots, slot);
 	if (p) {
 		spin_lock(&p->lock);
 		if (p->slot == slot && p->conn && READ_ONCE(p->conn->state) == CONN_UP) {
@@ -596,13 +598,13 @@ static struct dmaplane_conn *conn_get_by_slot(u32 slot)
 		}
 		spin_unlock(&p->lock);
 	}
-	xa_unlock(&ib_slots);
+	xa_unlock(&dmaplane_ib_slots);
 	return c;
 }
 
 /* Sending ------------------------------------------------------------- */
 
-static struct dmaplane_tx *tx_alloc(u8 type, u32 body_len)
+static struct dmaplane_tx *dmaplane_tx_alloc(u8 type, u32 body_len)
 {
 	struct dmaplane_wire_hdr *h;
 	struct dmaplane_tx *tx;
@@ -624,19 +626,19 @@ static struct dmaplane_tx *tx_alloc(u8 type, u32 body_len)
 	return tx;
 }
 
-static void *tx_body(struct dmaplane_tx *tx)
+static void *dmaplane_tx_body(struct dmaplane_tx *tx)
 {
 	return tx->buf + sizeof(struct dmaplane_wire_hdr);
 }
 
-static void tx_free(struct dmaplane_tx *tx)
+static void dmaplane_tx_free(struct dmaplane_tx *tx)
 {
 	kfree(tx->buf);
 	kfree(tx);
 }
 
 /* The peer's side answered: the connection is alive (see @last_rx). */
-static void conn_alive(struct dmaplane_conn *c)
+static void dmaplane_conn_alive(struct dmaplane_conn *c)
 {
 	WRITE_ONCE(c->last_rx, jiffies);
 }
@@ -648,20 +650,20 @@ static void tx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	ib_dma_unmap_single(c->dev->ibdev, tx->dma, tx->len, DMA_TO_DEVICE);
 	if (wc->status == IB_WC_SUCCESS) {
-		conn_alive(c);
+		dmaplane_conn_alive(c);
 	} else {
 		if (wc->status != IB_WC_WR_FLUSH_ERR)
 			pr_warn_ratelimited("send to %pISp failed: %s\n", &c->peer->addr,
 					    ib_wc_status_msg(wc->status));
 		/* The QP is in the error state (a flush says so too). */
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 	}
-	tx_free(tx);
-	conn_put(c);
+	dmaplane_tx_free(tx);
+	dmaplane_conn_put(c);
 }
 
 /* Post @tx (a credit is taken for a request); under tx_lock. */
-static int tx_post_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
+static int dmaplane_tx_post_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 {
 	struct dmaplane_wire_hdr *h = tx->buf;
 	struct ib_send_wr wr = {}, *first = &wr;
@@ -705,7 +707,7 @@ static int tx_post_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 	kref_get(&c->ref);
 	ret = ib_post_send(c->qp, first, NULL);
 	if (ret) {
-		conn_put(c);
+		dmaplane_conn_put(c);
 		ib_dma_unmap_single(c->dev->ibdev, tx->dma, tx->len, DMA_TO_DEVICE);
 		goto err_free;
 	}
@@ -714,7 +716,7 @@ static int tx_post_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 	return 0;
 
 err_free:
-	tx_free(tx);
+	dmaplane_tx_free(tx);
 	return ret;
 }
 
@@ -724,7 +726,7 @@ err_free:
  * accepted, a failure to post breaks the connection, whose teardown fails
  * what was pending.
  */
-static int conn_submit_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
+static int dmaplane_conn_submit_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 {
 	lockdep_assert_held(&c->tx_lock);
 	if (c->state != CONN_UP)
@@ -734,40 +736,40 @@ static int conn_submit_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 		list_add_tail(&tx->node, &c->backlog);
 		return 0;
 	}
-	if (tx_post_locked(c, tx))
-		conn_fail(c, false);
+	if (dmaplane_tx_post_locked(c, tx))
+		dmaplane_conn_fail(c, false);
 	return 0;
 }
 
-static int conn_submit(struct dmaplane_conn *c, struct dmaplane_tx *tx)
+static int dmaplane_conn_submit(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 {
 	int ret;
 
 	mutex_lock(&c->tx_lock);
-	ret = conn_submit_locked(c, tx);
+	ret = dmaplane_conn_submit_locked(c, tx);
 	mutex_unlock(&c->tx_lock);
 	return ret;
 }
 
 /* Send a FIN for @cookie; a dead connection needs none. */
-static void send_fin(struct dmaplane_conn *c, u64 cookie, int status)
+static void dmaplane_send_fin(struct dmaplane_conn *c, u64 cookie, int status)
 {
 	struct dmaplane_wire_fin *f;
 	struct dmaplane_tx *tx;
 
-	tx = tx_alloc(DMAPLANE_WIRE_FIN, sizeof(*f));
+	tx = dmaplane_tx_alloc(DMAPLANE_WIRE_FIN, sizeof(*f));
 	if (!tx) {
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 		return;
 	}
-	f = tx_body(tx);
+	f = dmaplane_tx_body(tx);
 	f->cookie = cpu_to_le64(cookie);
 	f->status = cpu_to_le32(status);
-	if (conn_submit(c, tx))
-		tx_free(tx);
+	if (dmaplane_conn_submit(c, tx))
+		dmaplane_tx_free(tx);
 }
 
-static void ack_work(struct work_struct *work)
+static void dmaplane_ack_work(struct work_struct *work)
 {
 	struct dmaplane_conn *c = container_of(work, struct dmaplane_conn, ack_work);
 	struct dmaplane_wire_ack *ack;
@@ -780,21 +782,21 @@ static void ack_work(struct work_struct *work)
 		mutex_unlock(&c->ack_lock);
 		return;
 	}
-	tx = tx_alloc(DMAPLANE_WIRE_ACK, struct_size(ack, nacks, n));
+	tx = dmaplane_tx_alloc(DMAPLANE_WIRE_ACK, struct_size(ack, nacks, n));
 	if (!tx) {
 		mutex_unlock(&c->ack_lock);
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 		return;
 	}
-	ack = tx_body(tx);
+	ack = dmaplane_tx_body(tx);
 	ack->consumed = cpu_to_le64(c->rx_consumed);
 	ack->credits = cpu_to_le32(dmaplane_credits_owed(&c->credits));
 	ack->nnacks = cpu_to_le32(n);
 	memcpy(ack->nacks, c->nacks, n * sizeof(*c->nacks));
 	c->nnacks = 0;
 	/* Under ack_lock, so that ACKs go out in the order they were built. */
-	if (conn_submit(c, tx))
-		tx_free(tx);
+	if (dmaplane_conn_submit(c, tx))
+		dmaplane_tx_free(tx);
 	mutex_unlock(&c->ack_lock);
 }
 
@@ -812,7 +814,7 @@ static void keepalive_work(struct work_struct *work)
 		mutex_unlock(&c->tx_lock);
 		pr_info("connecting %s %pISp timed out\n", c->active ? "to" : "from",
 			&c->peer->addr);
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 		return;
 	}
 	if (c->state != CONN_UP) {
@@ -825,16 +827,16 @@ static void keepalive_work(struct work_struct *work)
 		mutex_unlock(&c->tx_lock);
 		pr_warn("%pISp silent for %u s with operations pending: dropping the connection\n",
 			&c->peer->addr, jiffies_to_msecs(silent) / 1000);
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 		return;
 	}
 	/* A full backlog waits for an ACK already: no room for a PING. */
 	if (waiting && silent >= IB_KEEPALIVE && list_empty(&c->backlog)) {
-		tx = tx_alloc(DMAPLANE_WIRE_PING, 0);
-		if (tx && conn_submit_locked(c, tx))
-			tx_free(tx);
+		tx = dmaplane_tx_alloc(DMAPLANE_WIRE_PING, 0);
+		if (tx && dmaplane_conn_submit_locked(c, tx))
+			dmaplane_tx_free(tx);
 	}
-	queue_delayed_work(dp_ib_wq, &c->keepalive_work, IB_KEEPALIVE);
+	queue_delayed_work(dmaplane_ib_wq, &c->keepalive_work, IB_KEEPALIVE);
 	mutex_unlock(&c->tx_lock);
 }
 
@@ -881,7 +883,8 @@ static void sreg_free(struct dmaplane_conn *c, struct dmaplane_sreg *s)
  * the release: once the user sees it, the peer can no longer reach the
  * buffer (a GET cannot write into memory already reused).
  */
-static void sreg_complete(struct dmaplane_conn *c, struct dmaplane_sreg *s, int status)
+static void dmaplane_sreg_complete(struct dmaplane_conn *c,
+				   struct dmaplane_sreg *s, int status)
 {
 	sreg_release(c, s);
 	dmaplane_msg_complete(s->ep, s->opcode, s->ctx, status, status ? 0 : s->len,
@@ -1044,7 +1047,7 @@ static int sreg_submit(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 	if (ret < 0)
 		goto out_unlock;
 	*cookie = cpu_to_le64(s->cookie);
-	ret = conn_submit_locked(c, tx);
+	ret = dmaplane_conn_submit_locked(c, tx);
 	if (ret)
 		xa_erase(&c->cookies, s->cookie);
 out_unlock:
@@ -1077,7 +1080,7 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 	struct iov_iter iter;
 	int ret;
 
-	c = conn_get_by_slot(DMAPLANE_SRC_NODE_SLOT(dst));
+	c = dmaplane_conn_get_by_slot(DMAPLANE_SRC_NODE_SLOT(dst));
 	if (!c)
 		return -ECONNRESET;
 	ret = dmaplane_cq_reserve(ep->cq);
@@ -1087,13 +1090,13 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 	pend = kzalloc(sizeof(*pend), GFP_KERNEL);
 	if (!pend)
 		goto err_unreserve;
-	tx = tx_alloc(eager ? DMAPLANE_WIRE_EAGER : DMAPLANE_WIRE_RTS,
-		      sizeof(*m) + (eager ? buf->len :
-		      struct_size((struct dmaplane_wire_rts *)NULL, segs,
-				  DMAPLANE_WIRE_MAX_SEGS)));
+	tx = dmaplane_tx_alloc(eager ? DMAPLANE_WIRE_EAGER : DMAPLANE_WIRE_RTS,
+			       sizeof(*m) + (eager ? buf->len :
+			       struct_size((struct dmaplane_wire_rts *)NULL, segs,
+					   DMAPLANE_WIRE_MAX_SEGS)));
 	if (!tx)
 		goto err_free_pend;
-	m = tx_body(tx);
+	m = dmaplane_tx_body(tx);
 	m->src = cpu_to_le64(ep->ep_uid);
 	m->dst = cpu_to_le64(DMAPLANE_SRC_EP_UID(dst));
 	m->tag = cpu_to_le64(op->tag);
@@ -1124,7 +1127,7 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 			goto err_free_tx;
 		}
 		tx->pend = pend;
-		ret = conn_submit(c, tx);
+		ret = dmaplane_conn_submit(c, tx);
 		if (ret)
 			goto err_free_tx;
 		goto out_put_conn;
@@ -1148,7 +1151,7 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 	goto out_put_conn;
 
 err_free_tx:
-	tx_free(tx);
+	dmaplane_tx_free(tx);
 	if (pend->charged)
 		atomic64_sub(pend->charged, &ep->eager_backlog);
 	dmaplane_ep_put(ep);
@@ -1157,7 +1160,7 @@ err_free_pend:
 err_unreserve:
 	dmaplane_cq_unreserve(ep->cq);
 out_put_conn:
-	conn_put(c);
+	dmaplane_conn_put(c);
 	return ret;
 }
 
@@ -1183,21 +1186,21 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 	int ret;
 
 	b.segs = &b.one;
-	c = conn_get_by_slot(DMAPLANE_SRC_NODE_SLOT(dst));
+	c = dmaplane_conn_get_by_slot(DMAPLANE_SRC_NODE_SLOT(dst));
 	if (!c)
 		return -ECONNRESET;
 	ret = dmaplane_cq_reserve(ep->cq);
 	if (ret)
 		goto out_put_conn;
 	ret = -ENOMEM;
-	tx = tx_alloc(DMAPLANE_WIRE_RMA_REQ, sizeof(*r) +
+	tx = dmaplane_tx_alloc(DMAPLANE_WIRE_RMA_REQ, sizeof(*r) +
 		      struct_size(sl, segs, DMAPLANE_WIRE_MAX_SEGS));
 	if (!tx)
 		goto err_unreserve;
 	s = sreg_alloc(ep, op->opcode, op->ctx, 0, op->len);
 	if (!s)
 		goto err_free_tx;
-	r = tx_body(tx);
+	r = dmaplane_tx_body(tx);
 	sl = (void *)(r + 1);
 	r->src = cpu_to_le64(ep->ep_uid);
 	r->dst = cpu_to_le64(DMAPLANE_SRC_EP_UID(dst));
@@ -1214,17 +1217,17 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 		goto out_put_conn;
 	sreg_free(c, s);
 err_free_tx:
-	tx_free(tx);
+	dmaplane_tx_free(tx);
 err_unreserve:
 	dmaplane_cq_unreserve(ep->cq);
 out_put_conn:
-	conn_put(c);
+	dmaplane_conn_put(c);
 	return ret;
 }
 
 /* RDMA transfers ----------------------------------------------------- */
 
-static void xfer_free(struct dmaplane_xfer *x)
+static void dmaplane_xfer_free(struct dmaplane_xfer *x)
 {
 	struct dmaplane_conn *c = x->conn;
 	unsigned int i;
@@ -1260,14 +1263,14 @@ static void xfer_free(struct dmaplane_xfer *x)
 		dmaplane_region_put(x->region);
 	if (x->ep)
 		dmaplane_ep_put(x->ep);
-	conn_put(c);
+	dmaplane_conn_put(c);
 	kfree(x);
 }
 
-static void xfer_finish(struct dmaplane_xfer *x)
+static void dmaplane_xfer_finish(struct dmaplane_xfer *x)
 {
 	x->done(x);
-	xfer_free(x);
+	dmaplane_xfer_free(x);
 }
 
 /*
@@ -1304,7 +1307,7 @@ static unsigned int xfer_post_locked(struct dmaplane_conn *c, struct dmaplane_xf
 				       &x->cqe, NULL);
 		if (ret) {
 			/* The send queue is full or broken: give up on the peer. */
-			conn_fail(c, false);
+			dmaplane_conn_fail(c, false);
 			goto err_drop;
 		}
 		c->rw_inflight++;
@@ -1351,7 +1354,7 @@ static void xfer_done(struct ib_cq *cq, struct ib_wc *wc)
 	LIST_HEAD(finished);
 
 	if (wc->status == IB_WC_SUCCESS) {
-		conn_alive(c);
+		dmaplane_conn_alive(c);
 	} else {
 		/* A peer that stopped answering reset the connection. */
 		if (!x->status)
@@ -1362,7 +1365,7 @@ static void xfer_done(struct ib_cq *cq, struct ib_wc *wc)
 					    x->write ? "WRITE" : "READ", &c->peer->addr,
 					    ib_wc_status_msg(wc->status));
 		/* The QP is in the error state: the connection is over. */
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 	}
 	mutex_lock(&c->tx_lock);
 	c->rw_inflight--;
@@ -1370,9 +1373,9 @@ static void xfer_done(struct ib_cq *cq, struct ib_wc *wc)
 	xfer_kick_locked(c, &finished);
 	mutex_unlock(&c->tx_lock);
 	if (atomic_dec_and_test(&x->pending))
-		xfer_finish(x);
+		dmaplane_xfer_finish(x);
 	list_for_each_entry_safe(y, tmp, &finished, node)
-		xfer_finish(y);
+		dmaplane_xfer_finish(y);
 }
 
 /* Local bytes [@start, @start + @len) of @x as a scatterlist. */
@@ -1407,8 +1410,8 @@ static int xfer_sg(struct dmaplane_xfer *x, u64 start, u64 len, struct sg_table 
  * context per segment.  On error nothing was posted and the caller frees
  * @x; once started, @x->done runs when the last context completes.
  */
-static int xfer_start(struct dmaplane_xfer *x, const struct dmaplane_wire_seg *segs,
-		      u32 nsegs)
+static int dmaplane_xfer_start(struct dmaplane_xfer *x,
+			       const struct dmaplane_wire_seg *segs, u32 nsegs)
 {
 	struct dmaplane_conn *c = x->conn;
 	unsigned int i, dropped;
@@ -1454,7 +1457,7 @@ static int xfer_start(struct dmaplane_xfer *x, const struct dmaplane_wire_seg *s
 	mutex_unlock(&c->tx_lock);
 	/* Drop the submitter's count: the last completion finishes. */
 	if (atomic_dec_and_test(&x->pending))
-		xfer_finish(x);
+		dmaplane_xfer_finish(x);
 	return 0;
 }
 
@@ -1531,7 +1534,7 @@ static int xfer_pin_user(struct dmaplane_xfer *x, struct mm_struct *mm,
 }
 
 /* Local pages of a region as @x's pieces. */
-static int xfer_region_pages(struct dmaplane_xfer *x, u64 off, u64 len)
+static int dmaplane_xfer_region_pages(struct dmaplane_xfer *x, u64 off, u64 len)
 {
 	unsigned int first_off, i;
 	int ret;
@@ -1553,7 +1556,7 @@ static int xfer_region_pages(struct dmaplane_xfer *x, u64 off, u64 len)
 	return 0;
 }
 
-static struct dmaplane_xfer *xfer_alloc(struct dmaplane_conn *c, bool write)
+static struct dmaplane_xfer *dmaplane_xfer_alloc(struct dmaplane_conn *c, bool write)
 {
 	struct dmaplane_xfer *x = kzalloc(sizeof(*x), GFP_KERNEL);
 
@@ -1573,7 +1576,8 @@ static void pull_done(struct dmaplane_xfer *x)
 	dmaplane_msg_complete(x->ep, DMAPLANE_OP_RECV, x->rctx,
 			      st ? st : x->msg_len > x->len ? -EMSGSIZE : 0,
 			      st ? 0 : x->len, x->msg_len, x->tag, x->src);
-	send_fin(x->conn, x->cookie, st == -ECONNRESET ? -ECONNRESET : st ? -EIO : 0);
+	dmaplane_send_fin(x->conn, x->cookie,
+			  st == -ECONNRESET ? -ECONNRESET : st ? -EIO : 0);
 }
 
 /*
@@ -1581,7 +1585,7 @@ static void pull_done(struct dmaplane_xfer *x)
  * reach it.  Return: false when the peer withdrew it first (its FIN went
  * out already).
  */
-static bool rdv_take(struct dmaplane_rdv *rdv)
+static bool dmaplane_rdv_take(struct dmaplane_rdv *rdv)
 {
 	struct xarray *xa = &rdv->conn->rdvs;
 	bool taken;
@@ -1595,9 +1599,9 @@ static bool rdv_take(struct dmaplane_rdv *rdv)
 }
 
 /* Free @rdv, taken (or never indexed) already. */
-static void rdv_free(struct dmaplane_rdv *rdv)
+static void dmaplane_rdv_free(struct dmaplane_rdv *rdv)
 {
-	conn_put(rdv->conn);
+	dmaplane_conn_put(rdv->conn);
 	kfree(rdv);
 }
 
@@ -1634,14 +1638,14 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 	struct dmaplane_xfer *x;
 	int ret = -ENOMEM;
 
-	if (!rdv_take(rdv)) {
+	if (!dmaplane_rdv_take(rdv)) {
 		/* Its sender's endpoint closed: the data is gone. */
 		dmaplane_msg_complete(ep, DMAPLANE_OP_RECV, ctx, -ECONNRESET, 0,
 				      rdv->len, rdv->tag, rdv->src);
-		rdv_free(rdv);
+		dmaplane_rdv_free(rdv);
 		return;
 	}
-	x = xfer_alloc(c, false);
+	x = dmaplane_xfer_alloc(c, false);
 	if (!x)
 		goto err_complete;
 	kref_get(&ep->ref);
@@ -1655,17 +1659,17 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 	x->done = pull_done;
 	ret = x->len ? xfer_pin_user(x, ep->mm, buf, x->len) : 0;
 	if (!ret)
-		ret = xfer_start(x, rdv->segs, rdv->nsegs);
+		ret = dmaplane_xfer_start(x, rdv->segs, rdv->nsegs);
 	if (!ret) {
-		rdv_free(rdv);
+		dmaplane_rdv_free(rdv);
 		return;
 	}
-	xfer_free(x);
+	dmaplane_xfer_free(x);
 err_complete:
 	dmaplane_msg_complete(ep, DMAPLANE_OP_RECV, ctx, ret == -EFAULT ? -EFAULT : -ECONNRESET,
 			      0, rdv->len, rdv->tag, rdv->src);
-	send_fin(c, rdv->cookie, pull_fin_status(ep, ret));
-	rdv_free(rdv);
+	dmaplane_send_fin(c, rdv->cookie, pull_fin_status(ep, ret));
+	dmaplane_rdv_free(rdv);
 }
 
 /**
@@ -1675,14 +1679,14 @@ err_complete:
  */
 void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status)
 {
-	if (rdv_take(rdv))
-		send_fin(rdv->conn, rdv->cookie, status);
-	rdv_free(rdv);
+	if (dmaplane_rdv_take(rdv))
+		dmaplane_send_fin(rdv->conn, rdv->cookie, status);
+	dmaplane_rdv_free(rdv);
 }
 
-static void rma_done(struct dmaplane_xfer *x)
+static void dmaplane_rma_done(struct dmaplane_xfer *x)
 {
-	send_fin(x->conn, x->cookie, x->status ? -EIO : 0);
+	dmaplane_send_fin(x->conn, x->cookie, x->status ? -EIO : 0);
 }
 
 /* Receiving ----------------------------------------------------------- */
@@ -1691,7 +1695,7 @@ static int rx_msg(struct dmaplane_conn *c, const void *body, bool eager,
 		  const void *payload)
 {
 	const struct dmaplane_wire_msg *m = body;
-	u64 src = src_value(c->slot, le64_to_cpu(m->src));
+	u64 src = dmaplane_src_value(c->slot, le64_to_cpu(m->src));
 	struct dmaplane_rdv *rdv = NULL;
 	int ret;
 
@@ -1713,7 +1717,7 @@ static int rx_msg(struct dmaplane_conn *c, const void *body, bool eager,
 		/* A cookie the peer uses twice at once names nothing. */
 		ret = xa_insert(&c->rdvs, rdv->cookie, rdv, GFP_KERNEL);
 		if (ret) {
-			rdv_free(rdv);
+			dmaplane_rdv_free(rdv);
 			return ret == -EBUSY ? -EPROTO : ret;
 		}
 	}
@@ -1724,8 +1728,8 @@ static int rx_msg(struct dmaplane_conn *c, const void *body, bool eager,
 	if (ret) {
 		/* Not queued: still the caller's, and still in the index. */
 		if (rdv) {
-			rdv_take(rdv);
-			rdv_free(rdv);
+			dmaplane_rdv_take(rdv);
+			dmaplane_rdv_free(rdv);
 		}
 		/* Reported in the ACK that says it was consumed. */
 		c->rx_nack = ret;
@@ -1755,12 +1759,12 @@ static int rx_fin(struct dmaplane_conn *c, const struct dmaplane_wire_fin *f)
 	list_for_each_entry_safe(p, tmp, &c->sent, node) {
 		if (p->sreg == s) {
 			list_del(&p->node);
-			pend_free(p);
+			dmaplane_pend_free(p);
 		}
 	}
 	xa_erase(&c->cookies, cookie);
 	mutex_unlock(&c->tx_lock);
-	sreg_complete(c, s, (s32)le32_to_cpu(f->status));
+	dmaplane_sreg_complete(c, s, (s32)le32_to_cpu(f->status));
 	return 0;
 }
 
@@ -1773,7 +1777,7 @@ static int rx_cancel(struct dmaplane_conn *c, const struct dmaplane_wire_cancel 
 	/* Not found: matched already (its FIN follows the pull) or FINed. */
 	rdv = xa_erase(&c->rdvs, cookie);
 	if (rdv)
-		send_fin(c, cookie, -ECONNRESET);
+		dmaplane_send_fin(c, cookie, -ECONNRESET);
 	return 0;
 }
 
@@ -1809,7 +1813,7 @@ static int rx_rma(struct dmaplane_conn *c, const struct dmaplane_wire_rma *r)
 		goto out_fin;
 
 	/* The target moves the data: READ for a PUT, WRITE for a GET. */
-	x = xfer_alloc(c, !write);
+	x = dmaplane_xfer_alloc(c, !write);
 	if (!x) {
 		status = -ENOMEM;
 		goto out_fin;
@@ -1818,16 +1822,16 @@ static int rx_rma(struct dmaplane_conn *c, const struct dmaplane_wire_rma *r)
 	reg = NULL;
 	x->cookie = le64_to_cpu(r->cookie);
 	x->len = len;
-	x->done = rma_done;
-	status = xfer_region_pages(x, le64_to_cpu(r->roffset), len);
+	x->done = dmaplane_rma_done;
+	status = dmaplane_xfer_region_pages(x, le64_to_cpu(r->roffset), len);
 	if (!status)
-		status = xfer_start(x, sl->segs, le32_to_cpu(sl->nsegs));
+		status = dmaplane_xfer_start(x, sl->segs, le32_to_cpu(sl->nsegs));
 	if (!status)
 		return 0;
-	xfer_free(x);
+	dmaplane_xfer_free(x);
 out_fin:
 	dmaplane_region_put(reg);
-	send_fin(c, le64_to_cpu(r->cookie), status);
+	dmaplane_send_fin(c, le64_to_cpu(r->cookie), status);
 	return 0;
 }
 
@@ -1845,14 +1849,14 @@ static int rx_resolve(struct dmaplane_conn *c, const struct dmaplane_wire_resolv
 		status = -EACCES;
 	if (ep)
 		dmaplane_ep_put(ep);
-	tx = tx_alloc(DMAPLANE_WIRE_RESOLVED, sizeof(*a));
+	tx = dmaplane_tx_alloc(DMAPLANE_WIRE_RESOLVED, sizeof(*a));
 	if (!tx)
 		return -ENOMEM;
-	a = tx_body(tx);
+	a = dmaplane_tx_body(tx);
 	*a = *q;
 	a->status = cpu_to_le32(status);
-	if (conn_submit(c, tx))
-		tx_free(tx);
+	if (dmaplane_conn_submit(c, tx))
+		dmaplane_tx_free(tx);
 	return 0;
 }
 
@@ -1930,8 +1934,8 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 							  struct dmaplane_tx, node);
 
 		list_del(&tx->node);
-		if (tx_post_locked(c, tx)) {
-			conn_fail(c, false);
+		if (dmaplane_tx_post_locked(c, tx)) {
+			dmaplane_conn_fail(c, false);
 			break;
 		}
 	}
@@ -1940,15 +1944,15 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 	list_for_each_entry_safe(p, tmp, &done, node) {
 		int st = nack_status(ack, p->seq);
 
-		pend_uncharge(p);
+		dmaplane_pend_uncharge(p);
 		if (p->sreg) {
 			if (st)
-				sreg_complete(c, p->sreg, st);
+				dmaplane_sreg_complete(c, p->sreg, st);
 		} else {
 			dmaplane_msg_complete(p->ep, DMAPLANE_OP_SEND, p->ctx, st,
 					      st ? 0 : p->len, p->len, p->tag, 0);
 		}
-		pend_free(p);
+		dmaplane_pend_free(p);
 	}
 	return 0;
 }
@@ -2015,7 +2019,7 @@ static int rx_handle(struct dmaplane_conn *c, const void *buf, u32 byte_len,
 	return ret ? ret : 1;
 }
 
-static int rx_post(struct dmaplane_conn *c, struct dmaplane_rx *rx)
+static int dmaplane_rx_post(struct dmaplane_conn *c, struct dmaplane_rx *rx)
 {
 	struct ib_recv_wr wr = {};
 	struct ib_sge sge[2] = {
@@ -2031,7 +2035,7 @@ static int rx_post(struct dmaplane_conn *c, struct dmaplane_rx *rx)
 	return ib_post_recv(c->qp, &wr, NULL);
 }
 
-static void rx_free(struct dmaplane_conn *c, struct dmaplane_rx *rx)
+static void dmaplane_rx_free(struct dmaplane_conn *c, struct dmaplane_rx *rx)
 {
 	struct ib_device *ibdev = c->dev->ibdev;
 
@@ -2044,7 +2048,7 @@ static void rx_free(struct dmaplane_conn *c, struct dmaplane_rx *rx)
 	kfree(rx->payload);
 }
 
-static int rx_alloc(struct dmaplane_conn *c, struct dmaplane_rx *rx)
+static int dmaplane_rx_alloc(struct dmaplane_conn *c, struct dmaplane_rx *rx)
 {
 	struct ib_device *ibdev = c->dev->ibdev;
 	u64 dma;
@@ -2065,7 +2069,7 @@ static int rx_alloc(struct dmaplane_conn *c, struct dmaplane_rx *rx)
 	return 0;
 }
 
-static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
+static void dmaplane_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct dmaplane_rx *rx = container_of(wc->wr_cqe, struct dmaplane_rx, cqe);
 	struct dmaplane_conn *c = rx->conn;
@@ -2083,10 +2087,10 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 			 * operation error here is a SEND larger than any
 			 * buffer (rxe reports it as LOC_QP_OP_ERR).
 			 */
-			conn_fail(c, wc->status == IB_WC_LOC_LEN_ERR ||
-				  wc->status == IB_WC_LOC_QP_OP_ERR);
+			dmaplane_conn_fail(c, wc->status == IB_WC_LOC_LEN_ERR ||
+					   wc->status == IB_WC_LOC_QP_OP_ERR);
 		} else {
-			conn_fail(c, false);
+			dmaplane_conn_fail(c, false);
 		}
 		return;
 	}
@@ -2103,12 +2107,12 @@ static void rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (READ_ONCE(c->state) == CONN_CONNECTING &&
 	    !wait_event_timeout(c->up_wq, READ_ONCE(c->state) != CONN_CONNECTING,
 				IB_RESOLVE_TIMEOUT)) {
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 		return;
 	}
 	if (READ_ONCE(c->state) == CONN_DEAD)
 		return;
-	conn_alive(c);
+	dmaplane_conn_alive(c);
 	atomic64_inc(&c->peer->rx_msgs);
 	atomic64_add(wc->byte_len, &c->peer->rx_bytes);
 	ib_dma_sync_single_for_cpu(ibdev, rx->dma, DMAPLANE_WIRE_HDR_BYTES, DMA_FROM_DEVICE);
@@ -2136,14 +2140,14 @@ out_malformed:
 		pr_warn_ratelimited("dropping the connection to %pISp: malformed message (%d): type %u, %u bytes, seq %llu (expected %llu)\n",
 				    &c->peer->addr, ret, h->type, wc->byte_len,
 				    le64_to_cpu(h->seq), c->rx_seq + 1);
-		conn_fail(c, true);
+		dmaplane_conn_fail(c, true);
 		return;
 	}
 	ib_dma_sync_single_for_device(ibdev, rx->dma, DMAPLANE_WIRE_HDR_BYTES, DMA_FROM_DEVICE);
 	ib_dma_sync_single_for_device(ibdev, rx->payload_dma, DMAPLANE_WIRE_EAGER_MAX,
 				      DMA_FROM_DEVICE);
-	if (rx_post(c, rx)) {
-		conn_fail(c, false);
+	if (dmaplane_rx_post(c, rx)) {
+		dmaplane_conn_fail(c, false);
 		return;
 	}
 	if (ret) {
@@ -2162,7 +2166,7 @@ out_malformed:
 		dmaplane_credits_consumed(&c->credits);
 		c->rx_consumed = c->rx_seq;
 		mutex_unlock(&c->ack_lock);
-		queue_work(dp_ib_wq, &c->ack_work);
+		queue_work(dmaplane_ib_wq, &c->ack_work);
 	}
 }
 
@@ -2201,7 +2205,7 @@ static void conn_teardown(struct work_struct *work)
 	int refs = 0;
 	void *entry;
 
-	mutex_lock(&ib_lock);
+	mutex_lock(&dmaplane_ib_lock);
 	list_del_init(&c->node);
 	spin_lock(&p->lock);
 	if (p->conn == c) {
@@ -2221,11 +2225,11 @@ static void conn_teardown(struct work_struct *work)
 		conn_notify(p, false);
 		pr_info("connection to %pISp (node %016llx) closed\n", &p->addr, c->node_id);
 	}
-	if (!p->deleted && !ib_exiting && !p->conn)
-		mod_delayed_work(dp_ib_wq, &p->connect_work, IB_RETRY_DELAY);
-	mutex_unlock(&ib_lock);
+	if (!p->deleted && !dmaplane_ib_exiting && !p->conn)
+		mod_delayed_work(dmaplane_ib_wq, &p->connect_work, IB_RETRY_DELAY);
+	mutex_unlock(&dmaplane_ib_lock);
 	while (refs--)
-		conn_put(c);
+		dmaplane_conn_put(c);
 
 	mutex_lock(&c->tx_lock);
 	c->state = CONN_DEAD;
@@ -2251,24 +2255,24 @@ static void conn_teardown(struct work_struct *work)
 		x->status = -ECONNRESET;
 		x->next = x->nctx;
 		if (atomic_sub_and_test(left, &x->pending))
-			xfer_finish(x);
+			dmaplane_xfer_finish(x);
 	}
 
 	list_for_each_entry_safe(tx, ttmp, &backlog, node) {
 		if (tx->pend)
 			list_add_tail(&tx->pend->node, &c->sent);
-		tx_free(tx);
+		dmaplane_tx_free(tx);
 	}
 	mutex_lock(&c->tx_lock);
 	list_splice_init(&c->sent, &sent);
 	mutex_unlock(&c->tx_lock);
 	list_for_each_entry_safe(pend, ptmp, &sent, node) {
 		/* A rendezvous is failed through its cookie below. */
-		pend_uncharge(pend);
+		dmaplane_pend_uncharge(pend);
 		if (!pend->sreg)
 			dmaplane_msg_complete(pend->ep, DMAPLANE_OP_SEND, pend->ctx,
 					      -ECONNRESET, 0, pend->len, pend->tag, 0);
-		pend_free(pend);
+		dmaplane_pend_free(pend);
 	}
 	/*
 	 * Each entry is taken out under tx_lock, as a RESOLVE that times out
@@ -2286,7 +2290,7 @@ static void conn_teardown(struct work_struct *work)
 			break;
 		s = entry;
 		if (s->kind == COOKIE_SREG) {
-			sreg_complete(c, s, -ECONNRESET);
+			dmaplane_sreg_complete(c, s, -ECONNRESET);
 		} else {
 			struct dmaplane_resolve_wait *w = entry;
 
@@ -2312,26 +2316,26 @@ static void conn_teardown(struct work_struct *work)
 		ib_free_cq(c->cq);
 	rdma_destroy_id(c->cm_id);
 	for (i = 0; c->dev && i < DMAPLANE_WIRE_RECVS; i++)
-		rx_free(c, &c->rx[i]);
+		dmaplane_rx_free(c, &c->rx[i]);
 	if (c->dev)
-		kref_put(&c->dev->ref, ib_dev_free);
-	conn_put(c);	/* the cm_id's reference */
+		kref_put(&c->dev->ref, dmaplane_ib_dev_free);
+	dmaplane_conn_put(c);	/* the cm_id's reference */
 }
 
 /*
  * Break @c: its teardown runs once, from the workqueue.  A drop is counted
  * by the call that breaks it, not once per bad message queued behind.
  */
-static void conn_fail(struct dmaplane_conn *c, bool malformed)
+static void dmaplane_conn_fail(struct dmaplane_conn *c, bool malformed)
 {
 	if (atomic_xchg(&c->failing, 1))
 		return;
 	if (malformed)
 		atomic64_inc(&c->peer->drops);
-	queue_work(dp_ib_wq, &c->teardown_work);
+	queue_work(dmaplane_ib_wq, &c->teardown_work);
 }
 
-static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
+static int dmaplane_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev);
 
 static struct dmaplane_conn *conn_alloc(struct dmaplane_ib_peer *p, bool active)
 {
@@ -2345,7 +2349,7 @@ static struct dmaplane_conn *conn_alloc(struct dmaplane_ib_peer *p, bool active)
 	c->active = active;
 	c->state = CONN_CONNECTING;
 	INIT_WORK(&c->teardown_work, conn_teardown);
-	INIT_WORK(&c->ack_work, ack_work);
+	INIT_WORK(&c->ack_work, dmaplane_ack_work);
 	INIT_DELAYED_WORK(&c->keepalive_work, keepalive_work);
 	mutex_init(&c->tx_lock);
 	mutex_init(&c->ack_lock);
@@ -2356,8 +2360,8 @@ static struct dmaplane_conn *conn_alloc(struct dmaplane_ib_peer *p, bool active)
 	xa_init(&c->rdvs);
 	init_waitqueue_head(&c->up_wq);
 	init_waitqueue_head(&c->rw_xfers_wq);
-	lockdep_assert_held(&ib_lock);
-	list_add_tail(&c->node, &ib_conns);
+	lockdep_assert_held(&dmaplane_ib_lock);
+	list_add_tail(&c->node, &dmaplane_ib_conns);
 	return c;
 }
 
@@ -2369,11 +2373,11 @@ static void qp_event(struct ib_event *ev, void *ctx)
 	if (ev->event == IB_EVENT_COMM_EST)
 		rdma_notify(c->cm_id, IB_EVENT_COMM_EST);
 	else
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 }
 
 /* The device is known (route resolved, or a request arrived): build the QP. */
-static int conn_setup(struct dmaplane_conn *c)
+static int dmaplane_conn_setup(struct dmaplane_conn *c)
 {
 	struct ib_qp_init_attr attr = {};
 	struct dmaplane_ib_dev *d;
@@ -2381,11 +2385,11 @@ static int conn_setup(struct dmaplane_conn *c)
 	unsigned int i;
 	int ret;
 
-	mutex_lock(&ib_lock);
-	d = ib_dev_find(c->cm_id->device);
+	mutex_lock(&dmaplane_ib_lock);
+	d = dmaplane_ib_dev_find(c->cm_id->device);
 	if (d)
 		kref_get(&d->ref);
-	mutex_unlock(&ib_lock);
+	mutex_unlock(&dmaplane_ib_lock);
 	if (!d)
 		return -ENODEV;
 	c->dev = d;
@@ -2425,12 +2429,12 @@ static int conn_setup(struct dmaplane_conn *c)
 	for (i = 0; i < DMAPLANE_WIRE_RECVS; i++) {
 		struct dmaplane_rx *rx = &c->rx[i];
 
-		ret = rx_alloc(c, rx);
+		ret = dmaplane_rx_alloc(c, rx);
 		if (ret)
 			return ret;
 		rx->conn = c;
-		rx->cqe.done = rx_done;
-		ret = rx_post(c, rx);
+		rx->cqe.done = dmaplane_rx_done;
+		ret = dmaplane_rx_post(c, rx);
 		if (ret)
 			return ret;
 	}
@@ -2479,7 +2483,7 @@ static u64 cm_private_check(const void *data, u8 len)
 }
 
 /*
- * @c is established: it becomes the peer's connection.  Under ib_lock.
+ * @c is established: it becomes the peer's connection.  Under dmaplane_ib_lock.
  * Return: 0, or -ENOSPC when no node slot is left for a node seen anew
  * (slots are never reused; slot 0 is this node, so a connection without
  * a slot of its own must not come up).
@@ -2490,19 +2494,19 @@ static int conn_up(struct dmaplane_conn *c)
 	struct dmaplane_conn *old = NULL;
 	u32 slot = p->slot;
 
-	lockdep_assert_held(&ib_lock);
+	lockdep_assert_held(&dmaplane_ib_lock);
 	if (!slot || p->node_id != c->node_id) {
 		/* A new node (or the peer came back as one): a new slot. */
-		if (ib_next_slot >= IB_MAX_SLOT ||
-		    xa_insert(&ib_slots, ib_next_slot + 1, p, GFP_KERNEL)) {
+		if (dmaplane_ib_next_slot >= IB_MAX_SLOT ||
+		    xa_insert(&dmaplane_ib_slots, dmaplane_ib_next_slot + 1, p, GFP_KERNEL)) {
 			pr_warn_ratelimited("no node slot left for %pISp: connection refused\n",
 					    &p->addr);
 			return -ENOSPC;
 		}
-		slot = ++ib_next_slot;
+		slot = ++dmaplane_ib_next_slot;
 		/* The peer's old names are dead. */
 		if (p->slot)
-			xa_erase(&ib_slots, p->slot);
+			xa_erase(&dmaplane_ib_slots, p->slot);
 		p->slot = slot;
 	}
 	c->slot = slot;
@@ -2510,7 +2514,7 @@ static int conn_up(struct dmaplane_conn *c)
 	dmaplane_credits_init(&c->credits, DMAPLANE_WIRE_CREDITS);
 	c->state = CONN_UP;
 	WRITE_ONCE(c->last_rx, jiffies);
-	mod_delayed_work(dp_ib_wq, &c->keepalive_work, IB_KEEPALIVE);
+	mod_delayed_work(dmaplane_ib_wq, &c->keepalive_work, IB_KEEPALIVE);
 	mutex_unlock(&c->tx_lock);
 	wake_up_all(&c->up_wq);
 	spin_lock(&p->lock);
@@ -2521,14 +2525,14 @@ static int conn_up(struct dmaplane_conn *c)
 	}
 	if (p->connecting == c) {
 		p->connecting = NULL;
-		conn_put(c);
+		dmaplane_conn_put(c);
 	}
 	p->node_id = c->node_id;
 	p->state = DMAPLANE_NL_PEER_UP;
 	spin_unlock(&p->lock);
 	if (old) {
-		conn_fail(old, false);
-		conn_put(old);
+		dmaplane_conn_fail(old, false);
+		dmaplane_conn_put(old);
 	}
 	conn_notify(p, true);
 	pr_info("connected to %pISp (node %016llx, slot %u)\n", &p->addr,
@@ -2540,8 +2544,8 @@ static struct dmaplane_ib_peer *peer_find_addr(const struct sockaddr *sa)
 {
 	struct dmaplane_ib_peer *p;
 
-	lockdep_assert_held(&ib_lock);
-	list_for_each_entry(p, &ib_peers, node) {
+	lockdep_assert_held(&dmaplane_ib_lock);
+	list_for_each_entry(p, &dmaplane_ib_peers, node) {
 		if (p->deleted || p->addr.ss_family != sa->sa_family)
 			continue;
 		if (sa->sa_family == AF_INET &&
@@ -2576,49 +2580,49 @@ static int cm_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 
 	node_id = cm_private_check(ev->param.conn.private_data,
 				   ev->param.conn.private_data_len);
-	mutex_lock(&ib_lock);
-	p = ib_exiting ? NULL : peer_find_addr(src);
+	mutex_lock(&dmaplane_ib_lock);
+	p = dmaplane_ib_exiting ? NULL : peer_find_addr(src);
 	if (!p || !node_id || sa_port(src) >= PROT_SOCK) {
 		if (p && sa_port(src) < PROT_SOCK)
 			atomic64_inc(&p->drops);
-		mutex_unlock(&ib_lock);
+		mutex_unlock(&dmaplane_ib_lock);
 		goto err_reject;
 	}
 	/* Both sides connecting at once: the lower node_id's attempt wins. */
 	spin_lock(&p->lock);
 	if (p->connecting && dmaplane_node_id < node_id) {
 		spin_unlock(&p->lock);
-		mutex_unlock(&ib_lock);
+		mutex_unlock(&dmaplane_ib_lock);
 		goto err_reject;
 	}
 	mine = p->connecting;
 	p->connecting = NULL;
 	spin_unlock(&p->lock);
 	if (mine) {
-		conn_fail(mine, false);
-		conn_put(mine);
+		dmaplane_conn_fail(mine, false);
+		dmaplane_conn_put(mine);
 	}
 	c = conn_alloc(p, false);
-	mutex_unlock(&ib_lock);
+	mutex_unlock(&dmaplane_ib_lock);
 	if (!c)
 		goto err_reject;
 	c->cm_id = id;
 	c->node_id = node_id;
 	id->context = c;
-	ret = conn_setup(c);
+	ret = dmaplane_conn_setup(c);
 	if (ret)
 		goto err_fail;
 	cm_conn_param(id, &param, &pd);
 	ret = rdma_accept(id, &param);
 	if (ret)
 		goto err_fail;
-	queue_delayed_work(dp_ib_wq, &c->keepalive_work, IB_CONNECT_TIMEOUT);
+	queue_delayed_work(dmaplane_ib_wq, &c->keepalive_work, IB_CONNECT_TIMEOUT);
 	return 0;
 
 err_fail:
 	/* The teardown destroys @id; rdma_cm must not. */
 	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
-	conn_fail(c, false);
+	dmaplane_conn_fail(c, false);
 	return 0;
 err_reject:
 	/* Non-zero: rdma_cm destroys @id, which no connection owns. */
@@ -2626,7 +2630,7 @@ err_reject:
 	return -ECONNREFUSED;
 }
 
-static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
+static int dmaplane_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct dmaplane_conn *c = id->context;
 	struct rdma_conn_param param = {};
@@ -2642,30 +2646,30 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
 		ret = rdma_resolve_route(id, IB_TIMEOUT_MS);
 		if (ret)
-			conn_fail(c, false);
+			dmaplane_conn_fail(c, false);
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
-		ret = conn_setup(c);
+		ret = dmaplane_conn_setup(c);
 		if (!ret) {
 			cm_conn_param(id, &param, &pd);
 			ret = rdma_connect_locked(id, &param);
 		}
 		if (ret)
-			conn_fail(c, false);
+			dmaplane_conn_fail(c, false);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		if (c->active) {
 			c->node_id = cm_private_check(ev->param.conn.private_data,
 						      ev->param.conn.private_data_len);
 			if (!c->node_id) {
-				conn_fail(c, true);
+				dmaplane_conn_fail(c, true);
 				break;
 			}
 		}
-		mutex_lock(&ib_lock);
+		mutex_lock(&dmaplane_ib_lock);
 		if (!atomic_read(&c->failing) && conn_up(c))
-			conn_fail(c, false);
-		mutex_unlock(&ib_lock);
+			dmaplane_conn_fail(c, false);
+		mutex_unlock(&dmaplane_ib_lock);
 		break;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_UNREACHABLE:
@@ -2675,7 +2679,7 @@ static int cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_ADDR_CHANGE:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 		break;
 	default:
 		break;
@@ -2702,7 +2706,7 @@ static int bind_privileged(struct rdma_cm_id *id, int family)
 	return ret;
 }
 
-static void peer_connect_work(struct work_struct *work)
+static void dmaplane_peer_connect_work(struct work_struct *work)
 {
 	struct dmaplane_ib_peer *p = container_of(to_delayed_work(work),
 						  struct dmaplane_ib_peer, connect_work);
@@ -2710,18 +2714,18 @@ static void peer_connect_work(struct work_struct *work)
 	struct dmaplane_conn *c;
 	int ret;
 
-	mutex_lock(&ib_lock);
-	if (p->deleted || ib_exiting || p->conn || p->connecting) {
-		mutex_unlock(&ib_lock);
+	mutex_lock(&dmaplane_ib_lock);
+	if (p->deleted || dmaplane_ib_exiting || p->conn || p->connecting) {
+		mutex_unlock(&dmaplane_ib_lock);
 		return;
 	}
 	c = conn_alloc(p, true);
 	if (!c)
 		goto retry;
-	id = rdma_create_id(&init_net, cm_handler, c, RDMA_PS_TCP, IB_QPT_RC);
+	id = rdma_create_id(&init_net, dmaplane_cm_handler, c, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id)) {
 		list_del(&c->node);
-		conn_put(c);
+		dmaplane_conn_put(c);
 		goto retry;
 	}
 	c->cm_id = id;
@@ -2733,15 +2737,15 @@ static void peer_connect_work(struct work_struct *work)
 	kref_get(&c->ref);
 	p->state = DMAPLANE_NL_PEER_CONNECTING;
 	spin_unlock(&p->lock);
-	queue_delayed_work(dp_ib_wq, &c->keepalive_work, IB_CONNECT_TIMEOUT);
-	mutex_unlock(&ib_lock);
+	queue_delayed_work(dmaplane_ib_wq, &c->keepalive_work, IB_CONNECT_TIMEOUT);
+	mutex_unlock(&dmaplane_ib_lock);
 	if (ret)
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 	return;
 
 retry:
-	mod_delayed_work(dp_ib_wq, &p->connect_work, IB_RETRY_DELAY);
-	mutex_unlock(&ib_lock);
+	mod_delayed_work(dmaplane_ib_wq, &p->connect_work, IB_RETRY_DELAY);
+	mutex_unlock(&dmaplane_ib_lock);
 }
 
 /* Control plane -------------------------------------------------------- */
@@ -2763,7 +2767,7 @@ struct dmaplane_ib_peer *dmaplane_ib_peer_add(const struct dmaplane_peer *np)
 		return NULL;
 	kref_init(&p->ref);
 	spin_lock_init(&p->lock);
-	INIT_DELAYED_WORK(&p->connect_work, peer_connect_work);
+	INIT_DELAYED_WORK(&p->connect_work, dmaplane_peer_connect_work);
 	p->state = DMAPLANE_NL_PEER_DOWN;
 	if (np->family == AF_INET) {
 		struct sockaddr_in *s = (struct sockaddr_in *)&p->addr;
@@ -2778,10 +2782,10 @@ struct dmaplane_ib_peer *dmaplane_ib_peer_add(const struct dmaplane_peer *np)
 		s->sin6_addr = np->addr;
 		s->sin6_port = htons(pport);
 	}
-	mutex_lock(&ib_lock);
-	list_add_tail(&p->node, &ib_peers);
-	mod_delayed_work(dp_ib_wq, &p->connect_work, 0);
-	mutex_unlock(&ib_lock);
+	mutex_lock(&dmaplane_ib_lock);
+	list_add_tail(&p->node, &dmaplane_ib_peers);
+	mod_delayed_work(dmaplane_ib_wq, &p->connect_work, 0);
+	mutex_unlock(&dmaplane_ib_lock);
 	return p;
 }
 
@@ -2793,20 +2797,20 @@ static void conns_kill(bool (*match)(struct dmaplane_conn *c, const void *arg),
 
 	for (;;) {
 		c = NULL;
-		mutex_lock(&ib_lock);
-		list_for_each_entry(it, &ib_conns, node) {
+		mutex_lock(&dmaplane_ib_lock);
+		list_for_each_entry(it, &dmaplane_ib_conns, node) {
 			if (match(it, arg)) {
 				c = it;
 				kref_get(&c->ref);
 				break;
 			}
 		}
-		mutex_unlock(&ib_lock);
+		mutex_unlock(&dmaplane_ib_lock);
 		if (!c)
 			break;
-		conn_fail(c, false);
+		dmaplane_conn_fail(c, false);
 		flush_work(&c->teardown_work);
-		conn_put(c);
+		dmaplane_conn_put(c);
 	}
 }
 
@@ -2835,12 +2839,12 @@ void dmaplane_ib_peer_del(struct dmaplane_ib_peer *p)
 {
 	if (!p)
 		return;
-	mutex_lock(&ib_lock);
+	mutex_lock(&dmaplane_ib_lock);
 	p->deleted = true;
 	list_del(&p->node);
 	if (p->slot)
-		xa_erase(&ib_slots, p->slot);
-	mutex_unlock(&ib_lock);
+		xa_erase(&dmaplane_ib_slots, p->slot);
+	mutex_unlock(&dmaplane_ib_lock);
 	cancel_delayed_work_sync(&p->connect_work);
 	/* The teardowns drop the peer's references to its connections. */
 	conns_kill(conn_of_peer, p);
@@ -2895,8 +2899,8 @@ int dmaplane_ib_resolve(struct dmaplane_ep *ep, u64 node_id, u64 ep_uid, u64 *sr
 	long left;
 	int ret;
 
-	mutex_lock(&ib_lock);
-	list_for_each_entry(p, &ib_peers, node) {
+	mutex_lock(&dmaplane_ib_lock);
+	list_for_each_entry(p, &dmaplane_ib_peers, node) {
 		spin_lock(&p->lock);
 		if (p->node_id == node_id && p->conn &&
 		    READ_ONCE(p->conn->state) == CONN_UP) {
@@ -2908,18 +2912,18 @@ int dmaplane_ib_resolve(struct dmaplane_ep *ep, u64 node_id, u64 ep_uid, u64 *sr
 		if (c)
 			break;
 	}
-	mutex_unlock(&ib_lock);
+	mutex_unlock(&dmaplane_ib_lock);
 	if (!c)
 		return -ENETUNREACH;
 
 	ret = -ENOMEM;
 	w = kzalloc(sizeof(*w), GFP_KERNEL);
-	tx = tx_alloc(DMAPLANE_WIRE_RESOLVE, sizeof(*q));
+	tx = dmaplane_tx_alloc(DMAPLANE_WIRE_RESOLVE, sizeof(*q));
 	if (!w || !tx)
 		goto out_free;
 	w->kind = COOKIE_RESOLVE;
 	init_completion(&w->done);
-	q = tx_body(tx);
+	q = dmaplane_tx_body(tx);
 	q->ep_uid = cpu_to_le64(ep_uid);
 	q->auth_key = cpu_to_le64(ep->auth_key);
 	q->uid = cpu_to_le32(from_kuid(&init_user_ns, ep->uid));
@@ -2930,7 +2934,7 @@ int dmaplane_ib_resolve(struct dmaplane_ep *ep, u64 node_id, u64 ep_uid, u64 *sr
 			      &c->next_cookie, GFP_KERNEL) : -ECONNRESET;
 	if (ret >= 0) {
 		q->cookie = cpu_to_le64(cookie);
-		ret = conn_submit_locked(c, tx);
+		ret = dmaplane_conn_submit_locked(c, tx);
 		if (ret)
 			xa_erase(&c->cookies, cookie);
 	}
@@ -2959,16 +2963,16 @@ int dmaplane_ib_resolve(struct dmaplane_ep *ep, u64 node_id, u64 ep_uid, u64 *sr
 	}
 	ret = w->status;
 	if (!ret)
-		*src = src_value(slot, ep_uid);
+		*src = dmaplane_src_value(slot, ep_uid);
 out_free:
 	if (tx)
-		tx_free(tx);
+		dmaplane_tx_free(tx);
 	kfree(w);
-	conn_put(c);
+	dmaplane_conn_put(c);
 	return ret;
 }
 
-/* Withdraw @ep's rendezvous sends queued at @c's peer; under ib_lock. */
+/* Withdraw @ep's rendezvous sends queued at @c's peer; under dmaplane_ib_lock. */
 static void conn_withdraw(struct dmaplane_conn *c, struct dmaplane_ep *ep)
 {
 	struct dmaplane_wire_cancel *k;
@@ -2976,7 +2980,7 @@ static void conn_withdraw(struct dmaplane_conn *c, struct dmaplane_ep *ep)
 	struct dmaplane_tx *tx;
 	unsigned long cookie;
 
-	lockdep_assert_held(&ib_lock);
+	lockdep_assert_held(&dmaplane_ib_lock);
 	mutex_lock(&c->tx_lock);
 	xa_for_each(&c->cookies, cookie, s) {
 		if (c->state != CONN_UP)
@@ -2984,14 +2988,14 @@ static void conn_withdraw(struct dmaplane_conn *c, struct dmaplane_ep *ep)
 		if (s->kind != COOKIE_SREG || s->ep != ep ||
 		    s->opcode != DMAPLANE_OP_SEND || s->withdrawn)
 			continue;
-		tx = tx_alloc(DMAPLANE_WIRE_CANCEL, sizeof(*k));
+		tx = dmaplane_tx_alloc(DMAPLANE_WIRE_CANCEL, sizeof(*k));
 		if (!tx)
 			break;	/* it stays pinned until its FIN */
-		k = tx_body(tx);
+		k = dmaplane_tx_body(tx);
 		k->cookie = cpu_to_le64(cookie);
 		s->withdrawn = true;
-		if (conn_submit_locked(c, tx))
-			tx_free(tx);
+		if (dmaplane_conn_submit_locked(c, tx))
+			dmaplane_tx_free(tx);
 	}
 	mutex_unlock(&c->tx_lock);
 }
@@ -3011,10 +3015,10 @@ void dmaplane_ib_ep_closed(struct dmaplane_ep *ep)
 {
 	struct dmaplane_conn *c;
 
-	mutex_lock(&ib_lock);
-	list_for_each_entry(c, &ib_conns, node)
+	mutex_lock(&dmaplane_ib_lock);
+	list_for_each_entry(c, &dmaplane_ib_conns, node)
 		conn_withdraw(c, ep);
-	mutex_unlock(&ib_lock);
+	mutex_unlock(&dmaplane_ib_lock);
 }
 
 /* Devices ------------------------------------------------------------- */
@@ -3035,9 +3039,9 @@ static int ib_add_one(struct ib_device *ibdev)
 	}
 	d->ibdev = ibdev;
 	kref_init(&d->ref);
-	mutex_lock(&ib_lock);
-	list_add_tail(&d->node, &ib_devs);
-	mutex_unlock(&ib_lock);
+	mutex_lock(&dmaplane_ib_lock);
+	list_add_tail(&d->node, &dmaplane_ib_devs);
+	mutex_unlock(&dmaplane_ib_lock);
 	return 0;
 }
 
@@ -3046,15 +3050,15 @@ static void ib_remove_one(struct ib_device *ibdev, void *client_data)
 {
 	struct dmaplane_ib_dev *d;
 
-	/* New connections cannot set up on it any more (conn_setup()). */
-	mutex_lock(&ib_lock);
-	d = ib_dev_find(ibdev);
+	/* New connections cannot set up on it any more (dmaplane_conn_setup()). */
+	mutex_lock(&dmaplane_ib_lock);
+	d = dmaplane_ib_dev_find(ibdev);
 	if (d)
 		list_del(&d->node);
-	mutex_unlock(&ib_lock);
+	mutex_unlock(&dmaplane_ib_lock);
 	conns_kill(conn_on_device, ibdev);
 	if (d)
-		kref_put(&d->ref, ib_dev_free);
+		kref_put(&d->ref, dmaplane_ib_dev_free);
 }
 
 static struct ib_client dmaplane_ib_client = {
@@ -3078,13 +3082,13 @@ int dmaplane_ib_init(void)
 	struct rdma_cm_id *id;
 	int ret;
 
-	dp_ib_wq = alloc_workqueue("dmaplane_ib", WQ_MEM_RECLAIM, 0);
-	if (!dp_ib_wq)
+	dmaplane_ib_wq = alloc_workqueue("dmaplane_ib", WQ_MEM_RECLAIM, 0);
+	if (!dmaplane_ib_wq)
 		return -ENOMEM;
 	ret = ib_register_client(&dmaplane_ib_client);
 	if (ret)
 		goto err_destroy_wq;
-	id = rdma_create_id(&init_net, cm_handler, NULL, RDMA_PS_TCP, IB_QPT_RC);
+	id = rdma_create_id(&init_net, dmaplane_cm_handler, NULL, RDMA_PS_TCP, IB_QPT_RC);
 	if (IS_ERR(id)) {
 		ret = PTR_ERR(id);
 		goto err_unregister;
@@ -3096,7 +3100,7 @@ int dmaplane_ib_init(void)
 		pr_err("cannot listen on rdma_cm port %u: %d\n", port, ret);
 		goto err_destroy_id;
 	}
-	ib_listener = id;
+	dmaplane_ib_listener = id;
 	return 0;
 
 err_destroy_id:
@@ -3104,7 +3108,7 @@ err_destroy_id:
 err_unregister:
 	ib_unregister_client(&dmaplane_ib_client);
 err_destroy_wq:
-	destroy_workqueue(dp_ib_wq);
+	destroy_workqueue(dmaplane_ib_wq);
 	return ret;
 }
 
@@ -3114,14 +3118,14 @@ err_destroy_wq:
  */
 void dmaplane_ib_exit(void)
 {
-	mutex_lock(&ib_lock);
-	ib_exiting = true;
-	mutex_unlock(&ib_lock);
-	rdma_destroy_id(ib_listener);
+	mutex_lock(&dmaplane_ib_lock);
+	dmaplane_ib_exiting = true;
+	mutex_unlock(&dmaplane_ib_lock);
+	rdma_destroy_id(dmaplane_ib_listener);
 	conns_kill(conn_any, NULL);
-	flush_workqueue(dp_ib_wq);
+	flush_workqueue(dmaplane_ib_wq);
 	ib_unregister_client(&dmaplane_ib_client);
-	WARN_ON(!list_empty(&ib_peers));
-	xa_destroy(&ib_slots);
-	destroy_workqueue(dp_ib_wq);
+	WARN_ON(!list_empty(&dmaplane_ib_peers));
+	xa_destroy(&dmaplane_ib_slots);
+	destroy_workqueue(dmaplane_ib_wq);
 }
