@@ -64,7 +64,7 @@
  * @DMAPLANE_STAT_DELIVERIES: messages matched to a receive and waiting
  *	for the receiving endpoint's delivery work (msg.c)
  * @DMAPLANE_STAT_XFER_PAGES: user pages pinned for transfers with other
- *	nodes (ib.c: rendezvous senders until the FIN, put/get initiators
+ *	nodes (ib_tx.c, ib_xfer.c: rendezvous senders until the FIN, put/get initiators
  *	until the FIN, receivers while they pull)
  * @DMAPLANE_NUM_STATS: number of counters
  *
@@ -225,7 +225,7 @@ struct dmaplane_matcher {
  * @next_claim: cursor for cyclic claim handles, under the xa lock
  * @wq: poll() waiters for completions
  * @eager_backlog: bytes of eager messages sent to other nodes and not
- *	acknowledged yet (ib.c)
+ *	acknowledged yet (ib_tx.c)
  * @iov_bytes: bytes of iovec arrays (%DMAPLANE_OP_F_IOV) copied in for
  *	this endpoint's operations and not freed yet (msg.c)
  */
