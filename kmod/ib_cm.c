@@ -25,22 +25,12 @@ static void conn_notify(struct dmaplane_ib_peer *p, bool up)
 				      ntohs(s6->sin6_port), p->node_id, p->slot, up);
 }
 
-static void conn_teardown(struct work_struct *work)
+/* Teardown, phase 1: @c is no longer the peer's connection. */
+static void conn_unlink(struct dmaplane_conn *c)
 {
-	struct dmaplane_conn *c = container_of(work, struct dmaplane_conn, teardown_work);
 	struct dmaplane_ib_peer *p = c->peer;
-	struct dmaplane_tx *tx, *ttmp;
-	struct dmaplane_xfer *x, *xtmp;
-	struct dmaplane_pend *pend, *ptmp;
-	LIST_HEAD(xwait);
-	struct dmaplane_sreg *s;
-	unsigned long cookie;
 	bool was_up = false;
-	LIST_HEAD(backlog);
-	LIST_HEAD(sent);
-	unsigned int i;
 	int refs = 0;
-	void *entry;
 
 	mutex_lock(&dmaplane_ib_lock);
 	list_del_init(&c->node);
@@ -67,10 +57,18 @@ static void conn_teardown(struct work_struct *work)
 	mutex_unlock(&dmaplane_ib_lock);
 	while (refs--)
 		dmaplane_conn_put(c);
+}
 
+/*
+ * Teardown, phase 2: nothing more is posted or sent on @c, every posted
+ * request has completed (flushed), and its works are idle.  The requests
+ * still waiting for credits are moved to @backlog.
+ */
+static void conn_stop(struct dmaplane_conn *c, struct list_head *backlog)
+{
 	mutex_lock(&c->tx_lock);
 	c->state = CONN_DEAD;
-	list_splice_init(&c->backlog, &backlog);
+	list_splice_init(&c->backlog, backlog);
 	mutex_unlock(&c->tx_lock);
 	wake_up_all(&c->up_wq);
 
@@ -81,6 +79,24 @@ static void conn_teardown(struct work_struct *work)
 	}
 	cancel_work_sync(&c->ack_work);
 	cancel_delayed_work_sync(&c->keepalive_work);
+}
+
+/*
+ * Teardown, phase 3: fail what waits on @c with -ECONNRESET: transfers
+ * without room, requests of @backlog, sends waiting for an ACK, and
+ * everything with a cookie (registered buffers waiting for a FIN, AV
+ * inserts waiting for an answer).
+ */
+static void conn_fail_pending(struct dmaplane_conn *c, struct list_head *backlog)
+{
+	struct dmaplane_pend *pend, *ptmp;
+	struct dmaplane_xfer *x, *xtmp;
+	struct dmaplane_tx *tx, *ttmp;
+	struct dmaplane_sreg *s;
+	unsigned long cookie;
+	LIST_HEAD(xwait);
+	LIST_HEAD(sent);
+	void *entry;
 
 	/* Transfers that never got room fail now; the QP still exists. */
 	mutex_lock(&c->tx_lock);
@@ -95,7 +111,7 @@ static void conn_teardown(struct work_struct *work)
 			dmaplane_xfer_finish(x);
 	}
 
-	list_for_each_entry_safe(tx, ttmp, &backlog, node) {
+	list_for_each_entry_safe(tx, ttmp, backlog, node) {
 		if (tx->pend)
 			list_add_tail(&tx->pend->node, &c->sent);
 		dmaplane_tx_free(tx);
@@ -140,6 +156,12 @@ static void conn_teardown(struct work_struct *work)
 			}
 		}
 	}
+}
+
+/* Teardown, phase 4: the verbs objects go, and the cm_id's reference. */
+static void conn_destroy(struct dmaplane_conn *c)
+{
+	unsigned int i;
 
 	/*
 	 * A transfer whose submitter dropped the last count after the drain
@@ -157,6 +179,17 @@ static void conn_teardown(struct work_struct *work)
 	if (c->dev)
 		kref_put(&c->dev->ref, dmaplane_ib_dev_free);
 	dmaplane_conn_put(c);	/* the cm_id's reference */
+}
+
+static void conn_teardown(struct work_struct *work)
+{
+	struct dmaplane_conn *c = container_of(work, struct dmaplane_conn, teardown_work);
+	LIST_HEAD(backlog);
+
+	conn_unlink(c);
+	conn_stop(c, &backlog);
+	conn_fail_pending(c, &backlog);
+	conn_destroy(c);
 }
 
 /*
