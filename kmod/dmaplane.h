@@ -14,6 +14,7 @@
 #include <linux/mutex.h>
 #include <linux/mm_types.h>
 #include <linux/rcupdate.h>
+#include <linux/rhashtable-types.h>
 #include <linux/spinlock.h>
 #include <linux/scatterlist.h>
 #include <linux/workqueue.h>
@@ -204,6 +205,11 @@ struct dmaplane_matcher {
  *	(ep_uid < 2^63); the xa lock protects it
  * @next_av: cursor for cyclic address handles, under the xa lock
  * @nav: entries in @av (at most the module parameter av_max)
+ * @av_lock: serialises changes of @av and @av_rev, so that @av_rev always
+ *	names a handle of @av for each source value @av holds
+ * @av_rev: source value -> &struct dmaplane_av_rev, the reverse of @av
+ *	(read under RCU), for the receiver's handle of a sender in
+ *	completions (&dmaplane_cqe.src_av)
  * @match_lock: protects @matcher, @unexp_bytes, @unexp_msgs and @dead
  * @matcher: posted receives and unexpected messages
  * @unexp_bytes: eager payload bytes the kernel holds for this endpoint:
@@ -244,6 +250,8 @@ struct dmaplane_ep {
 	struct xarray av;
 	u32 next_av;
 	atomic_t nav;
+	struct mutex av_lock;	/* see @av_lock above */
+	struct rhashtable av_rev;
 	struct mutex match_lock;	/* see @match_lock above */
 	struct dmaplane_matcher matcher;
 	u64 unexp_bytes;
@@ -576,9 +584,10 @@ int dmaplane_cq_mmap(struct dmaplane_cq *cq, struct vm_area_struct *vma);
 /* msg.c */
 void dmaplane_msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 			   int status, u64 len, u64 msg_len, u64 tag, u64 src);
+void dmaplane_msg_post(struct dmaplane_ep *ep, struct dmaplane_cqe *cqe);
 int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
-			       u64 tag, u64 len, const void *data,
-			       struct dmaplane_rdv *rdv);
+			       u64 tag, u64 len, u64 cq_data, u8 cqe_flags,
+			       const void *data, struct dmaplane_rdv *rdv);
 int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg);
@@ -594,6 +603,7 @@ struct dmaplane_ep *dmaplane_ep_get_by_uid(u64 ep_uid);
 void dmaplane_ep_put(struct dmaplane_ep *ep);
 struct dmaplane_cq *dmaplane_ep_cq(struct dmaplane_ep *ep);
 int dmaplane_av_lookup(struct dmaplane_ep *ep, u32 handle, u64 *ep_uid);
+u32 dmaplane_av_reverse(struct dmaplane_ep *ep, u64 src);
 bool dmaplane_ep_same_domain(const struct dmaplane_ep *a, const struct dmaplane_ep *b);
 bool dmaplane_ep_domain_ok(const struct dmaplane_ep *ep, u32 uid, u64 auth_key);
 int dmaplane_ioctl_ep_setup(struct dmaplane_ep *ep, void __user *uarg);

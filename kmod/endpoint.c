@@ -9,6 +9,7 @@
 #include <linux/export.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/rhashtable.h>
 #include <linux/sched/mm.h>
 #include <linux/uaccess.h>
 #include <linux/slab.h>
@@ -36,6 +37,36 @@ MODULE_PARM_DESC(eager_threshold,
 		 "Messages up to this many bytes are copied into the kernel when unexpected");
 
 /**
+ * struct dmaplane_av_rev - the receiver's address handle of a source
+ * @node: in &dmaplane_ep.av_rev
+ * @src: the source value (the key)
+ * @handle: a handle of &dmaplane_ep.av with @src: the first inserted, and
+ *	when that one is removed the lowest-numbered one left (written
+ *	under av_lock, read under RCU)
+ * @count: handles of &dmaplane_ep.av with @src, under av_lock
+ * @rcu: freed after a grace period
+ */
+struct dmaplane_av_rev {
+	struct rhash_head node;
+	u64 src;
+	u32 handle;
+	u32 count;
+	struct rcu_head rcu;
+};
+
+static const struct rhashtable_params av_rev_params = {
+	.key_len = sizeof(u64),
+	.key_offset = offsetof(struct dmaplane_av_rev, src),
+	.head_offset = offsetof(struct dmaplane_av_rev, node),
+	.automatic_shrinking = true,
+};
+
+static void av_rev_free(void *ptr, void *arg)
+{
+	kfree(ptr);
+}
+
+/**
  * dmaplane_ep_create() - allocate an endpoint for the current task
  *
  * Return: the endpoint, or an ERR_PTR() (-ENOMEM, -EBUSY when every id is
@@ -55,6 +86,10 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 	xa_init_flags(&ep->regions, XA_FLAGS_ALLOC1);
 	xa_init_flags(&ep->av, XA_FLAGS_ALLOC);
 	xa_init_flags(&ep->claims, XA_FLAGS_ALLOC1);
+	mutex_init(&ep->av_lock);
+	ret = rhashtable_init(&ep->av_rev, &av_rev_params);
+	if (ret)
+		goto err_free_ep;
 	mutex_init(&ep->setup_lock);
 	mutex_init(&ep->match_lock);
 	dmaplane_matcher_init(&ep->matcher, &ep->match_lock);
@@ -68,7 +103,7 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 	ret = xa_alloc_cyclic(&dmaplane_ep_ids, &ep->id, NULL, xa_limit_31b,
 			      &dmaplane_ep_next_id, GFP_KERNEL);
 	if (ret < 0)
-		goto err_free_ep;
+		goto err_drop_mm;
 	/*
 	 * ep_uid < 2^DMAPLANE_SRC_NODE_SHIFT: a 15-bit generation above the
 	 * 31-bit id, leaving room for the node slot in source values (which
@@ -81,9 +116,11 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 	atomic_long_inc(&dmaplane_stats.endpoints);
 	return ep;
 
-err_free_ep:
+err_drop_mm:
 	if (ep->mm)
 		mmdrop(ep->mm);
+	rhashtable_destroy(&ep->av_rev);
+err_free_ep:
 	kfree(ep);
 	return ERR_PTR(ret);
 }
@@ -94,6 +131,7 @@ static void ep_free(struct kref *ref)
 	struct dmaplane_ep *ep = container_of(ref, struct dmaplane_ep, ref);
 
 	dmaplane_cq_destroy(ep->cq);
+	rhashtable_free_and_destroy(&ep->av_rev, av_rev_free, NULL);
 	xa_destroy(&ep->av);
 	xa_destroy(&ep->claims);
 	xa_destroy(&ep->regions);
@@ -284,26 +322,103 @@ MODULE_PARM_DESC(av_max, "Address handles one endpoint may hold");
 /* A new address handle for @value (a source value); -ENOSPC beyond av_max. */
 static int av_insert(struct dmaplane_ep *ep, u64 value, u32 *handle)
 {
+	struct dmaplane_av_rev *rev;
 	int ret;
 
 	if (atomic_inc_return(&ep->nav) > READ_ONCE(av_max)) {
-		atomic_dec(&ep->nav);
-		return -ENOSPC;
+		ret = -ENOSPC;
+		goto err_uncount;
 	}
+	mutex_lock(&ep->av_lock);
 	ret = xa_alloc_cyclic(&ep->av, handle, xa_mk_value(value),
 			      XA_LIMIT(0, DMAPLANE_AV_ANY - 1), &ep->next_av,
 			      GFP_KERNEL_ACCOUNT);
 	if (ret < 0)
-		atomic_dec(&ep->nav);
+		goto err_unlock;
+	rev = rhashtable_lookup_fast(&ep->av_rev, &value, av_rev_params);
+	if (rev) {
+		rev->count++;
+	} else {
+		ret = -ENOMEM;
+		rev = kzalloc(sizeof(*rev), GFP_KERNEL_ACCOUNT);
+		if (!rev)
+			goto err_erase;
+		rev->src = value;
+		rev->handle = *handle;
+		rev->count = 1;
+		ret = rhashtable_insert_fast(&ep->av_rev, &rev->node, av_rev_params);
+		if (ret) {
+			kfree(rev);
+			goto err_erase;
+		}
+	}
+	mutex_unlock(&ep->av_lock);
+	return 0;
+
+err_erase:
+	xa_erase(&ep->av, *handle);
+err_unlock:
+	mutex_unlock(&ep->av_lock);
+err_uncount:
+	atomic_dec(&ep->nav);
 	return ret;
 }
 
 static int av_erase(struct dmaplane_ep *ep, u32 handle)
 {
-	if (!xa_erase(&ep->av, handle))
+	struct dmaplane_av_rev *rev;
+	unsigned long idx;
+	void *entry;
+	u64 value;
+
+	mutex_lock(&ep->av_lock);
+	entry = xa_erase(&ep->av, handle);
+	if (!entry) {
+		mutex_unlock(&ep->av_lock);
 		return -ENOENT;
+	}
+	value = xa_to_value(entry);
+	rev = rhashtable_lookup_fast(&ep->av_rev, &value, av_rev_params);
+	if (!WARN_ON_ONCE(!rev)) {
+		if (!--rev->count) {
+			rhashtable_remove_fast(&ep->av_rev, &rev->node, av_rev_params);
+			kfree_rcu(rev, rcu);
+		} else if (rev->handle == handle) {
+			/* Another handle names @value: the oldest one left. */
+			xa_for_each(&ep->av, idx, entry) {
+				if (xa_to_value(entry) == value) {
+					WRITE_ONCE(rev->handle, idx);
+					break;
+				}
+			}
+		}
+	}
+	mutex_unlock(&ep->av_lock);
 	atomic_dec(&ep->nav);
 	return 0;
+}
+
+/**
+ * dmaplane_av_reverse() - @ep's address handle of a source
+ * @ep: the receiving endpoint
+ * @src: a source value (see &dmaplane_cqe.src)
+ *
+ * Any context; no locks taken but RCU.
+ *
+ * Return: a handle of @ep's address vector that names @src, or
+ * %DMAPLANE_AV_ANY when none does.
+ */
+u32 dmaplane_av_reverse(struct dmaplane_ep *ep, u64 src)
+{
+	struct dmaplane_av_rev *rev;
+	u32 handle = DMAPLANE_AV_ANY;
+
+	rcu_read_lock();
+	rev = rhashtable_lookup(&ep->av_rev, &src, av_rev_params);
+	if (rev)
+		handle = READ_ONCE(rev->handle);
+	rcu_read_unlock();
+	return handle;
 }
 
 int dmaplane_ioctl_av_insert(struct dmaplane_ep *ep, void __user *uarg)
@@ -403,7 +518,8 @@ int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info)
 	info->abi_version = DMAPLANE_ABI_VERSION;
 	info->caps = DMAPLANE_CAP_INFO | DMAPLANE_CAP_MSG | DMAPLANE_CAP_RMA |
 		     DMAPLANE_CAP_ARENA | DMAPLANE_CAP_DMABUF_EXPORT |
-		     DMAPLANE_CAP_DMABUF_IMPORT | DMAPLANE_CAP_MR |
+		     DMAPLANE_CAP_DMABUF_IMPORT | DMAPLANE_CAP_MR | DMAPLANE_CAP_CQ_DATA |
+		     DMAPLANE_CAP_SRC_AV |
 		     (DMAPLANE_HAVE_REMOTE ? DMAPLANE_CAP_REMOTE : 0);
 	info->endpoint_id = ep->id;
 	info->page_size = PAGE_SIZE;

@@ -374,6 +374,8 @@ struct dmaplane_resolve_wait {
  * @src: source value
  * @tag: tag
  * @len: message length
+ * @cq_data: remote completion data, with %DMAPLANE_CQE_F_DATA in @cqe_flags
+ * @cqe_flags: ``DMAPLANE_CQE_F_*`` of the receive that takes it
  * @nsegs: segments of the sender's buffer
  * @segs: the segments
  */
@@ -383,6 +385,8 @@ struct dmaplane_rdv {
 	u64 src;
 	u64 tag;
 	u64 len;
+	u64 cq_data;
+	u8 cqe_flags;
 	u32 nsegs;
 	struct dmaplane_wire_seg segs[];
 };
@@ -416,6 +420,8 @@ struct dmaplane_rdv {
  * @src: rendezvous: source value
  * @tag: rendezvous: tag
  * @msg_len: rendezvous: message length
+ * @cq_data: rendezvous: remote completion data
+ * @cqe_flags: rendezvous: ``DMAPLANE_CQE_F_*`` of the receive
  * @len: bytes moved
  * @rw_counted: counted in the connection's @rw_xfers
  */
@@ -452,6 +458,8 @@ struct dmaplane_xfer {
 	u64 src;
 	u64 tag;
 	u64 msg_len;
+	u64 cq_data;
+	u8 cqe_flags;
 	u64 len;
 };
 

@@ -13,6 +13,8 @@ static int rx_msg(struct dmaplane_conn *c, const void *body, bool eager,
 {
 	const struct dmaplane_wire_msg *m = body;
 	u64 src = dmaplane_src_value(c->slot, le64_to_cpu(m->src));
+	u8 cqe_flags = m->flags ? DMAPLANE_CQE_F_DATA : 0;
+	u64 cq_data = le64_to_cpu(m->data);
 	struct dmaplane_rdv *rdv = NULL;
 	int ret;
 
@@ -29,6 +31,8 @@ static int rx_msg(struct dmaplane_conn *c, const void *body, bool eager,
 		rdv->src = src;
 		rdv->tag = le64_to_cpu(m->tag);
 		rdv->len = le64_to_cpu(m->msg_len);
+		rdv->cq_data = cq_data;
+		rdv->cqe_flags = cqe_flags;
 		rdv->nsegs = n;
 		memcpy(rdv->segs, rts->segs, n * sizeof(*rdv->segs));
 		/* A cookie the peer uses twice at once names nothing. */
@@ -41,7 +45,7 @@ static int rx_msg(struct dmaplane_conn *c, const void *body, bool eager,
 	ret = dmaplane_msg_arrive_remote(le64_to_cpu(m->dst), le32_to_cpu(m->uid),
 					 le64_to_cpu(m->auth_key), src,
 					 le64_to_cpu(m->tag), le64_to_cpu(m->msg_len),
-					 eager ? payload : NULL, rdv);
+					 cq_data, cqe_flags, eager ? payload : NULL, rdv);
 	if (ret) {
 		/* Not queued: still the caller's, and still in the index. */
 		if (rdv) {

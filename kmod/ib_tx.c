@@ -490,6 +490,10 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 	m->msg_len = cpu_to_le64(buf->len);
 	m->auth_key = cpu_to_le64(ep->auth_key);
 	m->uid = cpu_to_le32(from_kuid(&init_user_ns, ep->uid));
+	if (op->flags & DMAPLANE_OP_F_DATA) {
+		m->data = cpu_to_le64(op->data);
+		m->flags = cpu_to_le32(DMAPLANE_WIRE_MSG_DATA);
+	}
 	kref_get(&ep->ref);
 	pend->ep = ep;
 	pend->ctx = op->ctx;

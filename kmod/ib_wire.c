@@ -33,7 +33,9 @@ static int check_msg(const struct dmaplane_wire_msg *m, u32 len, bool eager)
 	u64 mlen = le64_to_cpu(m->msg_len);
 
 	if (le64_to_cpu(m->src) >> DMAPLANE_SRC_NODE_SHIFT ||
-	    le64_to_cpu(m->dst) >> DMAPLANE_SRC_NODE_SHIFT || m->pad)
+	    le64_to_cpu(m->dst) >> DMAPLANE_SRC_NODE_SHIFT ||
+	    le32_to_cpu(m->flags) & ~DMAPLANE_WIRE_MSG_DATA ||
+	    (!m->flags && m->data))
 		return -EBADMSG;
 	if (eager)
 		return mlen == len - sizeof(*m) ? 0 : -EBADMSG;

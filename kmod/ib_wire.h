@@ -27,7 +27,7 @@
 #include <linux/types.h>
 
 #define DMAPLANE_WIRE_MAGIC	0x4c504d44	/* "DMPL" */
-#define DMAPLANE_WIRE_VERSION	2
+#define DMAPLANE_WIRE_VERSION	3
 /*
  * A receive buffer is two pieces: the first DMAPLANE_WIRE_HDR_BYTES
  * (header + &struct dmaplane_wire_msg) and DMAPLANE_WIRE_EAGER_MAX bytes
@@ -35,7 +35,7 @@
  * fits in one page-aligned order-2 block.  Messages of every other type
  * are at most DMAPLANE_WIRE_CTRL_MAX bytes.
  */
-#define DMAPLANE_WIRE_HDR_BYTES	64
+#define DMAPLANE_WIRE_HDR_BYTES	72
 #define DMAPLANE_WIRE_EAGER_MAX	16384
 #define DMAPLANE_WIRE_BUF_SIZE	(DMAPLANE_WIRE_HDR_BYTES + DMAPLANE_WIRE_EAGER_MAX)
 #define DMAPLANE_WIRE_CTRL_MAX	2048
@@ -134,8 +134,9 @@ struct dmaplane_wire_hdr {
  * @tag: tag
  * @msg_len: length of the message; EAGER: the payload that follows
  * @auth_key: the sender's auth key (0: none)
+ * @data: remote completion data, with %DMAPLANE_WIRE_MSG_DATA; else zero
  * @uid: the sender's uid, in the initial user namespace
- * @pad: zero
+ * @flags: %DMAPLANE_WIRE_MSG_DATA or zero
  */
 struct dmaplane_wire_msg {
 	__le64 src;
@@ -143,9 +144,13 @@ struct dmaplane_wire_msg {
 	__le64 tag;
 	__le64 msg_len;
 	__le64 auth_key;
+	__le64 data;
 	__le32 uid;
-	__le32 pad;
+	__le32 flags;
 };
+
+/* &dmaplane_wire_msg.flags: the message carries remote completion data. */
+#define DMAPLANE_WIRE_MSG_DATA	1
 
 /**
  * struct dmaplane_wire_seg - a piece of registered memory

@@ -354,10 +354,14 @@ struct dmaplane_xfer *dmaplane_xfer_alloc(struct dmaplane_conn *c, bool write)
 static void pull_done(struct dmaplane_xfer *x)
 {
 	int st = x->status;
+	struct dmaplane_cqe cqe = {
+		.ctx = x->rctx, .len = st ? 0 : x->len, .msg_len = x->msg_len,
+		.tag = x->tag, .src = x->src, .data = x->cq_data,
+		.status = st ? st : x->msg_len > x->len ? -EMSGSIZE : 0,
+		.opcode = DMAPLANE_OP_RECV, .flags = x->cqe_flags,
+	};
 
-	dmaplane_msg_complete(x->ep, DMAPLANE_OP_RECV, x->rctx,
-			      st ? st : x->msg_len > x->len ? -EMSGSIZE : 0,
-			      st ? 0 : x->len, x->msg_len, x->tag, x->src);
+	dmaplane_msg_post(x->ep, &cqe);
 	dmaplane_send_fin(x->conn, x->cookie,
 			  st == -ECONNRESET ? -ECONNRESET : st ? -EIO : 0);
 }
@@ -402,6 +406,19 @@ static int pull_fin_status(struct dmaplane_ep *ep, int ret)
 	return -EIO;
 }
 
+/* Receive @ctx that matched @rdv completes with @status, no data moved. */
+static void rdv_recv_fail(const struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
+			  u64 ctx, int status)
+{
+	struct dmaplane_cqe cqe = {
+		.ctx = ctx, .msg_len = rdv->len, .tag = rdv->tag, .src = rdv->src,
+		.data = rdv->cq_data, .status = status, .opcode = DMAPLANE_OP_RECV,
+		.flags = rdv->cqe_flags,
+	};
+
+	dmaplane_msg_post(ep, &cqe);
+}
+
 /**
  * dmaplane_ib_pull() - a receive matched a rendezvous message of another
  *	node: pull the data into the receiver's buffer
@@ -422,8 +439,7 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 
 	if (!dmaplane_rdv_take(rdv)) {
 		/* Its sender's endpoint closed: the data is gone. */
-		dmaplane_msg_complete(ep, DMAPLANE_OP_RECV, ctx, -ECONNRESET, 0,
-				      rdv->len, rdv->tag, rdv->src);
+		rdv_recv_fail(rdv, ep, ctx, -ECONNRESET);
 		dmaplane_rdv_free(rdv);
 		return;
 	}
@@ -437,6 +453,8 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 	x->src = rdv->src;
 	x->tag = rdv->tag;
 	x->msg_len = rdv->len;
+	x->cq_data = rdv->cq_data;
+	x->cqe_flags = rdv->cqe_flags;
 	x->len = min(buf->len, rdv->len);
 	x->done = pull_done;
 	ret = x->len ? xfer_pin_user(x, ep->mm, buf, x->len) : 0;
@@ -448,8 +466,7 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 	}
 	dmaplane_xfer_free(x);
 err_complete:
-	dmaplane_msg_complete(ep, DMAPLANE_OP_RECV, ctx, ret == -EFAULT ? -EFAULT : -ECONNRESET,
-			      0, rdv->len, rdv->tag, rdv->src);
+	rdv_recv_fail(rdv, ep, ctx, ret == -EFAULT ? -EFAULT : -ECONNRESET);
 	dmaplane_send_fin(c, rdv->cookie, pull_fin_status(ep, ret));
 	dmaplane_rdv_free(rdv);
 }

@@ -77,6 +77,8 @@ static struct workqueue_struct *deliver_wq;
  *	handed to dmaplane_ib_pull() when a receive matches
  * @deliver_node: on the receiver's &dmaplane_ep.deliveries
  * @recv: the receive it matched, while it waits for delivery
+ * @cq_data: remote completion data, with %DMAPLANE_CQE_F_DATA in @cqe_flags
+ * @cqe_flags: ``DMAPLANE_CQE_F_*`` of the receive that takes it
  */
 struct dmaplane_msg {
 	struct dmaplane_match_msg m;
@@ -89,6 +91,8 @@ struct dmaplane_msg {
 	struct dmaplane_rdv *rdv;
 	struct list_head deliver_node;
 	struct dmaplane_recv *recv;
+	u64 cq_data;
+	u8 cqe_flags;
 };
 
 /**
@@ -106,6 +110,12 @@ struct dmaplane_recv {
 	u64 ctx;
 };
 
+static void cqe_post(struct dmaplane_ep *ep, const struct dmaplane_cqe *cqe)
+{
+	dmaplane_cq_post(ep->cq, cqe);
+	wake_up_interruptible(&ep->wq);
+}
+
 static void msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 			 int status, u64 len, u64 msg_len, u64 tag, u64 src)
 {
@@ -114,8 +124,52 @@ static void msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 		.src = src, .status = status, .opcode = opcode,
 	};
 
-	dmaplane_cq_post(ep->cq, &cqe);
-	wake_up_interruptible(&ep->wq);
+	cqe_post(ep, &cqe);
+}
+
+/* The receiver's handle of the sender of @cqe, when it has one. */
+static void recv_src_av(struct dmaplane_ep *ep, struct dmaplane_cqe *cqe)
+{
+	u32 handle = dmaplane_av_reverse(ep, cqe->src);
+
+	if (handle != DMAPLANE_AV_ANY) {
+		cqe->src_av = handle;
+		cqe->flags |= DMAPLANE_CQE_F_SRC_AV;
+	}
+}
+
+/* The completion of receive @ctx that took message @msg. */
+static void recv_complete(struct dmaplane_ep *ep, u64 ctx, int status,
+			  u64 len, const struct dmaplane_msg *msg)
+{
+	struct dmaplane_cqe cqe = {
+		.ctx = ctx, .len = len, .msg_len = msg->len, .tag = msg->m.tag,
+		.src = msg->m.src, .status = status, .opcode = DMAPLANE_OP_RECV,
+		.data = msg->cq_data, .flags = msg->cqe_flags,
+	};
+
+	recv_src_av(ep, &cqe);
+	cqe_post(ep, &cqe);
+}
+
+/**
+ * dmaplane_msg_post() - post a completion that finished later, in another
+ *	context (the transport)
+ * @ep: the operation's endpoint (referenced by the caller)
+ * @cqe: the completion; for a RECV, the receiver's handle of the sender
+ *	is filled in here
+ *
+ * An endpoint whose file is gone gets its ring credit back instead.
+ */
+void dmaplane_msg_post(struct dmaplane_ep *ep, struct dmaplane_cqe *cqe)
+{
+	if (READ_ONCE(ep->dead)) {
+		dmaplane_cq_unreserve(ep->cq);
+		return;
+	}
+	if (cqe->opcode == DMAPLANE_OP_RECV)
+		recv_src_av(ep, cqe);
+	cqe_post(ep, cqe);
 }
 
 /**
@@ -386,8 +440,7 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	ubuf_free(&r->buf);
 	if (!msg->data)
 		ubuf_free(&msg->buf);
-	msg_complete(ep, DMAPLANE_OP_RECV, r->ctx, ret, ret && ret != -EMSGSIZE ? 0 : n,
-		     msg->len, msg->m.tag, msg->m.src);
+	recv_complete(ep, r->ctx, ret, ret && ret != -EMSGSIZE ? 0 : n, msg);
 
 	if (!msg->data) {
 		/*
@@ -493,8 +546,14 @@ static void deliver_work(struct work_struct *work)
 			deliver_unexpected(ep, r, msg);
 		} else {
 			/* The owner is gone (or going): nothing to copy into. */
-			dmaplane_msg_complete(ep, DMAPLANE_OP_RECV, r->ctx, -ECONNRESET,
-					      0, msg->len, msg->m.tag, msg->m.src);
+			struct dmaplane_cqe cqe = {
+				.ctx = r->ctx, .msg_len = msg->len, .tag = msg->m.tag,
+				.src = msg->m.src, .status = -ECONNRESET,
+				.opcode = DMAPLANE_OP_RECV, .data = msg->cq_data,
+				.flags = msg->cqe_flags,
+			};
+
+			dmaplane_msg_post(ep, &cqe);
 			msg_drop(msg);
 		}
 		recv_free(r);
@@ -667,6 +726,10 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	msg->m.tag = op->tag;
 	msg->len = len;
 	msg->ctx = op->ctx;
+	if (op->flags & DMAPLANE_OP_F_DATA) {
+		msg->cq_data = op->data;
+		msg->cqe_flags = DMAPLANE_CQE_F_DATA;
+	}
 
 	ret = dmaplane_cq_reserve(ep->cq);
 	if (ret)
@@ -708,10 +771,10 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 			ret = copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
 		ubuf_free(&r->buf);
 		ubuf_free(&sbuf);
-		msg_complete(dest, DMAPLANE_OP_RECV, r->ctx,
-			     ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
-			     len > r->buf.len ? -EMSGSIZE : 0,
-			     ret ? 0 : n, len, op->tag, ep->ep_uid);
+		recv_complete(dest, r->ctx,
+			      ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
+			      len > r->buf.len ? -EMSGSIZE : 0,
+			      ret ? 0 : n, msg);
 		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, ret, len, len,
 			     op->tag, 0);
 		recv_free(r);
@@ -774,6 +837,8 @@ out_free_buf:
  * @src: the sender's source value (node slot and ep_uid)
  * @tag: tag
  * @len: message length
+ * @cq_data: remote completion data, with %DMAPLANE_CQE_F_DATA in @cqe_flags
+ * @cqe_flags: ``DMAPLANE_CQE_F_*`` of the receive that takes it
  * @data: eager: the payload (@len bytes), else NULL
  * @rdv: rendezvous: the transport's state, else NULL.  On success it
  *	belongs to this file until it goes back with dmaplane_ib_pull() or
@@ -789,8 +854,8 @@ out_free_buf:
  * -ENOMEM.
  */
 int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
-			       u64 tag, u64 len, const void *data,
-			       struct dmaplane_rdv *rdv)
+			       u64 tag, u64 len, u64 cq_data, u8 cqe_flags,
+			       const void *data, struct dmaplane_rdv *rdv)
 {
 	struct dmaplane_match_recv *mr;
 	struct dmaplane_ep *dest;
@@ -812,6 +877,8 @@ int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
 	msg->m.src = src;
 	msg->m.tag = tag;
 	msg->len = len;
+	msg->cq_data = cq_data;
+	msg->cqe_flags = cqe_flags;
 	if (data) {
 		/* Out of the connection's receive buffer, which is reposted. */
 		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL);
@@ -923,13 +990,14 @@ out_put_dest:
 	return ret;
 }
 
-static int check_op(const struct dmaplane_op *op)
+static int check_op(const struct dmaplane_op *op, u32 op_size)
 {
 	bool rma = op->opcode == DMAPLANE_OP_PUT || op->opcode == DMAPLANE_OP_GET;
 	u32 flags = 0;
 
 	if (op->opcode == DMAPLANE_OP_SEND)
-		flags = DMAPLANE_OP_F_IOV;
+		flags = DMAPLANE_OP_F_IOV |
+			(op_size >= DMAPLANE_OP_SIZE_V1 ? DMAPLANE_OP_F_DATA : 0);
 	else if (op->opcode == DMAPLANE_OP_RECV)
 		flags = DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_CLAIMED;
 
@@ -937,6 +1005,8 @@ static int check_op(const struct dmaplane_op *op)
 	    memchr_inv(op->pad0, 0, sizeof(op->pad0)))
 		return -EINVAL;
 	if (!rma && (op->rkey || op->roffset))
+		return -EINVAL;
+	if (op->data && !(op->flags & DMAPLANE_OP_F_DATA))
 		return -EINVAL;
 	if (op->opcode < DMAPLANE_OP_SEND || op->opcode > DMAPLANE_OP_GET)
 		return -EINVAL;
@@ -950,12 +1020,17 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 {
 	struct dmaplane_submit arg;
 	struct dmaplane_op op;
-	u32 i;
+	u32 i, op_size;
 	int ret = 0;
 
+	static_assert(sizeof(op) == DMAPLANE_OP_SIZE_V1);
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if (arg.flags || arg.pad || arg.done || !arg.nr || arg.nr > MAX_SUBMIT)
+	if (arg.flags || arg.done || !arg.nr || arg.nr > MAX_SUBMIT)
+		return -EINVAL;
+	/* Operations grow at their end: each is op_size bytes (0: the first). */
+	op_size = arg.op_size ?: DMAPLANE_OP_SIZE_V0;
+	if (op_size < DMAPLANE_OP_SIZE_V0 || op_size % 8 || op_size > PAGE_SIZE)
 		return -EINVAL;
 	if (!dmaplane_ep_cq(ep))
 		return -EINVAL;
@@ -968,12 +1043,12 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 		return -EPERM;
 
 	for (i = 0; i < arg.nr; i++) {
-		if (copy_from_user(&op, u64_to_user_ptr(arg.ops) + i * sizeof(op),
-				   sizeof(op))) {
-			ret = -EFAULT;
+		ret = copy_struct_from_user(&op, sizeof(op),
+					    u64_to_user_ptr(arg.ops) + i * op_size,
+					    op_size);
+		if (ret)
 			break;
-		}
-		ret = check_op(&op);
+		ret = check_op(&op, op_size);
 		if (ret)
 			break;
 		switch (op.opcode) {
@@ -1079,8 +1154,8 @@ int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg)
 
 	if (copy_from_user(&arg, uarg, sizeof(arg)))
 		return -EFAULT;
-	if ((arg.flags & ~DMAPLANE_PROBE_CLAIM) || arg.pad || arg.claim ||
-	    arg.src || arg.len)
+	if ((arg.flags & ~DMAPLANE_PROBE_CLAIM) || arg.reserved || arg.claim ||
+	    arg.src || arg.len || arg.data || arg.cqe_flags || arg.src_av)
 		return -EINVAL;
 	if (!dmaplane_ep_cq(ep))
 		return -EINVAL;
@@ -1110,6 +1185,13 @@ int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg)
 	arg.tag = msg->m.tag;
 	arg.src = msg->m.src;
 	arg.len = msg->len;
+	arg.data = msg->cq_data;
+	arg.cqe_flags = msg->cqe_flags;
+	arg.src_av = dmaplane_av_reverse(ep, msg->m.src);
+	if (arg.src_av == DMAPLANE_AV_ANY)
+		arg.src_av = 0;
+	else
+		arg.cqe_flags |= DMAPLANE_CQE_F_SRC_AV;
 	if (claim)
 		xa_store(&ep->claims, arg.claim, msg, GFP_KERNEL);
 	mutex_unlock(&ep->match_lock);

@@ -209,7 +209,12 @@ static const struct wire_case wire_cases[] = {
 	{ "eager dst 2^47", WT(EAGER), .poke = { P64(MSG(dst), UID_LIMIT) }, .want = BAD },
 	{ "eager src 2^64 - 1", WT(EAGER), .poke = { P64(MSG(src), U64_MAX) }, .want = BAD },
 	{ "eager dst 2^63", WT(EAGER), .poke = { P64(MSG(dst), BIT_ULL(63)) }, .want = BAD },
-	{ "eager pad", WT(EAGER), .poke = { P32(MSG(pad), 1) }, .want = BAD },
+	{ "eager unknown flag", WT(EAGER), .poke = { P32(MSG(flags), 2) }, .want = BAD },
+	{ "eager data without its flag", WT(EAGER), .poke = { P64(MSG(data), 1) }, .want = BAD },
+	{ "eager data", WT(EAGER),
+	  .poke = { P64(MSG(data), U64_MAX), P32(MSG(flags), DMAPLANE_WIRE_MSG_DATA) } },
+	{ "rts data", WT(RTS), .n = 1,
+	  .poke = { P64(MSG(data), 0), P32(MSG(flags), DMAPLANE_WIRE_MSG_DATA) } },
 
 	/* RTS. */
 	{ "rts without rts part", WT(RTS), .n = 1, .extra = -(int)(16 + SEGSZ), .want = BAD },
@@ -240,7 +245,7 @@ static const struct wire_case wire_cases[] = {
 	  .poke = { P64(MSG(msg_len), (u32)(2ULL * U32_MAX)) }, .want = BAD },
 	{ "rts src 2^47", WT(RTS), .n = 1, .poke = { P64(MSG(src), UID_LIMIT) }, .want = BAD },
 	{ "rts dst 2^47", WT(RTS), .n = 1, .poke = { P64(MSG(dst), UID_LIMIT) }, .want = BAD },
-	{ "rts msg pad", WT(RTS), .n = 1, .poke = { P32(MSG(pad), 0x80000000) }, .want = BAD },
+	{ "rts msg flag 2^31", WT(RTS), .n = 1, .poke = { P32(MSG(flags), 0x80000000) }, .want = BAD },
 	{ "rts pad", WT(RTS), .n = 1, .poke = { P32(RTS(pad), 1) }, .want = BAD },
 
 	/* Fixed sizes: one byte short or long, header only. */
@@ -527,7 +532,7 @@ static void wire_layout(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_cm), 24);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_hdr), 16);
-	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_msg), 48);
+	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_msg), 56);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_seg), 16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_rts), 16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_fin), 16);
@@ -546,12 +551,12 @@ static void wire_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_hdr, seq), 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_rma, write), 60);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_seglist, segs), 8);
-	/* Buffer sizes: a 64-byte header piece, then a 16 KiB payload piece. */
-	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_HDR_BYTES, 64);
+	/* Buffer sizes: a 72-byte header piece, then a 16 KiB payload piece. */
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_HDR_BYTES, 72);
 	KUNIT_EXPECT_EQ(test, HSZ + MSZ, DMAPLANE_WIRE_HDR_BYTES);
 	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_EAGER_MAX, 16384);
-	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_BUF_SIZE, 16448);
-	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_EAGER_MAX, DMAPLANE_WIRE_BUF_SIZE - 64);
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_BUF_SIZE, 16456);
+	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_EAGER_MAX, DMAPLANE_WIRE_BUF_SIZE - 72);
 	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_CTRL_MAX, 2048);
 	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_MAX_SEGS, 64);
 	/* The largest RTS, RMA_REQ and ACK are control messages. */

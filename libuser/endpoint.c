@@ -66,6 +66,22 @@ int dp_fd(const struct dp_ep *ep)
 	return ep->fd;
 }
 
+int dp_version_major(void)
+{
+	return DP_VERSION_MAJOR;
+}
+
+int dp_version_minor(void)
+{
+	return DP_VERSION_MINOR;
+}
+
+int dp_check_version(int major, int minor)
+{
+	return major == DP_VERSION_MAJOR && minor >= 0 &&
+	       minor <= DP_VERSION_MINOR ? 0 : -ENOTSUP;
+}
+
 int dp_info(struct dp_ep *ep, struct dmaplane_info *info)
 {
 	memset(info, 0, sizeof(*info));

@@ -15,7 +15,9 @@ struct dp_ep {
 	int fd;
 	/* Completion ring, mapped by dp_ep_setup(); NULL before. */
 	struct dmaplane_cq_ring *ring;
-	struct dmaplane_cqe *cqes;
+	/* Entry 0 of the ring, and the kernel's size of an entry. */
+	const char *cqes;
+	size_t cqe_size;
 	struct dmaplane_cq_head *head;
 	size_t ring_size;
 	size_t head_size;

@@ -35,7 +35,8 @@ int dp_ep_setup(struct dp_ep *ep, uint64_t auth_key, unsigned int cq_entries)
 	}
 	ep->ring = ring;
 	ep->ring_size = arg.ring_size;
-	ep->cqes = (struct dmaplane_cqe *)((char *)ring + ep->ring->entries_offset);
+	ep->cqes = (char *)ring + ep->ring->entries_offset;
+	ep->cqe_size = ep->ring->entry_size;
 	ep->head = head;
 	ep->head_size = arg.head_size;
 	return 0;
@@ -69,6 +70,7 @@ int dp_submit(struct dp_ep *ep, const struct dmaplane_op *ops, unsigned int nr)
 	struct dmaplane_submit arg = {
 		.ops = (uintptr_t)ops,
 		.nr = nr,
+		.op_size = sizeof(*ops),
 	};
 	int ret = dp_ioctl(ep, DMAPLANE_IOCTL_SUBMIT, &arg);
 
@@ -218,7 +220,13 @@ static int ring_take(struct dp_ep *ep, struct dmaplane_cqe *cqes,
 	head = ep->head->head;
 	tail = __atomic_load_n(&ep->ring->tail, __ATOMIC_ACQUIRE);
 	while (head != tail && n < max) {
-		cqes[n++] = ep->cqes[head & ep->ring->mask];
+		const char *e = ep->cqes + (size_t)(head & ep->ring->mask) * ep->cqe_size;
+
+		/* What both know; a shorter kernel entry leaves zeroes. */
+		if (ep->cqe_size < sizeof(*cqes))
+			memset(&cqes[n], 0, sizeof(*cqes));
+		memcpy(&cqes[n++], e, ep->cqe_size < sizeof(*cqes) ?
+		       ep->cqe_size : sizeof(*cqes));
 		head++;
 	}
 	if (consume && n)

@@ -598,10 +598,9 @@ static unsigned long gen_cmd(struct tctx *t, unsigned long good)
  */
 static bool vfs_cmd(unsigned long cmd)
 {
-	unsigned int type = _IOC_TYPE(cmd), nr = _IOC_NR(cmd);
+	unsigned int type = _IOC_TYPE(cmd);
 
-	return type == 'T' || type == 'f' || type == 0x94 ||
-	       (type == 'X' && nr < DMAPLANE_IOCTL_NR_BASE);
+	return type == 'T' || type == 'f' || type == 0x94 || type == 'X';
 }
 
 /*
@@ -1203,7 +1202,7 @@ static void op_random_cmd(struct tctx *t)
 	do {
 		if (chance(r, 50))
 			cmd = _IOC(below(r, 4), DMAPLANE_IOCTL_TYPE,
-				   DMAPLANE_IOCTL_NR_BASE - 4 + below(r, 32),
+				   below(r, 32),
 				   below(r, 256));
 		else
 			cmd = (uint32_t)rnd(r);

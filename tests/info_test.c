@@ -120,14 +120,17 @@ TEST_F(dev, unknown_ioctls_are_enotty)
 {
 	struct dmaplane_info info;
 	unsigned long bad[] = {
-		_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 0x5f,
+		_IOWR(DMAPLANE_IOCTL_TYPE, 0x5f, struct dmaplane_info),
+		_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_CANCEL + 1,
 		      struct dmaplane_info),
+		/* The type byte dmaplane used before ABI 1.0 ('X' is XFS's). */
+		_IOWR('X', 0xa0, struct dmaplane_info),
 		/* Right number, wrong size or direction. */
-		_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE, __u64),
-		_IOR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE, struct dmaplane_info),
-		_IOW(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE, struct dmaplane_info),
+		_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_GET_INFO, __u64),
+		_IOR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_GET_INFO, struct dmaplane_info),
+		_IOW(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_GET_INFO, struct dmaplane_info),
 		/* Another driver's type byte. */
-		_IOWR('Y', DMAPLANE_IOCTL_NR_BASE, struct dmaplane_info),
+		_IOWR('Y', DMAPLANE_NR_GET_INFO, struct dmaplane_info),
 		0,
 	};
 

@@ -398,7 +398,7 @@ TEST_F(pair, bad_operations_rejected)
 	memset(&sub, 0, sizeof(sub));
 	sub.ops = (uintptr_t)&op;
 	sub.nr = 1;
-	sub.pad = 1;
+	sub.flags = 1;
 	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_SUBMIT, &sub));
 	/* A bad second operation: the first is accepted, done says so. */
 	two[0] = op;
@@ -930,9 +930,15 @@ TEST_F(pair, probe_cancel_getname_bad_input)
 	p.flags = 2;
 	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, &p));
 	p.flags = 0;
-	p.pad = 1;
+	p.reserved = 1;
 	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, &p));
-	p.pad = 0;
+	p.reserved = 0;
+	p.data = 1;	/* outputs must come in zeroed */
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, &p));
+	p.data = 0;
+	p.cqe_flags = DMAPLANE_CQE_F_DATA;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, &p));
+	p.cqe_flags = 0;
 	p.claim = 1;	/* outputs must come in zeroed */
 	EXPECT_EQ(-EINVAL, dp_test_ioctl(fd, DMAPLANE_IOCTL_PROBE, &p));
 	p.claim = 0;

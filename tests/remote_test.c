@@ -1865,6 +1865,78 @@ TEST_F_TIMEOUT(remote, probe_and_claim_remote_messages, 300)
 	free(bsrc);
 }
 
+/*
+ * Remote completion data (DMAPLANE_OP_F_DATA) crosses the wire with the
+ * message: eager and rendezvous, to a posted receive and to one that comes
+ * later (the probe reports it first), truncated too.  The receiver's
+ * address handle of the sender comes with it (DMAPLANE_CQE_F_SRC_AV).
+ */
+TEST_F_TIMEOUT(remote, completion_data_and_source_handle_reach_remote_receiver, 300)
+{
+	static const struct { uint64_t len, rlen; int posted; } cases[] = {
+		{ 64, 64, 1 }, { 0, 0, 1 }, { 1000, 1000, 0 }, { 3000, 100, 1 },
+		{ 64, 64, 2 },	/* no data: flags and data zero */
+	};
+	uint64_t big = self->eager * 2 + 5;
+	struct dmaplane_probe *pr;
+	struct dmaplane_cqe c[2];
+	struct dmaplane_op op;
+	struct ctl_msg r;
+	char *src = malloc(big);
+	void *out;
+
+	ASSERT_NE(NULL, src);
+	for (unsigned int i = 0; i < 2 * ARRAY_SIZE(cases); i++) {
+		uint64_t len = cases[i / 2].len, rlen = cases[i / 2].rlen;
+		int posted = cases[i / 2].posted, rdv = i % 2;
+		uint64_t data = 0xda7a000000000000ull + i, ctx = 100 + i;
+
+		if (rdv) {
+			len = len ? big : 0;
+			rlen = rlen < cases[i / 2].len ? self->eager : len;
+		}
+		if (!len && rdv)
+			continue;
+		dp_test_fill(src, len, data);
+		if (posted)
+			ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, DP_ANY_SRC,
+					   0x5000 + i, 0, rlen, ctx));
+		if (posted == 2)
+			dp_prep_send(&op, self->to_r, 0x5000 + i, src, len, ctx);
+		else
+			dp_prep_send_data(&op, self->to_r, 0x5000 + i, src, len, data, ctx);
+		ASSERT_EQ(1, dp_submit(self->ep, &op, 1));
+		if (!posted) {
+			ASSERT_EQ(0, RCALL(self->s, OP_PROBE, &r, &out, self->rep, DP_ANY_SRC,
+					   0x5000 + i, 0, 0, 30000)) TH_LOG("case %u", i);
+			pr = out;
+			EXPECT_EQ(DMAPLANE_CQE_F_DATA | DMAPLANE_CQE_F_SRC_AV, pr->cqe_flags);
+			EXPECT_EQ(data, pr->data);
+			EXPECT_EQ(self->r_to_l, pr->src_av);
+			EXPECT_EQ(len, pr->len);
+			free(out);
+			ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, DP_ANY_SRC,
+					   0x5000 + i, 0, rlen, ctx));
+		}
+		ASSERT_EQ(1, r_wait(self->s, self->rep, c, 1, 60000)) TH_LOG("case %u", i);
+		EXPECT_EQ(ctx, c[0].ctx);
+		EXPECT_EQ(rlen < len ? -EMSGSIZE : 0, c[0].status) TH_LOG("case %u", i);
+		/* The receiver has a handle of the sender: FI_SOURCE. */
+		EXPECT_EQ((posted == 2 ? 0 : DMAPLANE_CQE_F_DATA) | DMAPLANE_CQE_F_SRC_AV,
+			  c[0].flags) TH_LOG("case %u", i);
+		EXPECT_EQ(posted == 2 ? 0 : data, c[0].data) TH_LOG("case %u", i);
+		EXPECT_EQ(self->r_to_l, c[0].src_av);
+		EXPECT_EQ(len, c[0].msg_len);
+		check_src(_metadata, self->local, c[0].src, self->lname.ep_uid, NULL);
+		EXPECT_EQ(-1, r_check(self->s, self->rep, ctx, data, rlen < len ? rlen : len, len))
+			TH_LOG("case %u", i);
+		ASSERT_EQ(1, lwait(self->ep, c, 1, 60000));
+		EXPECT_EQ(0, c[0].status);
+		EXPECT_EQ(0, c[0].flags);
+	}
+	free(src);
+}
+
 TEST_F_TIMEOUT(remote, cancel_receives_from_remote_sources, 300)
 {
 	struct dmaplane_cqe c;

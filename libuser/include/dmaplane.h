@@ -11,12 +11,31 @@
 #define LIBDMAPLANE_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include <linux/dmaplane.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * Version of this header's library.  The symbols of one major version
+ * never change (symbol version LIBDMAPLANE_<major>.<minor> of the minor
+ * that added them); a minor version only adds.
+ */
+#define DP_VERSION_MAJOR	1
+#define DP_VERSION_MINOR	0
+
+/*
+ * dp_version_major, dp_version_minor - version of the library in use at
+ * run time (which may be newer than the header a program was built with).
+ * dp_check_version - 0 when the library in use has the calls of
+ * @major.@minor (same major, minor at least @minor), else -ENOTSUP.
+ */
+int dp_version_major(void);
+int dp_version_minor(void);
+int dp_check_version(int major, int minor);
 
 /** Default device node opened by dp_open() when @path is NULL. */
 #define DP_DEFAULT_PATH "/dev/" DMAPLANE_DEVICE_NAME
@@ -31,9 +50,11 @@ struct dp_ep;
  * @epp: on success, the new endpoint
  *
  * The file descriptor is opened O_CLOEXEC.  dp_open() asks the kernel for
- * its ABI version and refuses a module whose major ABI is older than this
+ * its ABI version and refuses a module whose ABI is older than this
  * header's, so a program never talks to a module that lacks what it was
- * built for.
+ * built for; a newer module keeps every call of ABI 1 and is accepted.
+ * Features added later are told by the capability bits of dp_info()
+ * (DMAPLANE_CAP_*), not by version numbers.
  *
  * Returns 0, or -EINVAL (unknown flag, NULL @epp), -ENOENT (no device:
  * module not loaded), -ENOTTY (@path is not a dmaplane device),
@@ -267,6 +288,85 @@ int dp_get(struct dp_ep *ep, uint32_t dest, uint64_t rkey, uint64_t roffset,
  * Returns how many were accepted (>= 1), or the -errno of the first.
  */
 int dp_submit(struct dp_ep *ep, const struct dmaplane_op *ops, unsigned int nr);
+
+/*
+ * dp_prep_send, dp_prep_recv, dp_prep_put, dp_prep_get - fill one
+ * operation of a dp_submit() batch, as io_uring_prep_*() do: the same
+ * arguments as dp_send(), dp_recv(), dp_put() and dp_get().
+ * dp_prep_send_data - a send that carries @data into the receiver's
+ * completion (cqe.data, DMAPLANE_CQE_F_DATA; needs DMAPLANE_CAP_CQ_DATA).
+ * dp_prep_set_flags - add DMAPLANE_OP_F_* bits (e.g. DMAPLANE_OP_F_IOV:
+ * @buf is then a struct iovec array and @len its count).
+ */
+static inline void dp_prep_send(struct dmaplane_op *op, uint32_t dest,
+				uint64_t tag, const void *buf, uint64_t len,
+				uint64_t ctx)
+{
+	memset(op, 0, sizeof(*op));
+	op->opcode = DMAPLANE_OP_SEND;
+	op->peer = dest;
+	op->tag = tag;
+	op->addr = (uintptr_t)buf;
+	op->len = len;
+	op->ctx = ctx;
+}
+
+static inline void dp_prep_send_data(struct dmaplane_op *op, uint32_t dest,
+				     uint64_t tag, const void *buf,
+				     uint64_t len, uint64_t data, uint64_t ctx)
+{
+	dp_prep_send(op, dest, tag, buf, len, ctx);
+	op->flags |= DMAPLANE_OP_F_DATA;
+	op->data = data;
+}
+
+static inline void dp_prep_recv(struct dmaplane_op *op, uint32_t src,
+				uint64_t tag, uint64_t ignore, void *buf,
+				uint64_t len, uint64_t ctx)
+{
+	memset(op, 0, sizeof(*op));
+	op->opcode = DMAPLANE_OP_RECV;
+	op->peer = src;
+	op->tag = tag;
+	op->ignore = ignore;
+	op->addr = (uintptr_t)buf;
+	op->len = len;
+	op->ctx = ctx;
+}
+
+static inline void dp_prep_rma(struct dmaplane_op *op, uint8_t opcode,
+				 uint32_t dest, uint64_t rkey,
+				 uint64_t roffset, const void *buf,
+				 uint64_t len, uint64_t ctx)
+{
+	memset(op, 0, sizeof(*op));
+	op->opcode = opcode;
+	op->peer = dest;
+	op->addr = (uintptr_t)buf;
+	op->len = len;
+	op->ctx = ctx;
+	op->rkey = rkey;
+	op->roffset = roffset;
+}
+
+static inline void dp_prep_put(struct dmaplane_op *op, uint32_t dest,
+			       uint64_t rkey, uint64_t roffset,
+			       const void *buf, uint64_t len, uint64_t ctx)
+{
+	dp_prep_rma(op, DMAPLANE_OP_PUT, dest, rkey, roffset, buf, len, ctx);
+}
+
+static inline void dp_prep_get(struct dmaplane_op *op, uint32_t dest,
+			       uint64_t rkey, uint64_t roffset, void *buf,
+			       uint64_t len, uint64_t ctx)
+{
+	dp_prep_rma(op, DMAPLANE_OP_GET, dest, rkey, roffset, buf, len, ctx);
+}
+
+static inline void dp_prep_set_flags(struct dmaplane_op *op, uint32_t flags)
+{
+	op->flags |= flags;
+}
 
 /*
  * dp_poll - take up to @max completions from the ring; no system call

@@ -82,6 +82,19 @@
  * nodes over RDMA (kernel verbs and rdma_cm); peers are added over netlink
  */
 #define DMAPLANE_CAP_REMOTE	_BITULL(7)
+/**
+ * DMAPLANE_CAP_CQ_DATA - a SEND with %DMAPLANE_OP_F_DATA carries 8 bytes
+ * of immediate data into the receiver's completion (&dmaplane_cqe.data,
+ * %DMAPLANE_CQE_F_DATA) and probe (&dmaplane_probe.data), on one node
+ * and across nodes
+ */
+#define DMAPLANE_CAP_CQ_DATA	_BITULL(8)
+/**
+ * DMAPLANE_CAP_SRC_AV - receive completions and probes name the sender by
+ * the receiver's own address handle too (&dmaplane_cqe.src_av,
+ * %DMAPLANE_CQE_F_SRC_AV), for FI_SOURCE without a search
+ */
+#define DMAPLANE_CAP_SRC_AV	_BITULL(9)
 
 /**
  * struct dmaplane_info - argument of %DMAPLANE_IOCTL_GET_INFO
@@ -104,9 +117,49 @@ struct dmaplane_info {
 	__u64 reserved[4];
 };
 
-/* ioctl type and the first command number used by dmaplane. */
-#define DMAPLANE_IOCTL_TYPE	'X'
-#define DMAPLANE_IOCTL_NR_BASE	0xa0
+/**
+ * DMAPLANE_IOCTL_TYPE - the ioctl type byte of dmaplane (0xDA, free in
+ * Documentation/userspace-api/ioctl/ioctl-number.rst).
+ */
+#define DMAPLANE_IOCTL_TYPE	0xDA
+
+/**
+ * enum dmaplane_ioctl_nr - command numbers of dmaplane's ioctls
+ *
+ * The only list of them: numbers are appended, never reused or reordered.
+ * @DMAPLANE_NR_GET_INFO: %DMAPLANE_IOCTL_GET_INFO
+ * @DMAPLANE_NR_ARENA_CREATE: %DMAPLANE_IOCTL_ARENA_CREATE
+ * @DMAPLANE_NR_ARENA_DESTROY: %DMAPLANE_IOCTL_ARENA_DESTROY
+ * @DMAPLANE_NR_MR_REG: %DMAPLANE_IOCTL_MR_REG
+ * @DMAPLANE_NR_MR_DEREG: %DMAPLANE_IOCTL_MR_DEREG
+ * @DMAPLANE_NR_MR_QUERY: %DMAPLANE_IOCTL_MR_QUERY
+ * @DMAPLANE_NR_DMABUF_EXPORT: %DMAPLANE_IOCTL_DMABUF_EXPORT
+ * @DMAPLANE_NR_MR_IMPORT_DMABUF: %DMAPLANE_IOCTL_MR_IMPORT_DMABUF
+ * @DMAPLANE_NR_EP_SETUP: %DMAPLANE_IOCTL_EP_SETUP
+ * @DMAPLANE_NR_GETNAME: %DMAPLANE_IOCTL_GETNAME
+ * @DMAPLANE_NR_AV_INSERT: %DMAPLANE_IOCTL_AV_INSERT
+ * @DMAPLANE_NR_AV_REMOVE: %DMAPLANE_IOCTL_AV_REMOVE
+ * @DMAPLANE_NR_SUBMIT: %DMAPLANE_IOCTL_SUBMIT
+ * @DMAPLANE_NR_PROBE: %DMAPLANE_IOCTL_PROBE
+ * @DMAPLANE_NR_CANCEL: %DMAPLANE_IOCTL_CANCEL
+ */
+enum dmaplane_ioctl_nr {
+	DMAPLANE_NR_GET_INFO = 0,
+	DMAPLANE_NR_ARENA_CREATE,
+	DMAPLANE_NR_ARENA_DESTROY,
+	DMAPLANE_NR_MR_REG,
+	DMAPLANE_NR_MR_DEREG,
+	DMAPLANE_NR_MR_QUERY,
+	DMAPLANE_NR_DMABUF_EXPORT,
+	DMAPLANE_NR_MR_IMPORT_DMABUF,
+	DMAPLANE_NR_EP_SETUP,
+	DMAPLANE_NR_GETNAME,
+	DMAPLANE_NR_AV_INSERT,
+	DMAPLANE_NR_AV_REMOVE,
+	DMAPLANE_NR_SUBMIT,
+	DMAPLANE_NR_PROBE,
+	DMAPLANE_NR_CANCEL,
+};
 
 /**
  * DMAPLANE_IOCTL_GET_INFO - report ABI version and capabilities.
@@ -115,7 +168,7 @@ struct dmaplane_info {
  * -EINVAL (non-zero @flags, @pad or @reserved).
  */
 #define DMAPLANE_IOCTL_GET_INFO \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 0, struct dmaplane_info)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_GET_INFO, struct dmaplane_info)
 
 /**
  * DOC: Memory
@@ -325,7 +378,7 @@ struct dmaplane_mr_import_dmabuf {
  * exceeded), -EFAULT.
  */
 #define DMAPLANE_IOCTL_ARENA_CREATE \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 1, struct dmaplane_arena_create)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_ARENA_CREATE, struct dmaplane_arena_create)
 /**
  * DMAPLANE_IOCTL_ARENA_DESTROY - drop the endpoint's reference to an arena.
  *
@@ -333,7 +386,7 @@ struct dmaplane_mr_import_dmabuf {
  * Errors: -ENOENT (no such arena on this endpoint), -EINVAL, -EFAULT.
  */
 #define DMAPLANE_IOCTL_ARENA_DESTROY \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 2, struct dmaplane_handle_arg)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_ARENA_DESTROY, struct dmaplane_handle_arg)
 /**
  * DMAPLANE_IOCTL_MR_REG - pin and register user memory.
  *
@@ -347,7 +400,7 @@ struct dmaplane_mr_import_dmabuf {
  * (use the arena's own region: it is registered already).
  */
 #define DMAPLANE_IOCTL_MR_REG \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 3, struct dmaplane_mr_reg)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_MR_REG, struct dmaplane_mr_reg)
 /**
  * DMAPLANE_IOCTL_MR_DEREG - release a region (user MR or imported dma-buf).
  *
@@ -355,10 +408,10 @@ struct dmaplane_mr_import_dmabuf {
  * twice), -EINVAL, -EFAULT.
  */
 #define DMAPLANE_IOCTL_MR_DEREG \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 4, struct dmaplane_handle_arg)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_MR_DEREG, struct dmaplane_handle_arg)
 /** DMAPLANE_IOCTL_MR_QUERY - state and counters of a region. */
 #define DMAPLANE_IOCTL_MR_QUERY \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 5, struct dmaplane_mr_query)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_MR_QUERY, struct dmaplane_mr_query)
 /**
  * DMAPLANE_IOCTL_DMABUF_EXPORT - export an arena slice as a dma-buf.
  *
@@ -367,7 +420,7 @@ struct dmaplane_mr_import_dmabuf {
  * -EMFILE, -ENOMEM, -EFAULT.
  */
 #define DMAPLANE_IOCTL_DMABUF_EXPORT \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 6, struct dmaplane_dmabuf_export)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_DMABUF_EXPORT, struct dmaplane_dmabuf_export)
 /**
  * DMAPLANE_IOCTL_MR_IMPORT_DMABUF - register a foreign dma-buf slice.
  *
@@ -376,7 +429,7 @@ struct dmaplane_mr_import_dmabuf {
  * (slice beyond the dma-buf), -ENOMEM, -EFAULT.
  */
 #define DMAPLANE_IOCTL_MR_IMPORT_DMABUF \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 7, struct dmaplane_mr_import_dmabuf)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_MR_IMPORT_DMABUF, struct dmaplane_mr_import_dmabuf)
 
 /**
  * DOC: Messaging
@@ -534,6 +587,13 @@ struct dmaplane_cq_head {
  * concatenation of the pieces.
  */
 #define DMAPLANE_OP_F_IOV	_BITUL(1)
+/**
+ * DMAPLANE_OP_F_DATA - SEND: &dmaplane_op.data is remote completion data:
+ * the receive that takes the message completes with it in
+ * &dmaplane_cqe.data and %DMAPLANE_CQE_F_DATA set (fi_tsenddata).  Needs
+ * an operation of at least %DMAPLANE_OP_SIZE_V1 bytes.
+ */
+#define DMAPLANE_OP_F_DATA	_BITUL(2)
 
 /** DMAPLANE_AV_ANY - &dmaplane_op.peer of a receive: any source */
 #define DMAPLANE_AV_ANY		0xffffffffU
@@ -554,6 +614,11 @@ struct dmaplane_cq_head {
  * @ctx: returned as &dmaplane_cqe.ctx.
  * @rkey: PUT/GET: the peer region's remote key; else zero.
  * @roffset: PUT/GET: byte offset in the peer's region; else zero.
+ * @data: SEND with %DMAPLANE_OP_F_DATA: the remote completion data; else
+ *	zero.  (Not in %DMAPLANE_OP_SIZE_V0 operations.)
+ *
+ * The structure grows at its end; &dmaplane_submit.op_size says how large
+ * the caller's is (see %DMAPLANE_IOCTL_SUBMIT).
  */
 struct dmaplane_op {
 	__u8 opcode;
@@ -568,7 +633,13 @@ struct dmaplane_op {
 	__u64 ctx;
 	__u64 rkey;
 	__u64 roffset;
+	__u64 data;
 };
+
+/** DMAPLANE_OP_SIZE_V0 - size of the first &struct dmaplane_op (no @data) */
+#define DMAPLANE_OP_SIZE_V0	72
+/** DMAPLANE_OP_SIZE_V1 - size of &struct dmaplane_op with @data */
+#define DMAPLANE_OP_SIZE_V1	80
 
 /**
  * struct dmaplane_submit - argument of %DMAPLANE_IOCTL_SUBMIT
@@ -580,14 +651,20 @@ struct dmaplane_op {
  *	first operation that is rejected, whose errno the ioctl returns when
  *	it is the first one (otherwise the ioctl returns 0 and the caller
  *	submits the rest again to see the error).
- * @pad: in: must be zero.
+ * @op_size: in: size in bytes of each operation of @ops, the stride of
+ *	the array: sizeof(struct dmaplane_op) of the caller's header, at
+ *	least %DMAPLANE_OP_SIZE_V0 and a multiple of 8, or 0 for
+ *	%DMAPLANE_OP_SIZE_V0.  A smaller operation than the kernel's reads
+ *	as if its missing fields were zero; a larger one must have zeroes
+ *	beyond the fields the kernel knows (else -E2BIG), as openat2(2) and
+ *	clone3(2) grow.
  */
 struct dmaplane_submit {
 	__u64 ops;
 	__u32 nr;
 	__u32 flags;
 	__u32 done;
-	__u32 pad;
+	__u32 op_size;
 };
 
 /**
@@ -607,8 +684,20 @@ struct dmaplane_submit {
  * @status: 0, or a negative errno: -EMSGSIZE (truncated: the buffer got
  *	@len bytes, the rest was dropped, as MPI_ERR_TRUNCATE), -ECONNRESET
  *	(the peer went away), -EFAULT (a buffer was not accessible), ...
+ * @data: RECV with %DMAPLANE_CQE_F_DATA: the remote completion data the
+ *	sender gave (%DMAPLANE_OP_F_DATA); else zero.
  * @opcode: ``DMAPLANE_OP_*`` of the operation.
+ * @flags: ``DMAPLANE_CQE_F_*``.
  * @pad: zero.
+ * @src_av: RECV with %DMAPLANE_CQE_F_SRC_AV: the receiver's address
+ *	handle (%DMAPLANE_IOCTL_AV_INSERT) that names the sender, looked up
+ *	by the kernel when the receive completes; without the flag (the
+ *	receiver holds no handle of the sender), zero.
+ * @reserved: zero.  Room for later fields.
+ *
+ * The ring says how large its entries are (&dmaplane_cq_ring.entry_size):
+ * a reader copies what both know and treats the rest of its own structure
+ * as zero.
  */
 struct dmaplane_cqe {
 	__u64 ctx;
@@ -616,10 +705,19 @@ struct dmaplane_cqe {
 	__u64 msg_len;
 	__u64 tag;
 	__u64 src;
+	__u64 data;
 	__s32 status;
 	__u8 opcode;
-	__u8 pad[3];
+	__u8 flags;
+	__u16 pad;
+	__u32 src_av;
+	__u32 reserved;
 };
+
+/** DMAPLANE_CQE_F_DATA - &dmaplane_cqe.data holds remote completion data */
+#define DMAPLANE_CQE_F_DATA	_BITUL(0)
+/** DMAPLANE_CQE_F_SRC_AV - &dmaplane_cqe.src_av names the sender */
+#define DMAPLANE_CQE_F_SRC_AV	_BITUL(1)
 
 /**
  * DMAPLANE_IOCTL_EP_SETUP - set the security domain and create the ring.
@@ -628,12 +726,12 @@ struct dmaplane_cqe {
  * size, flags, padding), -ENOMEM, -EFAULT.
  */
 #define DMAPLANE_IOCTL_EP_SETUP \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 8, struct dmaplane_ep_setup)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_EP_SETUP, struct dmaplane_ep_setup)
 /**
  * DMAPLANE_IOCTL_GETNAME - this endpoint's name.  Errors: -EFAULT.
  */
 #define DMAPLANE_IOCTL_GETNAME \
-	_IOR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 9, struct dmaplane_name)
+	_IOR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_GETNAME, struct dmaplane_name)
 
 /**
  * struct dmaplane_av_insert - argument of %DMAPLANE_IOCTL_AV_INSERT
@@ -657,13 +755,13 @@ struct dmaplane_av_insert {
  * (flags; the endpoint is not set up), -ENOMEM, -EFAULT.
  */
 #define DMAPLANE_IOCTL_AV_INSERT \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 10, struct dmaplane_av_insert)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_AV_INSERT, struct dmaplane_av_insert)
 /**
  * DMAPLANE_IOCTL_AV_REMOVE - forget an address handle.
  * Errors: -ENOENT, -EINVAL, -EFAULT.
  */
 #define DMAPLANE_IOCTL_AV_REMOVE \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 11, struct dmaplane_handle_arg)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_AV_REMOVE, struct dmaplane_handle_arg)
 /**
  * DMAPLANE_IOCTL_SUBMIT - submit operations (see &struct dmaplane_submit).
  *
@@ -686,7 +784,7 @@ struct dmaplane_av_insert {
  * or the local buffer faulted).
  */
 #define DMAPLANE_IOCTL_SUBMIT \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 12, struct dmaplane_submit)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_SUBMIT, struct dmaplane_submit)
 
 /** DMAPLANE_PROBE_CLAIM - take the message out of matching (MPI_Improbe) */
 #define DMAPLANE_PROBE_CLAIM	_BITUL(0)
@@ -702,10 +800,16 @@ struct dmaplane_av_insert {
  *	(DMAPLANE_SRC_EP_UID()), its node's slot above them
  *	(DMAPLANE_SRC_NODE_SLOT(); 0 for this node).
  * @len: out: the message's length.
+ * @data: out: the message's remote completion data when @cqe_flags has
+ *	%DMAPLANE_CQE_F_DATA, else zero.
  * @claim: out: with %DMAPLANE_PROBE_CLAIM, the handle that a RECV with
  *	%DMAPLANE_OP_F_CLAIMED takes; the message stays claimed until then
  *	or until the endpoint is closed.
- * @pad: in: must be zero.
+ * @cqe_flags: out: the ``DMAPLANE_CQE_F_*`` its receive would complete
+ *	with.
+ * @src_av: out: with %DMAPLANE_CQE_F_SRC_AV in @cqe_flags, the caller's
+ *	address handle that names the sender (as &dmaplane_cqe.src_av).
+ * @reserved: in: must be zero; out: zero.
  */
 struct dmaplane_probe {
 	__u32 peer;
@@ -714,8 +818,11 @@ struct dmaplane_probe {
 	__u64 ignore;
 	__u64 src;
 	__u64 len;
+	__u64 data;
 	__u32 claim;
-	__u32 pad;
+	__u32 cqe_flags;
+	__u32 src_av;
+	__u32 reserved;
 };
 
 /**
@@ -727,7 +834,7 @@ struct dmaplane_probe {
  * (flags, padding, endpoint not set up), -EFAULT.
  */
 #define DMAPLANE_IOCTL_PROBE \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 13, struct dmaplane_probe)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_PROBE, struct dmaplane_probe)
 
 /**
  * struct dmaplane_cancel - argument of %DMAPLANE_IOCTL_CANCEL
@@ -748,7 +855,7 @@ struct dmaplane_cancel {
  * -EINVAL, -EFAULT.
  */
 #define DMAPLANE_IOCTL_CANCEL \
-	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_IOCTL_NR_BASE + 14, struct dmaplane_cancel)
+	_IOWR(DMAPLANE_IOCTL_TYPE, DMAPLANE_NR_CANCEL, struct dmaplane_cancel)
 
 /**
  * DOC: Generic netlink family
