@@ -51,10 +51,14 @@ static inline long dp_test_stat(const char *name)
 	return ret;
 }
 
-/* Deterministic pseudo-random bytes (xorshift64*) for data checks. */
+/*
+ * Deterministic pseudo-random bytes (xorshift64*) for data checks.  The
+ * seed is spread over the state first, so that neighbouring seeds (42 and
+ * 43, or 0 and 1) give different bytes.
+ */
 static inline void dp_test_fill(void *buf, size_t len, uint64_t seed)
 {
-	uint64_t x = seed | 1;
+	uint64_t x = (seed * 0x9e3779b97f4a7c15ull) | 1;
 	unsigned char *p = buf;
 
 	for (size_t i = 0; i < len; i++) {
