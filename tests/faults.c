@@ -97,14 +97,6 @@ static int wait1(struct dp_ep *ep, struct dmaplane_cqe *cqe)
 	return -1;
 }
 
-static int connect_to(struct dp_ep *from, struct dp_ep *to, uint32_t *addr)
-{
-	struct dmaplane_name name;
-	int ret = dp_getname(to, &name);
-
-	return ret ? ret : dp_av_insert(from, &name, addr);
-}
-
 /* Scenario result: 0, a negative errno (the failure user space saw), or
  * a positive BUG_* code.
  */
@@ -196,8 +188,8 @@ static int st_open_b(struct ctx *c)
 
 static int st_av_insert(struct ctx *c)
 {
-	TRY(connect_to(c->a, c->b, &c->a2b));
-	return connect_to(c->b, c->a, &c->b2a);
+	TRY(dp_test_connect(c->a, c->b, &c->a2b));
+	return dp_test_connect(c->b, c->a, &c->b2a);
 }
 
 static int st_eager_expected(struct ctx *c)
@@ -469,7 +461,7 @@ static int st_av_remove(struct ctx *c)
 	uint32_t addr;
 
 	TRY(dp_av_remove(c->a, c->a2b));
-	TRY(connect_to(c->a, c->b, &addr));
+	TRY(dp_test_connect(c->a, c->b, &addr));
 	c->a2b = addr;
 	return 0;
 }
@@ -515,7 +507,7 @@ static int st_close_busy(struct ctx *c)
 	TRY(dp_open(NULL, 0, &e));
 	c->a = e;
 	TRY(dp_ep_setup(e, 0, 0));
-	TRY(connect_to(e, c->b, &e2b));
+	TRY(dp_test_connect(e, c->b, &e2b));
 	TRY(dp_send(e, e2b, 30, c->src, BIG, 15));
 	TRY(dp_send(e, e2b, 31, c->src, 10, 16));
 	TRY(dp_recv(c->b, DP_ANY_SRC, 32, 0, c->dst, BIG, 17));
