@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dmaplane.h>
@@ -49,6 +50,38 @@ static inline long dp_test_stat(const char *name)
 	}
 	fclose(f);
 	return ret;
+}
+
+/*
+ * The counters that are not zero (the cumulative "invalidations"
+ * excepted), as "name value ..." in @out; empty when all are back to zero.
+ */
+static inline void dp_test_stats_nonzero(char *out, size_t len)
+{
+	FILE *f = fopen(DP_STATS, "r");
+	char key[64];
+	long val;
+
+	out[0] = 0;
+	if (!f) {
+		snprintf(out, len, "no %s", DP_STATS);
+		return;
+	}
+	while (fscanf(f, "%63s %ld", key, &val) == 2) {
+		if (!val || !strcmp(key, "invalidations"))
+			continue;
+		snprintf(out + strlen(out), len - strlen(out), "%s %ld ", key, val);
+	}
+	fclose(f);
+}
+
+/* CLOCK_MONOTONIC in seconds. */
+static inline double dp_test_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /*
