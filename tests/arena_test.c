@@ -104,14 +104,8 @@ FIXTURE_SETUP(arena)
 
 FIXTURE_TEARDOWN(arena)
 {
-	struct dp_test_mem now;
-
 	close(self->fd);
-	dp_test_mem_read(&now);
-	EXPECT_TRUE(dp_test_mem_eq(&self->base, &now))
-		TH_LOG("before: " DP_TEST_MEM_FMT, DP_TEST_MEM_ARGS(&self->base));
-	EXPECT_TRUE(dp_test_mem_eq(&self->base, &now))
-		TH_LOG("after:  " DP_TEST_MEM_FMT, DP_TEST_MEM_ARGS(&now));
+	dp_test_mem_expect(_metadata, &self->base);
 }
 
 TEST_F(arena, capability_is_reported)

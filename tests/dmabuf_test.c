@@ -131,16 +131,10 @@ FIXTURE_SETUP(dmabuf)
 
 FIXTURE_TEARDOWN(dmabuf)
 {
-	struct dp_test_mem now;
-
 	if (self->p != MAP_FAILED)
 		munmap(self->p, self->size);
 	close(self->fd);
-	dp_test_mem_read(&now);
-	EXPECT_TRUE(dp_test_mem_eq(&self->base, &now))
-		TH_LOG("before: " DP_TEST_MEM_FMT, DP_TEST_MEM_ARGS(&self->base));
-	EXPECT_TRUE(dp_test_mem_eq(&self->base, &now))
-		TH_LOG("after:  " DP_TEST_MEM_FMT, DP_TEST_MEM_ARGS(&now));
+	dp_test_mem_expect(_metadata, &self->base);
 }
 
 TEST_F(dmabuf, export_rejects_bad_slices)

@@ -16,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <dmaplane.h>
@@ -51,10 +52,46 @@ static inline long dp_test_stat(const char *name)
 	return ret;
 }
 
-/* Deterministic pseudo-random bytes (xorshift64*) for data checks. */
+/*
+ * The counters that are not zero (the cumulative "invalidations"
+ * excepted), as "name value ..." in @out; empty when all are back to zero.
+ */
+static inline void dp_test_stats_nonzero(char *out, size_t len)
+{
+	FILE *f = fopen(DP_STATS, "r");
+	char key[64];
+	long val;
+
+	out[0] = 0;
+	if (!f) {
+		snprintf(out, len, "no %s", DP_STATS);
+		return;
+	}
+	while (fscanf(f, "%63s %ld", key, &val) == 2) {
+		if (!val || !strcmp(key, "invalidations"))
+			continue;
+		snprintf(out + strlen(out), len - strlen(out), "%s %ld ", key, val);
+	}
+	fclose(f);
+}
+
+/* CLOCK_MONOTONIC in seconds. */
+static inline double dp_test_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Deterministic pseudo-random bytes (xorshift64*) for data checks.  The
+ * seed is spread over the state first, so that neighbouring seeds (42 and
+ * 43, or 0 and 1) give different bytes.
+ */
 static inline void dp_test_fill(void *buf, size_t len, uint64_t seed)
 {
-	uint64_t x = seed | 1;
+	uint64_t x = (seed * 0x9e3779b97f4a7c15ull) | 1;
 	unsigned char *p = buf;
 
 	for (size_t i = 0; i < len; i++) {
@@ -84,6 +121,62 @@ static inline long dp_test_check(const void *buf, size_t len, uint64_t seed)
 	}
 	free(want);
 	return ret;
+}
+
+/* A new endpoint set up with @key and @entries (0: defaults), or NULL. */
+static inline struct dp_ep *dp_test_ep_new(uint64_t key, unsigned int entries)
+{
+	struct dp_ep *ep;
+
+	if (dp_open(NULL, 0, &ep))
+		return NULL;
+	if (dp_ep_setup(ep, key, entries)) {
+		dp_close(ep);
+		return NULL;
+	}
+	return ep;
+}
+
+/* An address handle in @from's vector for @to: 0 or -errno. */
+static inline int dp_test_connect(struct dp_ep *from, struct dp_ep *to, uint32_t *addr)
+{
+	struct dmaplane_name name;
+	int ret = dp_getname(to, &name);
+
+	return ret ? ret : dp_av_insert(from, &name, addr);
+}
+
+/* The unique ID in @ep's name, or 0 when the name cannot be read. */
+static inline uint64_t dp_test_uid(struct dp_ep *ep)
+{
+	struct dmaplane_name name;
+
+	return dp_getname(ep, &name) ? 0 : name.ep_uid;
+}
+
+/*
+ * Submit one put (@put) or get with context 5 and wait up to @timeout_ms
+ * for its completion.  Returns the completion's status (0 or -errno), or:
+ * 1000 + the submission's -errno when it was rejected, 2000 when nothing
+ * completed, 3000 for a wrong context or opcode, 4000 for a successful
+ * completion of another length.
+ */
+static inline int dp_test_rma(struct dp_ep *ep, int put, uint32_t dest, uint64_t rkey,
+			      uint64_t off, void *buf, uint64_t len, int timeout_ms)
+{
+	struct dmaplane_cqe c;
+	int ret = put ? dp_put(ep, dest, rkey, off, buf, len, 5) :
+			dp_get(ep, dest, rkey, off, buf, len, 5);
+
+	if (ret)
+		return 1000 + ret;	/* rejected at submission */
+	if (dp_wait(ep, &c, 1, timeout_ms) != 1)
+		return 2000;
+	if (c.ctx != 5 || c.opcode != (put ? DMAPLANE_OP_PUT : DMAPLANE_OP_GET))
+		return 3000;
+	if (!c.status && c.len != len)
+		return 4000;
+	return c.status;
 }
 
 /* Every memory counter of the module, to compare with a baseline. */
@@ -194,6 +287,19 @@ static inline int dp_test_uffd_fill(int uffd, void *addr, const void *src, size_
 #include "kselftest_harness.h"
 #undef TEST_TIMEOUT_DEFAULT
 #define TEST_TIMEOUT_DEFAULT 300
+
+/* Expect every memory counter back at @base; a difference logs both. */
+static inline void dp_test_mem_expect(struct __test_metadata *_metadata,
+				      const struct dp_test_mem *base)
+{
+	struct dp_test_mem now;
+
+	dp_test_mem_read(&now);
+	EXPECT_TRUE(dp_test_mem_eq(base, &now))
+		TH_LOG("before: " DP_TEST_MEM_FMT, DP_TEST_MEM_ARGS(base));
+	EXPECT_TRUE(dp_test_mem_eq(base, &now))
+		TH_LOG("after:  " DP_TEST_MEM_FMT, DP_TEST_MEM_ARGS(&now));
+}
 #endif
 
 #endif /* DP_TEST_H */

@@ -97,14 +97,6 @@ static int wait1(struct dp_ep *ep, struct dmaplane_cqe *cqe)
 	return -1;
 }
 
-static int connect_to(struct dp_ep *from, struct dp_ep *to, uint32_t *addr)
-{
-	struct dmaplane_name name;
-	int ret = dp_getname(to, &name);
-
-	return ret ? ret : dp_av_insert(from, &name, addr);
-}
-
 /* Scenario result: 0, a negative errno (the failure user space saw), or
  * a positive BUG_* code.
  */
@@ -196,8 +188,8 @@ static int st_open_b(struct ctx *c)
 
 static int st_av_insert(struct ctx *c)
 {
-	TRY(connect_to(c->a, c->b, &c->a2b));
-	return connect_to(c->b, c->a, &c->b2a);
+	TRY(dp_test_connect(c->a, c->b, &c->a2b));
+	return dp_test_connect(c->b, c->a, &c->b2a);
 }
 
 static int st_eager_expected(struct ctx *c)
@@ -469,7 +461,7 @@ static int st_av_remove(struct ctx *c)
 	uint32_t addr;
 
 	TRY(dp_av_remove(c->a, c->a2b));
-	TRY(connect_to(c->a, c->b, &addr));
+	TRY(dp_test_connect(c->a, c->b, &addr));
 	c->a2b = addr;
 	return 0;
 }
@@ -515,7 +507,7 @@ static int st_close_busy(struct ctx *c)
 	TRY(dp_open(NULL, 0, &e));
 	c->a = e;
 	TRY(dp_ep_setup(e, 0, 0));
-	TRY(connect_to(e, c->b, &e2b));
+	TRY(dp_test_connect(e, c->b, &e2b));
 	TRY(dp_send(e, e2b, 30, c->src, BIG, 15));
 	TRY(dp_send(e, e2b, 31, c->src, 10, 16));
 	TRY(dp_recv(c->b, DP_ANY_SRC, 32, 0, c->dst, BIG, 17));
@@ -700,48 +692,18 @@ static void kmsg_drain(void)
 
 /* ---- stats --------------------------------------------------------------- */
 
-/* Counters that are not zero (the cumulative "invalidations" excepted),
- * as "name value ..."; empty when all are back to zero.
- */
-static void stats_nonzero(char *out, size_t len)
-{
-	FILE *f = fopen(DP_STATS, "r");
-	char key[64];
-	long val;
-
-	out[0] = 0;
-	if (!f) {
-		snprintf(out, len, "no %s", DP_STATS);
-		return;
-	}
-	while (fscanf(f, "%63s %ld", key, &val) == 2) {
-		if (!val || !strcmp(key, "invalidations"))
-			continue;
-		snprintf(out + strlen(out), len - strlen(out), "%s %ld ", key, val);
-	}
-	fclose(f);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* Wait up to @limit s for the counters to drain; returns the time taken
  * or -1 (then @why says what is left).
  */
 static double stats_drain(double limit, char *why, size_t len)
 {
-	double t0 = now_s();
+	double t0 = dp_test_now();
 
 	for (;;) {
-		stats_nonzero(why, len);
+		dp_test_stats_nonzero(why, len);
 		if (!why[0])
-			return now_s() - t0;
-		if (now_s() - t0 > limit)
+			return dp_test_now() - t0;
+		if (dp_test_now() - t0 > limit)
 			return -1;
 		usleep(2000);
 	}
@@ -859,7 +821,7 @@ static int run_one(const char *label, int faulted, int nth, const char *which,
 		   struct result *r, bool *fatal)
 {
 	int pipefd[2], status = 0, rc = 0;
-	double t0 = now_s(), drain;
+	double t0 = dp_test_now(), drain;
 	char why[512];
 	pid_t pid;
 
@@ -880,7 +842,7 @@ static int run_one(const char *label, int faulted, int nth, const char *which,
 		if (w == pid)
 			break;
 		kmsg_drain();
-		if (now_s() - t0 > timeout_s) {
+		if (dp_test_now() - t0 > timeout_s) {
 			char path[64], buf[4096];
 			int sfd;
 			ssize_t n;
@@ -958,7 +920,7 @@ static int sweep_nth(int max_nth)
 	}
 	for (int s = 0; s < NSTEPS && !fatal; s++) {
 		int fails = 0, n, before = nfail;
-		double t0 = now_s();
+		double t0 = dp_test_now();
 
 		for (n = 1; n <= max_nth && !fatal; n++) {
 			char label[96];
@@ -987,7 +949,7 @@ static int sweep_nth(int max_nth)
 		}
 		total += n - 1;
 		printf("# nth %-22s %3d checks, %3d gave an errno, %.1f s\n",
-		       steps[s].name, n - 1, fails, now_s() - t0);
+		       steps[s].name, n - 1, fails, dp_test_now() - t0);
 		if (n > max_nth) {
 			printf("DMAPLANE-CASE faults/nth/%s FAIL more than %d checks\n",
 			       steps[s].name, max_nth);
@@ -1006,7 +968,7 @@ static int sweep_prob(const char *which, int iters, int prob)
 	int stepped[NSTEPS + 1];
 	bool fatal = false;
 	char p[16];
-	double t0 = now_s();
+	double t0 = dp_test_now();
 
 	memset(stepped, 0, sizeof(stepped));
 	if (fi_reset(which)) {
@@ -1032,7 +994,7 @@ static int sweep_prob(const char *which, int iters, int prob)
 	}
 	fi_write(which, "probability", "0");
 	printf("# %s p=%d%%: %d runs, %d stopped at an errno, %d completed, %.1f s\n",
-	       which, prob, iters, failed, completed, now_s() - t0);
+	       which, prob, iters, failed, completed, dp_test_now() - t0);
 	printf("#   errno stops by step:");
 	for (int s = 0; s < NSTEPS; s++)
 		if (stepped[s])
@@ -1076,7 +1038,7 @@ int main(int argc, char **argv)
 	}
 	srand(seed);
 	printf("# faults: seed %u\n", seed);
-	stats_nonzero(why, sizeof(why));
+	dp_test_stats_nonzero(why, sizeof(why));
 	if (why[0]) {
 		printf("DMAPLANE-CASE faults/start FAIL counters not zero before: %s\n", why);
 		return 1;
@@ -1091,13 +1053,13 @@ int main(int argc, char **argv)
 		lseek(kmsg, 0, SEEK_END);
 
 	for (int m = 0; m < nmodes; m++) {
-		double t0 = now_s();
+		double t0 = dp_test_now();
 
 		if (!strcmp(modes[m], "nth"))
 			sweep_nth(max_nth);
 		else
 			sweep_prob(modes[m], iters, prob);
-		printf("# mode %s: %.1f s\n", modes[m], now_s() - t0);
+		printf("# mode %s: %.1f s\n", modes[m], dp_test_now() - t0);
 		fflush(stdout);
 	}
 	fi_reset("failslab");

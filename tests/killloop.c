@@ -84,14 +84,6 @@ enum {
 /* Completion contexts of a member's operations. */
 enum { C_RECV = 1, C_SEND, C_PUT, C_GET, C_PROBE };
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* A peer's death shows as one of these; anything else is a finding. */
 static bool death_errno(int e)
 {
@@ -310,7 +302,7 @@ static int ctl_open(const char *peer, int port, int secs)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 	struct timeval tv = { .tv_sec = 600 };
-	double end = now_s() + secs;
+	double end = dp_test_now() + secs;
 	int one = 1, fd = -1;
 
 	if (node == 1) {
@@ -328,7 +320,7 @@ static int ctl_open(const char *peer, int port, int secs)
 	} else {
 		if (inet_pton(AF_INET, peer, &sa.sin_addr) != 1)
 			return -1;
-		while (fd < 0 && now_s() < end) {
+		while (fd < 0 && dp_test_now() < end) {
 			fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 			if (fd >= 0 && connect(fd, (void *)&sa, sizeof(sa))) {
 				close(fd);
@@ -357,23 +349,11 @@ static double setup_time;
  */
 static double drain(char *why, size_t size)
 {
-	double t0 = now_s(), t;
+	double t0 = dp_test_now(), t;
 
 	for (;;) {
-		FILE *f = fopen(DP_STATS, "r");
-		char key[64];
-		long val;
-
-		why[0] = 0;
-		if (!f)
-			snprintf(why, size, "no %s", DP_STATS);
-		while (f && fscanf(f, "%63s %ld", key, &val) == 2)
-			if (val && strcmp(key, "invalidations"))
-				snprintf(why + strlen(why), size - strlen(why),
-					 "%s %ld ", key, val);
-		if (f)
-			fclose(f);
-		t = now_s() - t0;
+		dp_test_stats_nonzero(why, size);
+		t = dp_test_now() - t0;
 		if (!why[0] || t > limit)
 			return t;
 		usleep(1000);
@@ -419,7 +399,7 @@ static void death(struct shared *sh, int i, int victim, bool running, double *fi
 {
 	__atomic_store_n(&sh->m[i].dead, 1, __ATOMIC_RELEASE);
 	if (!*first)
-		*first = now_s();
+		*first = dp_test_now();
 	if (i == victim) {
 		victim_state = running ? 2 : 1;
 		setup_kills += !running;
@@ -444,7 +424,7 @@ static int round_members(struct shared *sh, int r, unsigned int seed, int victim
 	memset(sh, 0, sizeof(*sh));
 	fflush(stdout);
 	victim_state = 0;
-	t_fork = now_s();
+	t_fork = dp_test_now();
 	for (int i = 0; i < k; i++) {
 		if (home(i, k) != node)
 			continue;
@@ -459,7 +439,7 @@ static int round_members(struct shared *sh, int r, unsigned int seed, int victim
 	}
 
 	for (;;) {
-		double t = now_s();
+		double t = dp_test_now();
 
 		if (pids[victim] && !reaped[victim] && !killed && t - t_fork >= delay_ms / 1000.0) {
 			kill(pids[victim], SIGKILL);
@@ -599,7 +579,7 @@ int main(int argc, char **argv)
 	int rounds = 100, min_delay = 0, max_delay = 600, port = CTL_PORT, opt, fails = 0;
 	int done = 0;
 	unsigned int seed = time(NULL);
-	double worst = 0, worst_here = 0, total_drain = 0, t_start = now_s();
+	double worst = 0, worst_here = 0, total_drain = 0, t_start = dp_test_now();
 	const char *peer = NULL;
 	struct shared *sh;
 	struct ctl c;
@@ -729,10 +709,10 @@ int main(int argc, char **argv)
 		done++;
 		if ((r + 1) % 10 == 0)
 			printf("# round %d: worst drain so far %.3f s, %.0f s elapsed\n",
-			       r + 1, worst, now_s() - t_start);
+			       r + 1, worst, dp_test_now() - t_start);
 	}
 	printf("# %d rounds in %.0f s; survivors here that noticed by themselves: %d, failed their setup: %d, did not notice: %d\n",
-	       done, now_s() - t_start, codes[M_NOTICED], codes[M_SETUP], killed_late);
+	       done, dp_test_now() - t_start, codes[M_NOTICED], codes[M_SETUP], killed_late);
 	if (node == 0) {
 		printf("# victims killed in their setup: %d of %d; setup (fork to all members here running) took %.3f s on average\n",
 		       setup_kills, done, setups ? setup_time / setups : 0);

@@ -101,14 +101,6 @@ static void *map_anon(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-static void fill_random(unsigned char *p, size_t len, unsigned int seed)
-{
-	for (size_t i = 0; i < len; i++) {
-		seed = seed * 1103515245u + 12345u;
-		p[i] = seed >> 16;
-	}
-}
-
 static size_t pages_spanned(uintptr_t addr, size_t len)
 {
 	uintptr_t first = addr & ~(pgsz() - 1);
@@ -165,7 +157,7 @@ TEST_F(mr, register_sizes_and_alignments)
 			copy = malloc(len);
 			ASSERT_NE(NULL, buf);
 			ASSERT_NE(NULL, copy);
-			fill_random(buf + off, len, s * 31 + o);
+			dp_test_fill(buf + off, len, s * 31 + o);
 			memcpy(copy, buf + off, len);
 
 			ASSERT_EQ(0, mr_reg(self->fd, buf + off, len, RW, &reg))
@@ -372,7 +364,7 @@ TEST_F(mr, two_mib_aligned_buffer)
 
 	ASSERT_NE(MAP_FAILED, raw);
 	buf = (unsigned char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
-	fill_random(buf, 2 * huge, 77);
+	dp_test_fill(buf, 2 * huge, 77);
 	ASSERT_EQ(0, mr_reg(self->fd, buf, 2 * huge, RW, &reg));
 	EXPECT_EQ(pinned + (long)(2 * huge / pgsz()), dp_test_stat("pinned_pages"));
 	ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
@@ -409,7 +401,7 @@ TEST_F(mr, hugetlb_buffer)
 		close(fd);
 		SKIP(return, "no huge pages available");
 	}
-	fill_random(buf, 2 * huge, 78);
+	dp_test_fill(buf, 2 * huge, 78);
 	ASSERT_EQ(0, mr_reg(self->fd, buf + 5, 2 * huge - 10, RW, &reg));
 	EXPECT_EQ(pinned + (long)(2 * huge / pgsz()), dp_test_stat("pinned_pages"));
 	/* A cache hit inside the huge pages. */

@@ -16,44 +16,6 @@
 
 #define EAGER 16384	/* the module's default eager_threshold */
 
-static void fill_random(void *buf, size_t len, unsigned int seed)
-{
-	unsigned char *p = buf;
-
-	for (size_t i = 0; i < len; i++) {
-		seed = seed * 1103515245 + 12345;
-		p[i] = seed >> 16;
-	}
-}
-
-static struct dp_ep *ep_new(uint64_t key, unsigned int entries)
-{
-	struct dp_ep *ep;
-
-	if (dp_open(NULL, 0, &ep))
-		return NULL;
-	if (dp_ep_setup(ep, key, entries)) {
-		dp_close(ep);
-		return NULL;
-	}
-	return ep;
-}
-
-static int connect_to(struct dp_ep *from, struct dp_ep *to, uint32_t *addr)
-{
-	struct dmaplane_name name;
-	int ret = dp_getname(to, &name);
-
-	return ret ? ret : dp_av_insert(from, &name, addr);
-}
-
-static uint64_t uid_of(struct dp_ep *ep)
-{
-	struct dmaplane_name name;
-
-	return dp_getname(ep, &name) ? 0 : name.ep_uid;
-}
-
 /* Wait for exactly one completion. */
 static int wait1(struct dp_ep *ep, struct dmaplane_cqe *cqe)
 {
@@ -67,12 +29,12 @@ FIXTURE(pair) {
 
 FIXTURE_SETUP(pair)
 {
-	self->a = ep_new(0, 0);
-	self->b = ep_new(0, 0);
+	self->a = dp_test_ep_new(0, 0);
+	self->b = dp_test_ep_new(0, 0);
 	ASSERT_NE(NULL, self->a);
 	ASSERT_NE(NULL, self->b);
-	ASSERT_EQ(0, connect_to(self->a, self->b, &self->a2b));
-	ASSERT_EQ(0, connect_to(self->b, self->a, &self->b2a));
+	ASSERT_EQ(0, dp_test_connect(self->a, self->b, &self->a2b));
+	ASSERT_EQ(0, dp_test_connect(self->b, self->a, &self->b2a));
 }
 
 FIXTURE_TEARDOWN(pair)
@@ -98,7 +60,7 @@ static void one_message(struct __test_metadata *_metadata,
 
 	ASSERT_NE(NULL, src);
 	ASSERT_NE(NULL, dst);
-	fill_random(src, len, len + expected);
+	dp_test_fill(src, len, len + expected);
 	memset(dst, 0x5a, len + 64);
 
 	if (expected)
@@ -123,7 +85,7 @@ check_recv:
 	EXPECT_EQ(len, c[1].len);
 	EXPECT_EQ(len, c[1].msg_len);
 	EXPECT_EQ(tag, c[1].tag);
-	EXPECT_EQ(uid_of(self->a), c[1].src);
+	EXPECT_EQ(dp_test_uid(self->a), c[1].src);
 	EXPECT_EQ(0, memcmp(src, dst, len));
 	for (int i = 0; i < 64; i++)
 		ASSERT_EQ(0x5a, (unsigned char)dst[len + i]);
@@ -160,7 +122,7 @@ static void truncated(struct __test_metadata *_metadata,
 	char *src = malloc(len), *dst = malloc(room + 64);
 	struct dmaplane_cqe c;
 
-	fill_random(src, len, 99);
+	dp_test_fill(src, len, 99);
 	memset(dst, 0x33, room + 64);
 	if (expected)
 		ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 1, 0, dst, room, 1));
@@ -201,7 +163,7 @@ TEST_F(pair, one_sender_never_overtakes_eager_and_rendezvous)
 
 	for (int i = 0; i < N; i++) {
 		len[i] = (i % 3 == 0) ? EAGER * 2 + i : 100 + i;	/* mixed */
-		fill_random(bufs[i], len[i], i);
+		dp_test_fill(bufs[i], len[i], i);
 		bufs[i][0] = i;
 		ASSERT_EQ(0, dp_send(self->a, self->a2b, i % 4, bufs[i], len[i], i));
 	}
@@ -233,14 +195,14 @@ TEST_F(pair, one_sender_never_overtakes_eager_and_rendezvous)
 
 TEST_F(pair, wildcards_ignore_masks_and_posted_order)
 {
-	struct dp_ep *c3 = ep_new(0, 0);
+	struct dp_ep *c3 = dp_test_ep_new(0, 0);
 	uint32_t c2b;
 	char r[4][8], s[8] = "msg";
 	struct dmaplane_cqe c[4];
 	int n = 0;
 
 	ASSERT_NE(NULL, c3);
-	ASSERT_EQ(0, connect_to(c3, self->b, &c2b));
+	ASSERT_EQ(0, dp_test_connect(c3, self->b, &c2b));
 	/* r0: from a, tags 0x100..0x1ff; r1: anyone, tag 5; r2: anyone, any tag. */
 	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 0x100, 0xff, r[0], 8, 0));
 	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 5, 0, r[1], 8, 1));
@@ -255,12 +217,12 @@ TEST_F(pair, wildcards_ignore_masks_and_posted_order)
 		n += k;
 	}
 	EXPECT_EQ(2, c[0].ctx);
-	EXPECT_EQ(uid_of(c3), c[0].src);
+	EXPECT_EQ(dp_test_uid(c3), c[0].src);
 	EXPECT_EQ(0x1ab, c[0].tag);
 	EXPECT_EQ(1, c[1].ctx);
 	EXPECT_EQ(0, c[2].ctx);
 	EXPECT_EQ(0x1ab, c[2].tag);
-	EXPECT_EQ(uid_of(self->a), c[2].src);
+	EXPECT_EQ(dp_test_uid(self->a), c[2].src);
 	dp_close(c3);
 }
 
@@ -299,13 +261,13 @@ TEST_F(pair, unexpected_flood_backs_off_and_loses_nothing)
 
 TEST(ring_full_refuses_new_operations)
 {
-	struct dp_ep *ep = ep_new(0, 8);
+	struct dp_ep *ep = dp_test_ep_new(0, 8);
 	struct dmaplane_cqe c[8];
 	char buf[8];
 	uint32_t self_addr;
 
 	ASSERT_NE(NULL, ep);
-	ASSERT_EQ(0, connect_to(ep, ep, &self_addr));
+	ASSERT_EQ(0, dp_test_connect(ep, ep, &self_addr));
 	for (int i = 0; i < 8; i++)
 		ASSERT_EQ(0, dp_recv(ep, DP_ANY_SRC, 1, 0, buf, 8, i));
 	EXPECT_EQ(-EAGAIN, dp_recv(ep, DP_ANY_SRC, 1, 0, buf, 8, 8));
@@ -313,9 +275,9 @@ TEST(ring_full_refuses_new_operations)
 	dp_close(ep);
 
 	/* Completions not consumed also hold slots. */
-	ep = ep_new(0, 8);
+	ep = dp_test_ep_new(0, 8);
 	ASSERT_NE(NULL, ep);
-	ASSERT_EQ(0, connect_to(ep, ep, &self_addr));
+	ASSERT_EQ(0, dp_test_connect(ep, ep, &self_addr));
 	for (int i = 0; i < 4; i++) {
 		ASSERT_EQ(0, dp_recv(ep, DP_ANY_SRC, 1, 0, buf, 8, i));
 		ASSERT_EQ(0, dp_send(ep, self_addr, 1, buf, 8, i));
@@ -479,12 +441,12 @@ TEST(setup_and_addressing_errors)
 	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 4096 * 7));
 
 	/* A closed endpoint's name stays invalid, even as ids come back. */
-	other = ep_new(0, 0);
+	other = dp_test_ep_new(0, 0);
 	ASSERT_NE(NULL, other);
 	ASSERT_EQ(0, dp_getname(other, &stale));
 	dp_close(other);
 	for (int i = 0; i < 50; i++) {
-		other = ep_new(0, 0);
+		other = dp_test_ep_new(0, 0);
 		ASSERT_NE(NULL, other);
 		EXPECT_EQ(-ECONNREFUSED, dp_av_insert(ep, &stale, &addr));
 		dp_close(other);
@@ -539,7 +501,7 @@ struct iso {
 static int try_insert(void *p)
 {
 	struct iso *iso = p;
-	struct dp_ep *ep = ep_new(iso->key, 0);
+	struct dp_ep *ep = dp_test_ep_new(iso->key, 0);
 	uint32_t addr;
 	int ret;
 
@@ -567,8 +529,8 @@ TEST(isolation_between_uids_and_auth_keys)
 
 	if (getuid() != 0)
 		SKIP(return, "needs root to switch uids");
-	plain = ep_new(0, 0);
-	keyed = ep_new(0xabcdef, 0);
+	plain = dp_test_ep_new(0, 0);
+	keyed = dp_test_ep_new(0xabcdef, 0);
 	ASSERT_NE(NULL, plain);
 	ASSERT_NE(NULL, keyed);
 
@@ -600,7 +562,7 @@ TEST(isolation_between_uids_and_auth_keys)
 TEST(progress_while_receiver_computes_in_another_process)
 {
 	const size_t len = 4 << 20;
-	struct dp_ep *rx = ep_new(0, 0);
+	struct dp_ep *rx = dp_test_ep_new(0, 0);
 	struct dmaplane_name name;
 	struct dmaplane_cqe c;
 	char *buf = malloc(len), *want = malloc(len);
@@ -613,11 +575,11 @@ TEST(progress_while_receiver_computes_in_another_process)
 	ASSERT_EQ(0, pipe(pipefd));
 	pid = fork();
 	if (!pid) {
-		struct dp_ep *tx = ep_new(0, 0);
+		struct dp_ep *tx = dp_test_ep_new(0, 0);
 		char *src = malloc(len);
 		uint32_t addr;
 
-		fill_random(src, len, 4242);
+		dp_test_fill(src, len, 4242);
 		if (!tx || dp_av_insert(tx, &name, &addr) ||
 		    dp_send_sync(tx, addr, 3, src, len, NULL))
 			_exit(1);
@@ -631,7 +593,7 @@ TEST(progress_while_receiver_computes_in_another_process)
 	ASSERT_EQ(1, dp_poll(rx, &c, 1));
 	EXPECT_EQ(0, c.status);
 	EXPECT_EQ(len, c.len);
-	fill_random(want, len, 4242);
+	dp_test_fill(want, len, 4242);
 	EXPECT_EQ(0, memcmp(want, buf, len));
 	free(want);
 	waitpid(pid, &status, 0);
@@ -645,7 +607,7 @@ TEST(killed_processes_leave_nothing_behind)
 	long recvs = dp_test_stat("posted_recvs");
 	long unexp = dp_test_stat("unexp_msgs");
 	long eps = dp_test_stat("endpoints");
-	struct dp_ep *rx = ep_new(0, 0);
+	struct dp_ep *rx = dp_test_ep_new(0, 0);
 	struct dmaplane_name name, child_name;
 	struct dmaplane_cqe c;
 	char *buf = malloc(1 << 20);
@@ -659,7 +621,7 @@ TEST(killed_processes_leave_nothing_behind)
 	for (int round = 0; round < 5; round++) {
 		pid = fork();
 		if (!pid) {
-			struct dp_ep *tx = ep_new(0, 0);
+			struct dp_ep *tx = dp_test_ep_new(0, 0);
 			char *src = malloc(1 << 20);
 			static char small[100];
 			uint32_t addr;
@@ -709,14 +671,14 @@ TEST_F(pair, probe_claim_and_cancel)
 	char big[EAGER * 2], out[EAGER * 2];
 
 	EXPECT_EQ(-EAGAIN, dp_probe(self->b, DP_ANY_SRC, 0, ~0ull, 0, &p));
-	fill_random(big, sizeof(big), 5);
+	dp_test_fill(big, sizeof(big), 5);
 	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0x77, "small", 6, 1));
 	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0x78, big, sizeof(big), 2));
 	/* Iprobe: details, message stays. */
 	ASSERT_EQ(0, dp_probe(self->b, self->b2a, 0x78, 0, 0, &p));
 	EXPECT_EQ(0x78, p.tag);
 	EXPECT_EQ(sizeof(big), p.len);
-	EXPECT_EQ(uid_of(self->a), p.src);
+	EXPECT_EQ(dp_test_uid(self->a), p.src);
 	ASSERT_EQ(0, dp_probe(self->b, DP_ANY_SRC, 0, ~0ull, 0, &p));
 	EXPECT_EQ(0x77, p.tag);
 	EXPECT_EQ(-EAGAIN, dp_probe(self->b, DP_ANY_SRC, 0x79, 0, 0, &p));
@@ -762,7 +724,7 @@ static void vector_case(struct __test_metadata *_metadata,
 	struct dmaplane_cqe c;
 	size_t cut1 = total / 3, cut2 = total / 2, r1 = total / 5, r2 = total / 4;
 
-	fill_random(src, total, total);
+	dp_test_fill(src, total, total);
 	memset(dst, 0x11, total + 64);
 	/* Three sender pieces out of order in memory, four receiver pieces. */
 	flat = malloc(total);
@@ -852,7 +814,7 @@ TEST(kill_mid_transfer_in_a_loop)
 						   PROT_READ | PROT_WRITE,
 						   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 		int victim_sends = round % 2;	/* alternate roles */
-		struct dp_ep *me = ep_new(0, 64);
+		struct dp_ep *me = dp_test_ep_new(0, 64);
 		struct dmaplane_cqe c[64];
 		uint32_t peer;
 		int status, outstanding = 0;
@@ -863,7 +825,7 @@ TEST(kill_mid_transfer_in_a_loop)
 		ASSERT_EQ(0, dp_getname(me, &names[0]));
 		pid = fork();
 		if (!pid) {
-			struct dp_ep *ep = ep_new(0, 64);
+			struct dp_ep *ep = dp_test_ep_new(0, 64);
 			char *b = malloc(big);
 			uint32_t to;
 
@@ -975,7 +937,7 @@ TEST_F(pair, other_address_space_moves_no_data)
 	int status;
 	pid_t pid;
 
-	fill_random(secret, sizeof(secret), 77);
+	dp_test_fill(secret, sizeof(secret), 77);
 	memset(landing, 0x5a, sizeof(landing));
 	ASSERT_EQ(0, dp_mr_reg(self->b, landing, sizeof(landing),
 			       DMAPLANE_ACCESS_REMOTE_READ |
@@ -1127,13 +1089,13 @@ TEST(probe_and_cancel_need_setup)
 
 TEST(poll_wakes_on_completion)
 {
-	struct dp_ep *ep = ep_new(0, 0);
+	struct dp_ep *ep = dp_test_ep_new(0, 0);
 	struct pollfd pfd;
 	uint32_t me;
 	char buf[4];
 
 	ASSERT_NE(NULL, ep);
-	ASSERT_EQ(0, connect_to(ep, ep, &me));
+	ASSERT_EQ(0, dp_test_connect(ep, ep, &me));
 	pfd.fd = dp_fd(ep);
 	pfd.events = POLLIN;
 	EXPECT_EQ(0, poll(&pfd, 1, 0));
@@ -1168,7 +1130,8 @@ static void *stalled_send_thread(void *arg)
  */
 TEST(stalled_sender_source_holds_up_only_itself)
 {
-	struct dp_ep *r = ep_new(0, 0), *s1 = ep_new(0, 0), *s2 = ep_new(0, 0);
+	struct dp_ep *r = dp_test_ep_new(0, 0), *s1 = dp_test_ep_new(0, 0);
+	struct dp_ep *s2 = dp_test_ep_new(0, 0);
 	long page = sysconf(_SC_PAGESIZE);
 	struct stalled_send st = { .ep = s1, .len = 2 * page };
 	char other[64], got[64], *dst, *pattern;
@@ -1181,9 +1144,9 @@ TEST(stalled_sender_source_holds_up_only_itself)
 	ASSERT_NE(NULL, r);
 	ASSERT_NE(NULL, s1);
 	ASSERT_NE(NULL, s2);
-	ASSERT_EQ(0, connect_to(s1, r, &st.dest));
-	ASSERT_EQ(0, connect_to(s2, r, &s2r));
-	ASSERT_EQ(0, connect_to(r, s1, &r_any));
+	ASSERT_EQ(0, dp_test_connect(s1, r, &st.dest));
+	ASSERT_EQ(0, dp_test_connect(s2, r, &s2r));
+	ASSERT_EQ(0, dp_test_connect(r, s1, &r_any));
 	st.buf = mmap(NULL, st.len, PROT_READ | PROT_WRITE,
 		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, st.buf);

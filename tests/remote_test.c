@@ -71,6 +71,7 @@
 #define MAXREG		16
 #define LOCAL_RING	4096
 #define STALE_FILE	"/tmp/dmaplane-stale-name"
+#define RMA_MS		60000	/* for one put or get to complete */
 
 #define RW (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_READ | \
 	    DMAPLANE_ACCESS_REMOTE_WRITE)
@@ -833,26 +834,6 @@ static long r_stat(int fd, const char *name)
 
 /* ---- local helpers ------------------------------------------------------ */
 
-static struct dp_ep *ep_new(uint64_t key, unsigned int entries)
-{
-	struct dp_ep *ep;
-
-	if (dp_open(NULL, 0, &ep))
-		return NULL;
-	if (dp_ep_setup(ep, key, entries)) {
-		dp_close(ep);
-		return NULL;
-	}
-	return ep;
-}
-
-static uint64_t uid_of(struct dp_ep *ep)
-{
-	struct dmaplane_name name;
-
-	return dp_getname(ep, &name) ? 0 : name.ep_uid;
-}
-
 /* Gather @n completions within @timeout_ms overall; returns how many. */
 static int lwait(struct dp_ep *ep, struct dmaplane_cqe *c, int n, int timeout_ms)
 {
@@ -982,7 +963,7 @@ FIXTURE_SETUP(remote)
 {
 	self->s = connect_peer(env_int("DMAPLANE_CTL_PORT", CTL_PORT), 60);
 	ASSERT_LE(0, self->s) TH_LOG("no remote_test server at %s", peer_ip());
-	self->ep = ep_new(0, LOCAL_RING);
+	self->ep = dp_test_ep_new(0, LOCAL_RING);
 	ASSERT_NE(NULL, self->ep);
 	ASSERT_EQ(0, dp_getname(self->ep, &self->lname));
 	self->rep = r_open(self->s, 0, 0, &self->rname);
@@ -1247,7 +1228,7 @@ TEST_F_TIMEOUT(remote, truncation_both_directions, 600)
  */
 TEST_F_TIMEOUT(remote, matching_masks_and_wildcards_there, 300)
 {
-	struct dp_ep *other = ep_new(0, 64);
+	struct dp_ep *other = dp_test_ep_new(0, 64);
 	struct dmaplane_name oname;
 	struct dmaplane_cqe c[3];
 	uint32_t o2r;
@@ -1725,7 +1706,7 @@ TEST_F_TIMEOUT(remote, concurrent_senders_from_forked_processes, 600)
 	for (int p = 0; p < P; p++) {
 		pids[p] = fork();
 		if (!pids[p]) {
-			struct dp_ep *ep = ep_new(0, 256);
+			struct dp_ep *ep = dp_test_ep_new(0, 256);
 			struct dmaplane_cqe cc[M];
 			char *b[M];
 			uint32_t to;
@@ -1734,7 +1715,7 @@ TEST_F_TIMEOUT(remote, concurrent_senders_from_forked_processes, 600)
 			if (!ep || dp_av_insert(ep, &self->rname, &to))
 				_exit(1);
 			/* Children finish setting up in any order: say who we are. */
-			uid = (uint64_t)p << 56 | uid_of(ep);
+			uid = (uint64_t)p << 56 | dp_test_uid(ep);
 			if (write(pipefd[1], &uid, sizeof(uid)) != sizeof(uid))
 				_exit(2);
 			for (int i = 0; i < M; i++) {
@@ -1975,25 +1956,6 @@ TEST_F_TIMEOUT(remote, cancel_receives_from_remote_sources, 300)
 	ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, 30000));
 }
 
-/* Submit one put/get and return its completion status. */
-static int rma(struct dp_ep *ep, int put, uint32_t dest, uint64_t rkey,
-	       uint64_t off, void *buf, uint64_t len)
-{
-	struct dmaplane_cqe c;
-	int ret = put ? dp_put(ep, dest, rkey, off, buf, len, 5) :
-			dp_get(ep, dest, rkey, off, buf, len, 5);
-
-	if (ret)
-		return 1000 + ret;	/* rejected at submission */
-	if (lwait(ep, &c, 1, 60000) != 1)
-		return 2000;
-	if (c.ctx != 5 || c.opcode != (put ? DMAPLANE_OP_PUT : DMAPLANE_OP_GET))
-		return 3000;
-	if (!c.status && c.len != len)
-		return 4000;
-	return c.status;
-}
-
 static void put_get(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *self,
 		    int kind, uint64_t len)
 {
@@ -2008,28 +1970,28 @@ static void put_get(struct __test_metadata *_metadata, FIXTURE_DATA(remote) *sel
 	id = r.a[1];
 	/* Whole region. */
 	dp_test_fill(buf, len, 11);
-	ASSERT_EQ(0, rma(self->ep, 1, self->to_r, key, 0, buf, len));
+	ASSERT_EQ(0, dp_test_rma(self->ep, 1, self->to_r, key, 0, buf, len, RMA_MS));
 	EXPECT_EQ(-1, (long)RCALL(self->s, OP_RCHECK, &r, NULL, id, 0, len, 11) ?: (long)r.a[0]);
 	/* An odd slice, read back. */
 	dp_test_fill(buf, 777, 12);
-	ASSERT_EQ(0, rma(self->ep, 1, self->to_r, key, 4095, buf, 777));
+	ASSERT_EQ(0, dp_test_rma(self->ep, 1, self->to_r, key, 4095, buf, 777, RMA_MS));
 	EXPECT_EQ(-1, (long)RCALL(self->s, OP_RCHECK, &r, NULL, id, 4095, 777, 12) ?: (long)r.a[0]);
 	EXPECT_EQ(-1, (long)RCALL(self->s, OP_RCHECK, &r, NULL, id, 0, 4095, 11) ?: (long)r.a[0]);
 	memset(back, 0, len);
-	ASSERT_EQ(0, rma(self->ep, 0, self->to_r, key, 4095, back, 777));
+	ASSERT_EQ(0, dp_test_rma(self->ep, 0, self->to_r, key, 4095, back, 777, RMA_MS));
 	EXPECT_EQ(0, memcmp(back, buf, 777));
 	/* Data written there, read here: whole and an unaligned tail. */
 	ASSERT_EQ(0, RCALL(self->s, OP_RFILL, NULL, NULL, id, 0, len, 13));
-	ASSERT_EQ(0, rma(self->ep, 0, self->to_r, key, 0, back, len));
+	ASSERT_EQ(0, dp_test_rma(self->ep, 0, self->to_r, key, 0, back, len, RMA_MS));
 	EXPECT_EQ(-1, dp_test_check(back, len, 13));
-	ASSERT_EQ(0, rma(self->ep, 0, self->to_r, key, len - tail, back, tail));
+	ASSERT_EQ(0, dp_test_rma(self->ep, 0, self->to_r, key, len - tail, back, tail, RMA_MS));
 	dp_test_fill(buf, len, 13);
 	EXPECT_EQ(0, memcmp(back, buf + len - tail, tail));
 	/* Zero bytes at the very end. */
-	EXPECT_EQ(0, rma(self->ep, 1, self->to_r, key, len, buf, 0));
+	EXPECT_EQ(0, dp_test_rma(self->ep, 1, self->to_r, key, len, buf, 0, RMA_MS));
 	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, id));
 	/* A deregistered key stops working. */
-	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, key, 0, buf, 8));
+	EXPECT_EQ(-ENOENT, dp_test_rma(self->ep, 1, self->to_r, key, 0, buf, 8, RMA_MS));
 	free(buf);
 	free(back);
 }
@@ -2064,29 +2026,29 @@ TEST_F_TIMEOUT(remote, put_get_target_side_checks, 300)
 			   DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_WRITE, 0));
 	kwo = r.a[0];
 	idwo = r.a[1];
-	EXPECT_EQ(-EACCES, rma(self->ep, 1, self->to_r, kro, 0, buf, 8));
-	EXPECT_EQ(0, rma(self->ep, 0, self->to_r, kro, 0, buf, 8));
-	EXPECT_EQ(-EACCES, rma(self->ep, 0, self->to_r, kwo, 0, buf, 8));
-	EXPECT_EQ(0, rma(self->ep, 1, self->to_r, kwo, 0, buf, 8));
+	EXPECT_EQ(-EACCES, dp_test_rma(self->ep, 1, self->to_r, kro, 0, buf, 8, RMA_MS));
+	EXPECT_EQ(0, dp_test_rma(self->ep, 0, self->to_r, kro, 0, buf, 8, RMA_MS));
+	EXPECT_EQ(-EACCES, dp_test_rma(self->ep, 0, self->to_r, kwo, 0, buf, 8, RMA_MS));
+	EXPECT_EQ(0, dp_test_rma(self->ep, 1, self->to_r, kwo, 0, buf, 8, RMA_MS));
 	/* Bounds, overflow-safe. */
-	EXPECT_EQ(-ERANGE, rma(self->ep, 1, self->to_r, kwo, len - 7, buf, 8));
-	EXPECT_EQ(-ERANGE, rma(self->ep, 1, self->to_r, kwo, len + 1, buf, 0));
-	EXPECT_EQ(-ERANGE, rma(self->ep, 1, self->to_r, kwo, ~0ull, buf, 2));
-	EXPECT_EQ(-ERANGE, rma(self->ep, 0, self->to_r, kro, 1, buf, len));
+	EXPECT_EQ(-ERANGE, dp_test_rma(self->ep, 1, self->to_r, kwo, len - 7, buf, 8, RMA_MS));
+	EXPECT_EQ(-ERANGE, dp_test_rma(self->ep, 1, self->to_r, kwo, len + 1, buf, 0, RMA_MS));
+	EXPECT_EQ(-ERANGE, dp_test_rma(self->ep, 1, self->to_r, kwo, ~0ull, buf, 2, RMA_MS));
+	EXPECT_EQ(-ERANGE, dp_test_rma(self->ep, 0, self->to_r, kro, 1, buf, len, RMA_MS));
 	/* Keys that are not the target's. */
-	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, 0, 0, buf, 8));
-	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, kwo ^ 1, 0, buf, 8));
+	EXPECT_EQ(-ENOENT, dp_test_rma(self->ep, 1, self->to_r, 0, 0, buf, 8, RMA_MS));
+	EXPECT_EQ(-ENOENT, dp_test_rma(self->ep, 1, self->to_r, kwo ^ 1, 0, buf, 8, RMA_MS));
 	rep2 = r_open(self->s, 0, 0, &n2);
 	ASSERT_LE(0, rep2);
 	ASSERT_EQ(0, RCALL(self->s, OP_REG, &r, NULL, rep2, REG_USER, len, RW, 0));
 	kother = r.a[0];
 	idother = r.a[1];
 	ASSERT_EQ(0, dp_av_insert(self->ep, &n2, &to_r2));
-	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, kother, 0, buf, 8));
-	EXPECT_EQ(0, rma(self->ep, 1, to_r2, kother, 0, buf, 8));
+	EXPECT_EQ(-ENOENT, dp_test_rma(self->ep, 1, self->to_r, kother, 0, buf, 8, RMA_MS));
+	EXPECT_EQ(0, dp_test_rma(self->ep, 1, to_r2, kother, 0, buf, 8, RMA_MS));
 	/* Revoked at once. */
 	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, idwo));
-	EXPECT_EQ(-ENOENT, rma(self->ep, 1, self->to_r, kwo, 0, buf, 8));
+	EXPECT_EQ(-ENOENT, dp_test_rma(self->ep, 1, self->to_r, kwo, 0, buf, 8, RMA_MS));
 	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, idro));
 	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, idother));
 	free(buf);
@@ -2106,8 +2068,8 @@ TEST_F_TIMEOUT(remote, put_get_remote_imported_dmabuf, 300)
 	ASSERT_EQ(0, ret);
 	want = self->local ? 0 : -EOPNOTSUPP;
 	dp_test_fill(buf, len, 21);
-	EXPECT_EQ(want, rma(self->ep, 1, self->to_r, r.a[0], 0, buf, len));
-	EXPECT_EQ(want, rma(self->ep, 0, self->to_r, r.a[0], 4096, buf, 8192));
+	EXPECT_EQ(want, dp_test_rma(self->ep, 1, self->to_r, r.a[0], 0, buf, len, RMA_MS));
+	EXPECT_EQ(want, dp_test_rma(self->ep, 0, self->to_r, r.a[0], 4096, buf, 8192, RMA_MS));
 	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, r.a[1]));
 	free(buf);
 }
@@ -2145,11 +2107,11 @@ TEST_F_TIMEOUT(remote, address_vector_errors, 300)
 	kidx = r_open(self->s, 0x5ec0de, 0, &kname);
 	ASSERT_LE(0, kidx);
 	EXPECT_EQ(-EACCES, dp_av_insert(self->ep, &kname, &h));
-	wrong = ep_new(0x5ec0df, 16);
+	wrong = dp_test_ep_new(0x5ec0df, 16);
 	ASSERT_NE(NULL, wrong);
 	EXPECT_EQ(-EACCES, dp_av_insert(wrong, &kname, &h));
 	EXPECT_EQ(-EACCES, dp_av_insert(wrong, &self->rname, &h));
-	keyed = ep_new(0x5ec0de, 16);
+	keyed = dp_test_ep_new(0x5ec0de, 16);
 	ASSERT_NE(NULL, keyed);
 	ASSERT_EQ(0, dp_av_insert(keyed, &kname, &h));
 	/* The keyed remote endpoint refuses our plain one, accepts the keyed. */
@@ -2172,7 +2134,7 @@ TEST_F_TIMEOUT(remote, address_vector_errors, 300)
 	ASSERT_EQ(0, dp_send(keyed, h, 42, buf, sizeof(buf), 2));
 	ASSERT_EQ(1, r_wait(self->s, kidx, &c, 1, 30000));
 	EXPECT_EQ(0, c.status);
-	check_src(_metadata, self->local, c.src, uid_of(keyed), NULL);
+	check_src(_metadata, self->local, c.src, dp_test_uid(keyed), NULL);
 	EXPECT_EQ(-1, r_check(self->s, kidx, 1, 3, 16, 16));
 	ASSERT_EQ(1, lwait(keyed, &c, 1, 30000));
 	EXPECT_EQ(0, c.status);
@@ -2296,7 +2258,7 @@ static int memlock_sender(const struct dmaplane_name *rname, uint64_t key, int l
 		return 2;
 	if (setrlimit(RLIMIT_MEMLOCK, &rl))
 		return 3;
-	ep = ep_new(key, 64);
+	ep = dp_test_ep_new(key, 64);
 	if (!ep || dp_av_insert(ep, rname, &h))
 		return 4;
 	dp_test_fill(buf, BIG, 11);
@@ -2375,7 +2337,7 @@ TEST_F_TIMEOUT(remote, stalled_receive_buffer_holds_up_only_its_endpoint, 300)
 	if (uffd == -ENOSYS || uffd == -EPERM)
 		SKIP(return, "no userfaultfd here (%d)", uffd);
 	ASSERT_LE(0, uffd);
-	b = ep_new(0, LOCAL_RING);
+	b = dp_test_ep_new(0, LOCAL_RING);
 	ASSERT_NE(NULL, b);
 	ASSERT_EQ(0, dp_getname(b, &bname));
 	ASSERT_EQ(0, r_insert(self->s, self->rep, &bname, &r_to_b));
@@ -2600,7 +2562,7 @@ static int pair_up(struct dp_ep **ep, int *rep, struct dmaplane_name *ln,
 		fprintf(stderr, "remote_test: no server at %s\n", peer_ip());
 		return -1;
 	}
-	*ep = ep_new(0, 1024);
+	*ep = dp_test_ep_new(0, 1024);
 	*rep = r_open(s, 0, 0, rn);
 	if (!*ep || *rep < 0 || dp_getname(*ep, ln)) {
 		fprintf(stderr, "remote_test: endpoints: %d\n", *rep);
@@ -2899,8 +2861,8 @@ static int exchange(const char *stale_file)
 	}
 	FAILIF(RCALL(s, OP_REG, &r, NULL, rep, REG_USER, 65536, RW, 0), "remote MR");
 	dp_test_fill(src, 65536, 70);
-	FAILIF(rma(ep, 1, to_r, r.a[0], 0, src, 65536), "put");
-	FAILIF(rma(ep, 0, to_r, r.a[0], 0, b, 65536), "get");
+	FAILIF(dp_test_rma(ep, 1, to_r, r.a[0], 0, src, 65536, RMA_MS), "put");
+	FAILIF(dp_test_rma(ep, 0, to_r, r.a[0], 0, b, 65536, RMA_MS), "get");
 	FAILIF(memcmp(b, src, 65536), "get data");
 	close(s);
 	dp_close(ep);
@@ -2941,7 +2903,7 @@ static int hold(void)
 	int i, n, ret;
 
 	signal(SIGTERM, hold_term);
-	ep = ep_new(0, LOCAL_RING);
+	ep = dp_test_ep_new(0, LOCAL_RING);
 	region = malloc(HOLD_LEN);
 	if (!ep || !region || dp_getname(ep, &name))
 		return 1;

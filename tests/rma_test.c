@@ -11,52 +11,23 @@
 
 #define RW (DMAPLANE_ACCESS_LOCAL_WRITE | DMAPLANE_ACCESS_REMOTE_READ | \
 	    DMAPLANE_ACCESS_REMOTE_WRITE)
-
-static void fill_random(void *buf, size_t len, unsigned int seed)
-{
-	unsigned char *p = buf;
-
-	for (size_t i = 0; i < len; i++) {
-		seed = seed * 1103515245 + 12345;
-		p[i] = seed >> 16;
-	}
-}
+#define RMA_MS 5000	/* for one put or get to complete */
 
 FIXTURE(rma) {
 	struct dp_ep *init, *target, *other;
 	uint32_t to_target, to_other;
 };
 
-static struct dp_ep *ep_new(void)
-{
-	struct dp_ep *ep;
-
-	if (dp_open(NULL, 0, &ep))
-		return NULL;
-	if (dp_ep_setup(ep, 0, 0)) {
-		dp_close(ep);
-		return NULL;
-	}
-	return ep;
-}
-
-static int link_eps(struct dp_ep *from, struct dp_ep *to, uint32_t *addr)
-{
-	struct dmaplane_name n;
-
-	return dp_getname(to, &n) ? -1 : dp_av_insert(from, &n, addr);
-}
-
 FIXTURE_SETUP(rma)
 {
-	self->init = ep_new();
-	self->target = ep_new();
-	self->other = ep_new();
+	self->init = dp_test_ep_new(0, 0);
+	self->target = dp_test_ep_new(0, 0);
+	self->other = dp_test_ep_new(0, 0);
 	ASSERT_NE(NULL, self->init);
 	ASSERT_NE(NULL, self->target);
 	ASSERT_NE(NULL, self->other);
-	ASSERT_EQ(0, link_eps(self->init, self->target, &self->to_target));
-	ASSERT_EQ(0, link_eps(self->init, self->other, &self->to_other));
+	ASSERT_EQ(0, dp_test_connect(self->init, self->target, &self->to_target));
+	ASSERT_EQ(0, dp_test_connect(self->init, self->other, &self->to_other));
 }
 
 FIXTURE_TEARDOWN(rma)
@@ -64,25 +35,6 @@ FIXTURE_TEARDOWN(rma)
 	dp_close(self->init);
 	dp_close(self->target);
 	dp_close(self->other);
-}
-
-/* Submit one put/get and return its completion status. */
-static int rma_status(struct dp_ep *ep, int put, uint32_t dest, uint64_t rkey,
-		      uint64_t off, void *buf, uint64_t len)
-{
-	struct dmaplane_cqe c;
-	int ret = put ? dp_put(ep, dest, rkey, off, buf, len, 5) :
-			dp_get(ep, dest, rkey, off, buf, len, 5);
-
-	if (ret)
-		return 1000 + ret;	/* rejected at submission */
-	if (dp_wait(ep, &c, 1, 5000) != 1)
-		return 2000;
-	if (c.ctx != 5 || c.opcode != (put ? DMAPLANE_OP_PUT : DMAPLANE_OP_GET))
-		return 3000;
-	if (!c.status && c.len != len)
-		return 4000;
-	return c.status;
 }
 
 TEST_F(rma, put_get_user_memory)
@@ -95,17 +47,17 @@ TEST_F(rma, put_get_user_memory)
 	memset(region, 0, len);
 	ASSERT_EQ(0, dp_mr_reg(self->target, region, len, RW, &mr));
 	key = dp_mr_key(mr);
-	fill_random(buf, len, 1);
-	ASSERT_EQ(0, rma_status(self->init, 1, self->to_target, key, 0, buf, len));
+	dp_test_fill(buf, len, 1);
+	ASSERT_EQ(0, dp_test_rma(self->init, 1, self->to_target, key, 0, buf, len, RMA_MS));
 	EXPECT_EQ(0, memcmp(region, buf, len));
 	/* A slice at an odd offset, read back with get. */
-	fill_random(buf, 777, 2);
-	ASSERT_EQ(0, rma_status(self->init, 1, self->to_target, key, 4095, buf, 777));
+	dp_test_fill(buf, 777, 2);
+	ASSERT_EQ(0, dp_test_rma(self->init, 1, self->to_target, key, 4095, buf, 777, RMA_MS));
 	EXPECT_EQ(0, memcmp(region + 4095, buf, 777));
-	ASSERT_EQ(0, rma_status(self->init, 0, self->to_target, key, 4095, back, 777));
+	ASSERT_EQ(0, dp_test_rma(self->init, 0, self->to_target, key, 4095, back, 777, RMA_MS));
 	EXPECT_EQ(0, memcmp(back, buf, 777));
 	/* Zero bytes at the very end is fine. */
-	EXPECT_EQ(0, rma_status(self->init, 1, self->to_target, key, len, buf, 0));
+	EXPECT_EQ(0, dp_test_rma(self->init, 1, self->to_target, key, len, buf, 0, RMA_MS));
 	dp_mr_dereg(mr);
 	free(region);
 	free(buf);
@@ -125,29 +77,31 @@ TEST_F(rma, target_side_checks)
 			       &mwo));
 	kro = dp_mr_key(mro);
 	kwo = dp_mr_key(mwo);
-	EXPECT_EQ(-EACCES, rma_status(self->init, 1, self->to_target, kro, 0, buf, 8));
-	EXPECT_EQ(0, rma_status(self->init, 0, self->to_target, kro, 0, buf, 8));
-	EXPECT_EQ(-EACCES, rma_status(self->init, 0, self->to_target, kwo, 0, buf, 8));
-	EXPECT_EQ(0, rma_status(self->init, 1, self->to_target, kwo, 0, buf, 8));
+	EXPECT_EQ(-EACCES, dp_test_rma(self->init, 1, self->to_target, kro, 0, buf, 8, RMA_MS));
+	EXPECT_EQ(0, dp_test_rma(self->init, 0, self->to_target, kro, 0, buf, 8, RMA_MS));
+	EXPECT_EQ(-EACCES, dp_test_rma(self->init, 0, self->to_target, kwo, 0, buf, 8, RMA_MS));
+	EXPECT_EQ(0, dp_test_rma(self->init, 1, self->to_target, kwo, 0, buf, 8, RMA_MS));
 
 	/* Bounds, overflow-safe. */
-	EXPECT_EQ(-ERANGE, rma_status(self->init, 1, self->to_target, kwo, len - 7, buf, 8));
-	EXPECT_EQ(-ERANGE, rma_status(self->init, 1, self->to_target, kwo, len + 1, buf, 0));
-	EXPECT_EQ(-ERANGE, rma_status(self->init, 1, self->to_target, kwo, ~0ull, buf, 2));
-	EXPECT_EQ(-ERANGE, rma_status(self->init, 0, self->to_target, kro, 1, buf, len));
+	EXPECT_EQ(-ERANGE, dp_test_rma(self->init, 1, self->to_target, kwo, len - 7, buf, 8,
+				       RMA_MS));
+	EXPECT_EQ(-ERANGE, dp_test_rma(self->init, 1, self->to_target, kwo, len + 1, buf, 0,
+				       RMA_MS));
+	EXPECT_EQ(-ERANGE, dp_test_rma(self->init, 1, self->to_target, kwo, ~0ull, buf, 2, RMA_MS));
+	EXPECT_EQ(-ERANGE, dp_test_rma(self->init, 0, self->to_target, kro, 1, buf, len, RMA_MS));
 
 	/* A key that is not the target's: never issued, or another's. */
-	EXPECT_EQ(-ENOENT, rma_status(self->init, 1, self->to_target, 0, 0, buf, 8));
-	EXPECT_EQ(-ENOENT, rma_status(self->init, 1, self->to_target, kwo ^ 1, 0, buf, 8));
+	EXPECT_EQ(-ENOENT, dp_test_rma(self->init, 1, self->to_target, 0, 0, buf, 8, RMA_MS));
+	EXPECT_EQ(-ENOENT, dp_test_rma(self->init, 1, self->to_target, kwo ^ 1, 0, buf, 8, RMA_MS));
 	ASSERT_EQ(0, dp_mr_reg(self->other, buf, len, RW, &mother));
-	EXPECT_EQ(-ENOENT, rma_status(self->init, 1, self->to_target, dp_mr_key(mother),
-				      0, buf, 8));
-	EXPECT_EQ(0, rma_status(self->init, 1, self->to_other, dp_mr_key(mother),
-				0, buf, 8));
+	EXPECT_EQ(-ENOENT, dp_test_rma(self->init, 1, self->to_target, dp_mr_key(mother),
+				       0, buf, 8, RMA_MS));
+	EXPECT_EQ(0, dp_test_rma(self->init, 1, self->to_other, dp_mr_key(mother),
+				 0, buf, 8, RMA_MS));
 
 	/* A revoked key stops working at once. */
 	dp_mr_dereg(mwo);
-	EXPECT_EQ(-ENOENT, rma_status(self->init, 1, self->to_target, kwo, 0, buf, 8));
+	EXPECT_EQ(-ENOENT, dp_test_rma(self->init, 1, self->to_target, kwo, 0, buf, 8, RMA_MS));
 	dp_mr_dereg(mro);
 	dp_mr_dereg(mother);
 	free(ro);
@@ -166,12 +120,13 @@ TEST_F(rma, invalidated_region_fails_cleanly)
 	ASSERT_NE(MAP_FAILED, region);
 	memset(region, 1, len);
 	ASSERT_EQ(0, dp_mr_reg(self->target, region, len, RW, &mr));
-	ASSERT_EQ(0, rma_status(self->init, 1, self->to_target, dp_mr_key(mr), 0, buf, 64));
+	ASSERT_EQ(0, dp_test_rma(self->init, 1, self->to_target, dp_mr_key(mr), 0, buf, 64,
+				 RMA_MS));
 	munmap(region, len);
-	EXPECT_EQ(-EFAULT, rma_status(self->init, 1, self->to_target, dp_mr_key(mr),
-				      0, buf, 64));
-	EXPECT_EQ(-EFAULT, rma_status(self->init, 0, self->to_target, dp_mr_key(mr),
-				      0, buf, 64));
+	EXPECT_EQ(-EFAULT, dp_test_rma(self->init, 1, self->to_target, dp_mr_key(mr),
+				       0, buf, 64, RMA_MS));
+	EXPECT_EQ(-EFAULT, dp_test_rma(self->init, 0, self->to_target, dp_mr_key(mr),
+				       0, buf, 64, RMA_MS));
 	dp_mr_dereg(mr);
 }
 
@@ -184,13 +139,13 @@ TEST_F(rma, put_get_arena)
 
 	ASSERT_EQ(0, dp_arena_create(self->target, len, 0, DMAPLANE_NUMA_ANY, RW, &arena));
 	map = dp_arena_ptr(arena);
-	fill_random(buf, len, 3);
-	ASSERT_EQ(0, rma_status(self->init, 1, self->to_target, dp_arena_key(arena),
-				0, buf, len));
+	dp_test_fill(buf, len, 3);
+	ASSERT_EQ(0, dp_test_rma(self->init, 1, self->to_target, dp_arena_key(arena),
+				 0, buf, len, RMA_MS));
 	EXPECT_EQ(0, memcmp(map, buf, len));
-	fill_random(map + 12345, 100000, 4);
-	ASSERT_EQ(0, rma_status(self->init, 0, self->to_target, dp_arena_key(arena),
-				12345, back, 100000));
+	dp_test_fill(map + 12345, 100000, 4);
+	ASSERT_EQ(0, dp_test_rma(self->init, 0, self->to_target, dp_arena_key(arena),
+				 12345, back, 100000, RMA_MS));
 	EXPECT_EQ(0, memcmp(back, map + 12345, 100000));
 	dp_arena_destroy(arena);
 	free(buf);
@@ -211,15 +166,15 @@ TEST_F(rma, put_into_imported_dma_heap_buffer)
 		SKIP(return, "no /dev/dma_heap/system in this kernel");
 	ASSERT_EQ(0, ioctl(heap, DMA_HEAP_IOCTL_ALLOC, &alloc));
 	ASSERT_EQ(0, dp_mr_import_dmabuf(self->target, alloc.fd, 0, 1 << 20, RW, &mr));
-	fill_random(buf, 1 << 20, 5);
-	ASSERT_EQ(0, rma_status(self->init, 1, self->to_target, dp_mr_key(mr),
-				0, buf, 1 << 20));
+	dp_test_fill(buf, 1 << 20, 5);
+	ASSERT_EQ(0, dp_test_rma(self->init, 1, self->to_target, dp_mr_key(mr),
+				 0, buf, 1 << 20, RMA_MS));
 	/* Read it back through the exporter's own mapping. */
 	map = mmap(NULL, 1 << 20, PROT_READ, MAP_SHARED, alloc.fd, 0);
 	ASSERT_NE(MAP_FAILED, map);
 	EXPECT_EQ(0, memcmp(map, buf, 1 << 20));
-	ASSERT_EQ(0, rma_status(self->init, 0, self->to_target, dp_mr_key(mr),
-				4096, back, 8192));
+	ASSERT_EQ(0, dp_test_rma(self->init, 0, self->to_target, dp_mr_key(mr),
+				 4096, back, 8192, RMA_MS));
 	EXPECT_EQ(0, memcmp(back, buf + 4096, 8192));
 	munmap(map, 1 << 20);
 	dp_mr_dereg(mr);

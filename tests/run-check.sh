@@ -9,7 +9,8 @@
 #     stock 6.1 and 6.12 kernels (W=1, warnings are errors)
 #  3. checkpatch --strict on kernel and uapi sources
 #  4. host tests: the library without a module, install + pkg-config,
-#     dkms build for both stock kernels
+#     the documentation (scripts/check-docs.py, with the 6.12 test
+#     kernel's kernel-doc), dkms build for both stock kernels
 #  5. test kernel VMs, 6.1 and 6.12 (KASAN, lockdep, kmemleak): KUnit +
 #     kselftest suite
 #  6. stock kernel VMs (linux-image-amd64 and linux-image-6.12-amd64): the
@@ -132,6 +133,7 @@ for t in "$BUILD"/tests/host/*_test; do
 done
 sh tests/host/install_test.sh "$BUILD" >"$out/host-install.log" 2>&1
 judge --label host/install --tap "$out/host-install.log" --rc $?
+step host/docs env KERNELDOC="$KSRC612/scripts/kernel-doc" python3 scripts/check-docs.py
 section "dkms build for $stock and $stock612"
 sh tests/host/dkms_test.sh "$stock" "$stock612" >"$out/host-dkms.log" 2>&1
 judge --label host/dkms --tap "$out/host-dkms.log" --rc $?

@@ -177,12 +177,5 @@ evil_random_node1() {
 	wait "$evil_hold"
 	case_result evil-target-exit $? "$(cat /tmp/evil-hold.log)"
 	cat /tmp/evil-hold.log
-	# Every counter back to zero (invalidations only ever grow).
-	for i in $(seq 20); do
-		left=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
-		[ -z "$left" ] && break
-		sleep 1
-	done
-	[ -z "$left" ]
-	case_result evil-random-counters-zero $? "$(echo $left)"
+	counters_zero evil-random-counters-zero 20
 }

@@ -19,12 +19,8 @@
 iters=$(cmdline dmaplane.fault_iters 100)
 prob=$(cmdline dmaplane.fault_prob 2)
 
-if [ ! -x $D/faults ]; then
-	echo "DMAPLANE-CASE faults SKIP no $D/faults in the initramfs"
-	exit 0
-fi
-kmemleak_reset
-check insmod load_dmaplane
+need_prog faults
+job_load
 
 t0=$(date +%s)
 echo "DMAPLANE-FAULTS-BEGIN" >/dev/kmsg
@@ -39,9 +35,5 @@ echo "DMAPLANE-FAULTS-END" >/dev/kmsg
 [ $rc = 0 ] || fails=$((fails + 1))
 echo "# faults: $(($(date +%s) - t0)) s"
 
-left=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
-[ -z "$left" ]
-case_result counters-zero $? "$(echo $left)"
-check rmmod rmmod dmaplane
-kmemleak_report
-exit $fails
+counters_zero counters-zero
+job_end

@@ -16,23 +16,6 @@ threads=$(cmdline dmaplane.fuzz_threads 4)
 [ -n "$seed" ] || seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 echo "fuzz: calls=$calls seed=$seed threads=$threads"
 
-# stats_zero NAME: every object counter of the module is back at zero
-# (invalidations counts events and only grows).  Regions are freed after
-# an RCU grace period and work items may still run: wait a little.
-stats_zero() {
-	i=0
-	while :; do
-		bad=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats |
-			grep -v ' 0$' | tr '\n' ' ')
-		[ -z "$bad" ] && break
-		i=$((i + 1))
-		[ $i -ge 20 ] && break
-		sleep 0.5
-	done
-	[ -z "$bad" ]
-	case_result "$1" $? "$bad"
-}
-
 # run_fuzz NAME SEED [fuzz options]: one run, timed.
 run_fuzz() {
 	name=$1
@@ -43,12 +26,13 @@ run_fuzz() {
 	rc=$?
 	echo "fuzz: $name: $(($(date +%s) - t0)) s"
 	case_result "$name" $rc "seed=$s rc=$rc"
-	stats_zero "$name-released"
+	# Regions are freed after an RCU grace period and work items may
+	# still run: wait a little.
+	counters_zero "$name-released" 20 0.5
 }
 
-kmemleak_reset
 # A bound on pinned and arena memory well below the guest's RAM.
-check insmod load_dmaplane max_pinned_mb=256
+job_load max_pinned_mb=256
 # As udev would (udev/60-dmaplane.rules).
 chmod 0666 /dev/dmaplane
 

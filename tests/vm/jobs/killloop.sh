@@ -17,21 +17,13 @@ rounds=$(cmdline dmaplane.kill_rounds 100)
 members=$(cmdline dmaplane.kill_members 4)
 delay=$(cmdline dmaplane.kill_delay 1000)
 
-if [ ! -x $D/killloop ]; then
-	echo "DMAPLANE-CASE killloop SKIP no $D/killloop in the initramfs"
-	exit 0
-fi
-kmemleak_reset
-check insmod load_dmaplane
+need_prog killloop
+job_load
 
 t0=$(date +%s)
 $D/killloop -r "$rounds" -k "$members" -d "$delay"
 [ $? = 0 ] || fails=$((fails + 1))
 echo "# killloop: $(($(date +%s) - t0)) s"
 
-left=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
-[ -z "$left" ]
-case_result counters-zero $? "$(echo $left)"
-check rmmod rmmod dmaplane
-kmemleak_report
-exit $fails
+counters_zero counters-zero
+job_end

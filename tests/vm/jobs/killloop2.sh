@@ -29,10 +29,7 @@ members=$(cmdline dmaplane.kill_members 4)
 delay=$(cmdline dmaplane.kill_delay 1500)
 export DMAPLANE_SYNC_TIMEOUT=${DMAPLANE_SYNC_TIMEOUT:-600}
 
-if [ ! -x $D/killloop ]; then
-	echo "DMAPLANE-CASE killloop SKIP no $D/killloop in the initramfs"
-	exit 0
-fi
+need_prog killloop
 
 # peer_info FIELD: FIELD of the other node in our peer table (dpctl -j).
 peer_info() {
@@ -46,8 +43,7 @@ closed() {
 }
 
 node_link
-kmemleak_reset
-check insmod load_dmaplane
+job_load
 check peer-add $D/dpctl peer add "$DMAPLANE_PEER_IP"
 peer_up peer-up 60
 node_id=$(peer_info node_id)
@@ -70,9 +66,7 @@ state=$(peer_info state)
 	[ "$(peer_info drops)" = "$drops" ] && [ "$(closed)" = "$closed0" ]
 case_result connection-kept $? "state $state, node_id $(peer_info node_id) (was $node_id), drops $(peer_info drops) (was $drops), closed $(closed) (was $closed0)"
 
-left=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
-[ -z "$left" ]
-case_result counters-zero $? "$(echo $left)"
+counters_zero counters-zero
 
 # Node 1 has checked its connection: both may unload now.
 if [ "$DMAPLANE_NODE" = 1 ]; then

@@ -91,6 +91,46 @@ load_dmaplane() {
 	insmod $D/dmaplane.ko "$@"
 }
 
+# need_prog NAME: end the job with a SKIP case NAME when $D/NAME (a test
+# program the initramfs holds only when it was built) is missing.
+need_prog() {
+	[ -x "$D/$1" ] && return 0
+	echo "DMAPLANE-CASE $1 SKIP no $D/$1 in the initramfs"
+	exit 0
+}
+
+# job_load [PARAM=VALUE...]: forget what kmemleak saw before the job,
+# then load dmaplane with those parameters (case "insmod").
+job_load() {
+	kmemleak_reset
+	check insmod load_dmaplane "$@"
+}
+
+# counters_zero NAME [TRIES [SECS]]: case NAME passes when every counter
+# of the module is zero (but invalidations, which counts events and only
+# grows); read up to TRIES times (default once), SECS (default 1) apart.
+counters_zero() {
+	tries=${2:-1}
+	i=0
+	while :; do
+		left=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
+		[ -z "$left" ] && break
+		i=$((i + 1))
+		[ $i -ge "$tries" ] && break
+		sleep "${3:-1}"
+	done
+	[ -z "$left" ]
+	case_result "$1" $? "$(echo $left)"
+}
+
+# job_end: unload dmaplane (case "rmmod"), report kmemleak, and end the
+# job with the number of failures as its status.
+job_end() {
+	check rmmod rmmod dmaplane
+	kmemleak_report
+	exit $fails
+}
+
 # ---- two nodes (run-vm.sh -n 2: jobs/twonode.sh, jobs/killloop2.sh) ----
 # Node 0 is 10.77.0.1, node 1 is 10.77.0.2, both on eth0.
 

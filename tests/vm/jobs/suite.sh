@@ -4,8 +4,7 @@
 # program, unload it, and scan for leaks.
 . /dmaplane/jobs/lib.sh
 
-kmemleak_reset
-check insmod load_dmaplane
+job_load
 [ -c /dev/dmaplane ]
 case_result device-node $?
 
