@@ -13,27 +13,6 @@
 
 #define EAGER 16384	/* the module's default eager_threshold */
 
-static struct dp_ep *open_ready(void)
-{
-	struct dp_ep *ep;
-
-	if (dp_open(NULL, 0, &ep))
-		return NULL;
-	if (dp_ep_setup(ep, 0, 0)) {
-		dp_close(ep);
-		return NULL;
-	}
-	return ep;
-}
-
-static int address_of(struct dp_ep *from, struct dp_ep *to, uint32_t *addr)
-{
-	struct dmaplane_name name;
-	int ret = dp_getname(to, &name);
-
-	return ret ? ret : dp_av_insert(from, &name, addr);
-}
-
 FIXTURE(abi) {
 	struct dp_ep *a, *b;	/* a sends to b */
 	uint32_t a2b;
@@ -42,15 +21,13 @@ FIXTURE(abi) {
 
 FIXTURE_SETUP(abi)
 {
-	struct dmaplane_name name;
-
-	self->a = open_ready();
-	self->b = open_ready();
+	self->a = dp_test_ep_new(0, 0);
+	self->b = dp_test_ep_new(0, 0);
 	ASSERT_NE(NULL, self->a);
 	ASSERT_NE(NULL, self->b);
-	ASSERT_EQ(0, address_of(self->a, self->b, &self->a2b));
-	ASSERT_EQ(0, dp_getname(self->a, &name));
-	self->a_uid = name.ep_uid;
+	ASSERT_EQ(0, dp_test_connect(self->a, self->b, &self->a2b));
+	self->a_uid = dp_test_uid(self->a);
+	ASSERT_NE(0, self->a_uid);
 }
 
 FIXTURE_TEARDOWN(abi)
@@ -390,12 +367,12 @@ TEST_F(abi, source_as_receivers_address_handle)
 	EXPECT_EQ(0, pr.cqe_flags & DMAPLANE_CQE_F_SRC_AV);
 
 	/* An unrelated handle first, so that the sender's is not 0. */
-	other = open_ready();
+	other = dp_test_ep_new(0, 0);
 	ASSERT_NE(NULL, other);
-	ASSERT_EQ(0, address_of(self->b, other, &hx));
-	ASSERT_EQ(0, address_of(self->b, self->a, &h1));
-	ASSERT_EQ(0, address_of(self->b, self->a, &h2));
-	ASSERT_EQ(0, address_of(self->b, self->a, &h3));
+	ASSERT_EQ(0, dp_test_connect(self->b, other, &hx));
+	ASSERT_EQ(0, dp_test_connect(self->b, self->a, &h1));
+	ASSERT_EQ(0, dp_test_connect(self->b, self->a, &h2));
+	ASSERT_EQ(0, dp_test_connect(self->b, self->a, &h3));
 	ASSERT_NE(hx, h1);
 	one_message(_metadata, self, &c, &pr);
 	EXPECT_EQ(DMAPLANE_CQE_F_SRC_AV, c.flags);
@@ -418,7 +395,7 @@ TEST_F(abi, source_as_receivers_address_handle)
 	EXPECT_EQ(0, pr.cqe_flags);
 	EXPECT_EQ(0, pr.src_av);
 	/* The other handle still names the other endpoint only. */
-	ASSERT_EQ(0, address_of(self->b, self->a, &h1));
+	ASSERT_EQ(0, dp_test_connect(self->b, self->a, &h1));
 	one_message(_metadata, self, &c, &pr);
 	EXPECT_EQ(h1, c.src_av);
 	dp_close(other);
