@@ -57,7 +57,7 @@ HOST_TESTS := $(HOST_TEST_SRCS:tests/host/%.c=$(BUILD)/tests/host/%)
 USER_LDFLAGS = -L$(BUILD) -Wl,-rpath-link,$(BUILD)
 
 .PHONY: all modules lib tools examples tests clean install install-user check demo bench \
-	bench2 soak fabric install-fabric
+	bench2 soak fabric install-fabric fabric-tests
 
 # The libfabric provider (fabric/), built against the installed libfabric's
 # public headers and installed into its provider directory.
@@ -140,6 +140,18 @@ $(FABRIC_SO): $(FABRIC_SRCS) fabric/dp_prov.h $(LIB_LINKS)
 		-fPIC -shared -fvisibility=hidden -o $@ $(FABRIC_SRCS) \
 		$(USER_LDFLAGS) -Wl,-rpath,'$$ORIGIN/..' -Wl,--no-undefined \
 		-ldmaplane $(shell pkg-config --libs libfabric) -lpthread
+
+# The provider's host tests: its sources linked into each test program, so
+# that internal functions (dpf_getinfo_caps) can be called without a module.
+FABRIC_TESTS := $(patsubst fabric/tests/%.c,$(BUILD)/fabric/tests/%,$(wildcard fabric/tests/*_test.c))
+fabric-tests: $(FABRIC_TESTS)
+
+$(BUILD)/fabric/tests/%: fabric/tests/%.c $(FABRIC_SRCS) fabric/dp_prov.h $(LIB_LINKS)
+	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_U) -I$(KSFT_DIR) $(shell pkg-config --cflags libfabric) $(CFLAGS) \
+		-Wall -Werror -o $@ $< $(FABRIC_SRCS) $(USER_LDFLAGS) \
+		-Wl,-rpath,$(CURDIR)/$(BUILD) -ldmaplane $(shell pkg-config --libs libfabric) -lpthread
 
 # A malicious peer node (tests/vm/jobs/evil.sh), when librdmacm is there.
 RDMACM_LIBS := $(shell pkg-config --libs librdmacm libibverbs 2>/dev/null)

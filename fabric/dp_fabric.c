@@ -348,33 +348,24 @@ static void apply_hints(struct fi_info *fi, const struct fi_info *hints)
 		fi->ep_attr->mem_tag_format = hints->ep_attr->mem_tag_format;
 }
 
-int dpf_getinfo(uint32_t version, const char *node, const char *service,
-		uint64_t flags, const struct fi_info *hints,
-		struct fi_info **info)
+/*
+ * dpf_getinfo_caps - fi_getinfo()'s answer for a module that offers
+ * @dev_caps (provider capability bits); separate from the device probe so
+ * that the host tests can check the filtering without a module.
+ */
+int dpf_getinfo_caps(uint32_t version, const struct fi_info *hints,
+		     uint64_t dev_caps, struct fi_info **info)
 {
-	uint64_t dev_caps, caps, mr_mode;
+	uint64_t caps, mr_mode;
 	struct fi_info *fi;
 	int ret;
 
-	/*
-	 * node and service are names of other fabrics (fabtests pass a TCP
-	 * port for their out-of-band exchange): dmaplane addresses are
-	 * endpoint names, exchanged by the application, so they are not
-	 * resolved here.
-	 */
-	(void)node; (void)service; (void)flags;
 	*info = NULL;
-
-	ret = dpf_probe_device(&dev_caps);
-	if (ret)
-		return ret;
-
 	caps = dev_caps;
 	if (hints && hints->caps) {
 		if (hints->caps & ~dev_caps)
 			NODATA("caps beyond FI_TAGGED|FI_MSG|FI_RMA|FI_DIRECTED_RECV (no FI_SOURCE, FI_HMEM, FI_ATOMIC, FI_MULTI_RECV ... yet)");
 		caps = hints->caps | (dev_caps & DPF_DOM_CAPS);
-		/* A primary capability without a direction means both. */
 	}
 	ret = choose_mr_mode(version, hints, caps, &mr_mode);
 	if (ret) {
@@ -396,6 +387,27 @@ int dpf_getinfo(uint32_t version, const char *node, const char *service,
 	}
 	*info = fi;
 	return 0;
+}
+
+int dpf_getinfo(uint32_t version, const char *node, const char *service,
+		uint64_t flags, const struct fi_info *hints,
+		struct fi_info **info)
+{
+	uint64_t dev_caps;
+	int ret;
+
+	/*
+	 * node and service are names of other fabrics (fabtests pass a TCP
+	 * port for their out-of-band exchange): dmaplane addresses are
+	 * endpoint names, exchanged by the application, so they are not
+	 * resolved here.
+	 */
+	(void)node; (void)service; (void)flags;
+	*info = NULL;
+	ret = dpf_probe_device(&dev_caps);
+	if (ret)
+		return ret;
+	return dpf_getinfo_caps(version, hints, dev_caps, info);
 }
 
 /* ---- fabric ------------------------------------------------------------ */

@@ -1,0 +1,117 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The libfabric provider in one VM: load dmaplane, mount the host's root
+# (run-vm.sh -R) and run, in a chroot into it, Debian's fi_info and
+# fi_pingpong and the fabtests built into the work tree's build/
+# (fabric/build-fabtests.sh) with -p dmaplane.  Client and server of each
+# program run in this VM and exchange addresses over 127.0.0.1 (-E).
+# Every program is one check: DMAPLANE-CASE fabric/<name> PASS|FAIL|SKIP.
+#
+# Kernel command line: dmaplane.fabric_build=<host path of build/>
+# (tests/run-fabric.sh sets it).
+. /dmaplane/jobs/lib.sh
+. /dmaplane/bench/hostroot.sh
+
+B=$(cmdline dmaplane.fabric_build "")
+FT=$B/fabtests/bin
+TMO=${FABRIC_TIMEOUT:-300}
+
+kmemleak_reset
+check insmod load_dmaplane
+if ! hostroot_mount; then
+	echo "DMAPLANE-CASE fabric/hostroot FAIL no host root over 9p (run-vm.sh -R)"
+	exit 1
+fi
+case_result fabric/hostroot 0
+chmod 0666 /dev/dmaplane
+
+# fab: a command in the host's root with the provider found through
+# FI_PROVIDER_PATH and libdmaplane beside it; bounded by $TMO.
+fab() {
+	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
+		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
+		FI_LOG_LEVEL="${FI_LOG_LEVEL:-warn}" \
+		timeout -k 5 $TMO "$@"
+}
+
+# one NAME COMMAND...: a program that needs no peer
+one() {
+	name=$1
+	shift
+	echo "# fabric/$name: $*"
+	fab "$@" >/tmp/out.$$ 2>&1
+	rc=$?
+	sed 's/^/#   /' /tmp/out.$$
+	case_result "fabric/$name" $rc "rc=$rc: $(tail -3 /tmp/out.$$ | tr '\n' ' ')"
+}
+
+# pair NAME COMMAND...: server, then client (the same command with
+# 127.0.0.1 appended); both must succeed.
+pair() {
+	name=$1
+	shift
+	echo "# fabric/$name: $*"
+	fab "$@" >/tmp/srv.$$ 2>&1 &
+	srv=$!
+	sleep 2
+	fab "$@" 127.0.0.1 >/tmp/cli.$$ 2>&1
+	crc=$?
+	wait $srv
+	src=$?
+	sed 's/^/#   server: /' /tmp/srv.$$
+	sed 's/^/#   client: /' /tmp/cli.$$
+	rc=0
+	[ $crc = 0 ] && [ $src = 0 ] || rc=1
+	case_result "fabric/$name" $rc "server rc=$src, client rc=$crc: $(tail -2 /tmp/cli.$$ | tr '\n' ' ')"
+}
+
+skip() {
+	echo "DMAPLANE-CASE fabric/$1 SKIP $2"
+}
+
+echo "# provider: $B/fabric/libdmaplane-fi.so"
+fab fi_info -p dmaplane >/tmp/info.$$ 2>&1
+rc=$?
+sed 's/^/#   /' /tmp/info.$$
+grep -q 'provider: dmaplane' /tmp/info.$$ || rc=1
+case_result fabric/fi_info $rc "$(tail -3 /tmp/info.$$ | tr '\n' ' ')"
+fab fi_info -p dmaplane -v >/tmp/info.$$ 2>&1
+grep -E 'caps|mem_tag_format|mr_mode|inject_size|cq_data_size|threading' /tmp/info.$$ |
+	sed 's/^/#   /'
+
+pair fi_pingpong fi_pingpong -p dmaplane -e rdm -I 100
+pair fi_pingpong-all-sizes fi_pingpong -p dmaplane -e rdm -I 10 -S all
+
+if [ ! -x "$H$FT/fi_rdm_tagged_pingpong" ]; then
+	for t in fi_rdm_tagged_pingpong fi_rdm_tagged_bw fi_rdm_tagged_peek \
+		fi_recv_cancel fi_unexpected_msg fi_rdm fi_rdm_pingpong \
+		fi_msg_inject fi_rma_bw fi_getinfo_test fi_cq_test fi_mr_test \
+		fi_dom_test fi_eq_test; do
+		skip $t "no fabtests in $FT (fabric/build-fabtests.sh)"
+	done
+else
+	pair fi_rdm_tagged_pingpong $FT/fi_rdm_tagged_pingpong -p dmaplane -E -I 100 -S all
+	pair fi_rdm_tagged_bw $FT/fi_rdm_tagged_bw -p dmaplane -E -I 20 -S all
+	pair fi_rdm_tagged_peek $FT/fi_rdm_tagged_peek -p dmaplane -E
+	pair fi_recv_cancel $FT/fi_recv_cancel -p dmaplane -e rdm -E
+	pair fi_unexpected_msg $FT/fi_unexpected_msg -p dmaplane -e rdm -E -I 10
+	pair fi_rdm $FT/fi_rdm -p dmaplane -E
+	pair fi_rdm_pingpong $FT/fi_rdm_pingpong -p dmaplane -E -I 100 -S all
+	pair fi_msg_inject $FT/fi_msg_inject -p dmaplane -e rdm -E
+	pair fi_rma_bw-write $FT/fi_rma_bw -p dmaplane -e rdm -E -o write -I 20 -S all
+	pair fi_rma_bw-read $FT/fi_rma_bw -p dmaplane -e rdm -E -o read -I 20 -S all
+	one fi_getinfo_test $FT/fi_getinfo_test -p dmaplane
+	one fi_cq_test $FT/fi_cq_test -p dmaplane
+	one fi_mr_test $FT/fi_mr_test -p dmaplane
+	one fi_dom_test $FT/fi_dom_test -p dmaplane
+	one fi_eq_test $FT/fi_eq_test -p dmaplane
+	# fi_av_test needs FI_SOCKADDR addresses given as host names (-g):
+	# dmaplane's addresses are endpoint names, not sockaddrs.
+	skip fi_av_test "addresses are dmaplane names, fi_av_test takes FI_SOCKADDR host names"
+fi
+
+grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats
+case_result fabric/endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
+check rmmod rmmod dmaplane
+kmemleak_report
+exit $fails
