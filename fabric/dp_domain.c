@@ -95,11 +95,14 @@ static struct fi_ops_domain dpf_domain_ops = {
 	.endpoint2 = dpf_endpoint2,
 };
 
-/* The 8-byte auth key of a domain or endpoint attribute, 0 if none. */
+/*
+ * The 8-byte auth key of a domain attribute, 0 if none (a size without a
+ * key is what fi_getinfo() reports: the key size the provider takes).
+ */
 static int dpf_auth_key(const uint8_t *key, size_t size, uint64_t *out)
 {
 	*out = 0;
-	if (!size)
+	if (!size || !key)
 		return 0;
 	if (size != sizeof(uint64_t) || !key)
 		return -FI_EINVAL;

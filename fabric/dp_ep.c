@@ -286,7 +286,11 @@ static size_t iov_len(const struct iovec *iov, size_t count)
 	return len;
 }
 
-/* Copy an inject payload into the request: the caller's buffer is free. */
+/*
+ * Copy an inject payload into the request: the caller's buffer is free.
+ * fi_inject() and friends also hide the completion (@no_comp of the
+ * callers); fi_sendmsg(FI_INJECT) does not.
+ */
 static int req_inject(struct dpf_req *req, const struct iovec *iov, size_t count)
 {
 	size_t off = 0, i;
@@ -297,13 +301,12 @@ static int req_inject(struct dpf_req *req, const struct iovec *iov, size_t count
 		memcpy(req->inject + off, iov[i].iov_base, iov[i].iov_len);
 		off += iov[i].iov_len;
 	}
-	req->comp = false;
 	return off;
 }
 
 static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 		       fi_addr_t dest, uint64_t tag, bool tagged, void *context,
-		       uint64_t flags)
+		       uint64_t flags, bool no_comp)
 {
 	struct dpf_req *req;
 	uint32_t h;
@@ -342,7 +345,7 @@ static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 	req->kind = DPF_REQ_SEND;
 	req->context = context;
 	req->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	req->comp = want_comp(ep->tx_selective, flags);
+	req->comp = !no_comp && want_comp(ep->tx_selective, flags);
 	if (flags & FI_INJECT) {
 		len = req_inject(req, iov, count);
 		if (len < 0) {
@@ -559,7 +562,7 @@ out_unlock:
 
 static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
 		      size_t count, fi_addr_t addr, uint64_t raddr, uint64_t key,
-		      void *context, uint64_t flags)
+		      void *context, uint64_t flags, bool no_comp)
 {
 	struct dpf_req *req;
 	uint32_t h;
@@ -591,7 +594,7 @@ static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
 	req->kind = write ? DPF_REQ_WRITE : DPF_REQ_READ;
 	req->context = context;
 	req->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	req->comp = want_comp(ep->tx_selective, flags);
+	req->comp = !no_comp && want_comp(ep->tx_selective, flags);
 	if (write && (flags & FI_INJECT)) {
 		len = req_inject(req, iov, count);
 		if (len < 0) {
@@ -656,7 +659,7 @@ static ssize_t dpf_send(struct fid_ep *fep, const void *buf, size_t len,
 
 	(void)desc;
 	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, context,
-		       to_ep(fep)->tx_op_flags);
+		       to_ep(fep)->tx_op_flags, false);
 }
 
 static ssize_t dpf_sendv(struct fid_ep *fep, const struct iovec *iov,
@@ -664,14 +667,14 @@ static ssize_t dpf_sendv(struct fid_ep *fep, const struct iovec *iov,
 {
 	(void)desc;
 	return ep_send(to_ep(fep), iov, count, dest, 0, false, context,
-		       to_ep(fep)->tx_op_flags);
+		       to_ep(fep)->tx_op_flags, false);
 }
 
 static ssize_t dpf_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 			   uint64_t flags)
 {
 	return ep_send(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr, 0,
-		       false, msg->context, flags);
+		       false, msg->context, flags, false);
 }
 
 static ssize_t dpf_inject(struct fid_ep *fep, const void *buf, size_t len,
@@ -679,7 +682,8 @@ static ssize_t dpf_inject(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, NULL, FI_INJECT);
+	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, NULL, FI_INJECT,
+		       true);
 }
 
 static ssize_t dpf_senddata(struct fid_ep *fep, const void *buf, size_t len,
@@ -756,7 +760,7 @@ static ssize_t dpf_tsend(struct fid_ep *fep, const void *buf, size_t len,
 
 	(void)desc;
 	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, context,
-		       to_ep(fep)->tx_op_flags);
+		       to_ep(fep)->tx_op_flags, false);
 }
 
 static ssize_t dpf_tsendv(struct fid_ep *fep, const struct iovec *iov,
@@ -765,14 +769,14 @@ static ssize_t dpf_tsendv(struct fid_ep *fep, const struct iovec *iov,
 {
 	(void)desc;
 	return ep_send(to_ep(fep), iov, count, dest, tag, true, context,
-		       to_ep(fep)->tx_op_flags);
+		       to_ep(fep)->tx_op_flags, false);
 }
 
 static ssize_t dpf_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
 			    uint64_t flags)
 {
 	return ep_send(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr,
-		       msg->tag, true, msg->context, flags);
+		       msg->tag, true, msg->context, flags, false);
 }
 
 static ssize_t dpf_tinject(struct fid_ep *fep, const void *buf, size_t len,
@@ -780,7 +784,8 @@ static ssize_t dpf_tinject(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, NULL, FI_INJECT);
+	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, NULL, FI_INJECT,
+		       true);
 }
 
 static ssize_t dpf_tsenddata(struct fid_ep *fep, const void *buf, size_t len,
@@ -821,7 +826,7 @@ static ssize_t dpf_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
 
 	(void)desc;
 	return ep_rma(to_ep(fep), false, &iov, 1, src, addr, key, context,
-		      to_ep(fep)->tx_op_flags);
+		      to_ep(fep)->tx_op_flags, false);
 }
 
 static ssize_t dpf_readv(struct fid_ep *fep, const struct iovec *iov,
@@ -830,7 +835,7 @@ static ssize_t dpf_readv(struct fid_ep *fep, const struct iovec *iov,
 {
 	(void)desc;
 	return ep_rma(to_ep(fep), false, iov, count, src, addr, key, context,
-		      to_ep(fep)->tx_op_flags);
+		      to_ep(fep)->tx_op_flags, false);
 }
 
 static ssize_t dpf_rma_msg(struct fid_ep *fep, bool write,
@@ -842,7 +847,7 @@ static ssize_t dpf_rma_msg(struct fid_ep *fep, bool write,
 		return -FI_EINVAL;
 	return ep_rma(to_ep(fep), write, msg->msg_iov, msg->iov_count, msg->addr,
 		      msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->context,
-		      flags);
+		      flags, false);
 }
 
 static ssize_t dpf_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
@@ -859,7 +864,7 @@ static ssize_t dpf_write(struct fid_ep *fep, const void *buf, size_t len,
 
 	(void)desc;
 	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, context,
-		      to_ep(fep)->tx_op_flags);
+		      to_ep(fep)->tx_op_flags, false);
 }
 
 static ssize_t dpf_writev(struct fid_ep *fep, const struct iovec *iov,
@@ -868,7 +873,7 @@ static ssize_t dpf_writev(struct fid_ep *fep, const struct iovec *iov,
 {
 	(void)desc;
 	return ep_rma(to_ep(fep), true, iov, count, dest, addr, key, context,
-		      to_ep(fep)->tx_op_flags);
+		      to_ep(fep)->tx_op_flags, false);
 }
 
 static ssize_t dpf_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
@@ -882,7 +887,8 @@ static ssize_t dpf_rma_inject(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, NULL, FI_INJECT);
+	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, NULL,
+		      FI_INJECT, true);
 }
 
 static ssize_t dpf_writedata(struct fid_ep *fep, const void *buf, size_t len,
@@ -1191,9 +1197,8 @@ static int ep_enable(struct dpf_ep *ep)
 		return -FI_ENOCQ;
 	if (!ep->rx_cq && !ep->recv_cntr)
 		return -FI_ENOCQ;
-	if (ep->info->ep_attr->auth_key_size) {
+	if (ep->info->ep_attr->auth_key_size && ep->info->ep_attr->auth_key)
 		memcpy(&auth_key, ep->info->ep_attr->auth_key, sizeof(auth_key));
-	}
 	ret = dp_ep_setup(ep->kep, auth_key, ring_entries(ep));
 	if (ret) {
 		DPF_WARN(FI_LOG_EP_CTRL, "dp_ep_setup: %s\n", strerror(-ret));

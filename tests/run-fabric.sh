@@ -6,8 +6,9 @@
 # over 9p (Debian's fi_pingpong and the build tree are used from there).
 # Prints one PASS/FAIL/SKIP line per check (tests/vm/results.py).
 #
-# Usage: tests/run-fabric.sh [KVER]   (6.1 by default; the kernel must be
-# cached by tests/vm/build-kernel.sh already or it is built)
+# Usage: tests/run-fabric.sh [KVER [KERNEL-ARGS]]   (6.1 by default; the
+# kernel is built by tests/vm/build-kernel.sh unless cached; KERNEL-ARGS
+# such as dmaplane.fabric_only=fi_pingpong,fi_rdm reach the job)
 
 set -u
 cd "$(dirname "$0")/.."
@@ -18,15 +19,20 @@ rm -rf "$out"
 mkdir -p "$out"
 
 KSRC=$(tests/vm/build-kernel.sh "$kver") || exit 1
-make -s BUILD="$BUILD" lib fabric >"$out/build.log" 2>&1 ||
+make -s BUILD="$BUILD" lib tools examples fabric >"$out/build.log" 2>&1 ||
 	{ tail -30 "$out/build.log"; exit 1; }
 fabric/build-fabtests.sh >"$out/fabtests.log" 2>&1 ||
 	echo "fabtests not built (see $out/fabtests.log): their checks are skipped"
+if command -v mpicc >/dev/null; then
+	mpicc -Wall -Wextra -O2 -o "$BUILD/fabric/mpi_ping_pong" \
+		fabric/tests/mpi_ping_pong.c >"$out/mpicc.log" 2>&1 ||
+		echo "mpi_ping_pong not built (see $out/mpicc.log)"
+fi
 build_ko fabric$kver "$KSRC" >"$out/ko.log" 2>&1 || { tail -30 "$out/ko.log"; exit 1; }
 make_initramfs "$out/i.cpio.gz" "$BUILD/ko-fabric$kver" \
 	tests/vm/bench:/dmaplane/bench >"$out/initramfs.log" 2>&1 ||
 	{ tail -20 "$out/initramfs.log"; exit 1; }
 tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/i.cpio.gz" \
 	-j fabric -n 1 -t "${FABRIC_VM_TIMEOUT:-1800}" -o "$out/vm" -R \
-	-a "dmaplane.fabric_build=$(pwd)/$BUILD"
+	-a "dmaplane.fabric_build=$(pwd)/$BUILD ${2:-}"
 python3 tests/vm/results.py --ksrc "$KSRC" --label fabric "$out/vm" 1
