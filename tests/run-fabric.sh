@@ -14,7 +14,8 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/vm/common.sh
 kver=${1:-6.1}
-out=$BUILD/fabric-vm-$kver
+run=fabric$kver${FABRIC_RUN:+-$FABRIC_RUN}	# FABRIC_RUN=NAME: concurrent runs
+out=$BUILD/$run
 rm -rf "$out"
 mkdir -p "$out"
 
@@ -28,11 +29,11 @@ if command -v mpicc >/dev/null; then
 		fabric/tests/mpi_ping_pong.c >"$out/mpicc.log" 2>&1 ||
 		echo "mpi_ping_pong not built (see $out/mpicc.log)"
 fi
-build_ko fabric$kver "$KSRC" >"$out/ko.log" 2>&1 || { tail -30 "$out/ko.log"; exit 1; }
-make_initramfs "$out/i.cpio.gz" "$BUILD/ko-fabric$kver" \
+build_ko $run "$KSRC" >"$out/ko.log" 2>&1 || { tail -30 "$out/ko.log"; exit 1; }
+make_initramfs "$out/i.cpio.gz" "$BUILD/ko-$run" \
 	tests/vm/bench:/dmaplane/bench >"$out/initramfs.log" 2>&1 ||
 	{ tail -20 "$out/initramfs.log"; exit 1; }
 tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/i.cpio.gz" \
-	-j fabric -n 1 -t "${FABRIC_VM_TIMEOUT:-1800}" -o "$out/vm" -R \
+	-j fabric -n 1 -t "${FABRIC_VM_TIMEOUT:-1800}" -m 3072 -o "$out/vm" -R \
 	-a "dmaplane.fabric_build=$(pwd)/$BUILD ${2:-}"
 python3 tests/vm/results.py --ksrc "$KSRC" --label fabric "$out/vm" 1
