@@ -3,12 +3,16 @@
  * libdmaplane-fi: event queues.  An RDM endpoint of dmaplane has no
  * connection events and AV insertion is synchronous, so an EQ only ever
  * holds what the application writes itself (fi_eq_write); fabtests and
- * fi_pingpong open one regardless.
+ * fi_pingpong open one regardless.  FI_WAIT_FD: an eventfd in semaphore
+ * mode that counts the queued entries, so it polls readable while any is
+ * queued.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "dp_prov.h"
 
@@ -26,6 +30,8 @@ struct dpf_eq {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct dpf_eq_ent *head, **tailp;
+	enum fi_wait_obj wait_obj;
+	int fd;		/* FI_WAIT_FD: eventfd counting the queued entries */
 };
 
 static ssize_t eq_take(struct dpf_eq *eq, uint32_t *event, void *buf,
@@ -45,10 +51,14 @@ static ssize_t eq_take(struct dpf_eq *eq, uint32_t *event, void *buf,
 	memcpy(buf, e->data, e->len);
 	ret = e->len;
 	if (!(flags & FI_PEEK)) {
+		uint64_t one;
+
 		eq->head = e->next;
 		if (!eq->head)
 			eq->tailp = &eq->head;
 		free(e);
+		if (eq->fd >= 0 && read(eq->fd, &one, sizeof(one)) != sizeof(one))
+			DPF_WARN(FI_LOG_EQ, "eventfd out of step with the queue\n");
 	}
 	return ret;
 }
@@ -95,6 +105,12 @@ static ssize_t dpf_eq_write(struct fid_eq *feq, uint32_t event,
 	pthread_mutex_lock(&eq->lock);
 	*eq->tailp = e;
 	eq->tailp = &e->next;
+	if (eq->fd >= 0) {
+		uint64_t one = 1;
+
+		if (write(eq->fd, &one, sizeof(one)) != sizeof(one))
+			DPF_WARN(FI_LOG_EQ, "eventfd write failed\n");
+	}
 	pthread_cond_broadcast(&eq->cond);
 	pthread_mutex_unlock(&eq->lock);
 	return len;
@@ -163,6 +179,8 @@ static int dpf_eq_close(struct fid *fid)
 		next = e->next;
 		free(e);
 	}
+	if (eq->fd >= 0)
+		close(eq->fd);
 	pthread_cond_destroy(&eq->cond);
 	pthread_mutex_destroy(&eq->lock);
 	__atomic_sub_fetch(&eq->fab->refs, 1, __ATOMIC_RELEASE);
@@ -170,11 +188,29 @@ static int dpf_eq_close(struct fid *fid)
 	return 0;
 }
 
+static int dpf_eq_control(struct fid *fid, int command, void *arg)
+{
+	struct dpf_eq *eq = container_of(fid, struct dpf_eq, eq.fid);
+
+	switch (command) {
+	case FI_GETWAIT:
+		if (eq->fd < 0)
+			return -FI_ENODATA;
+		*(int *)arg = eq->fd;
+		return 0;
+	case FI_GETWAITOBJ:
+		*(enum fi_wait_obj *)arg = eq->wait_obj;
+		return 0;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
 static struct fi_ops dpf_eq_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = dpf_eq_close,
 	.bind = dpf_no_bind,
-	.control = dpf_no_control,
+	.control = dpf_eq_control,
 	.ops_open = dpf_no_ops_open,
 };
 
@@ -190,6 +226,7 @@ int dpf_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	case FI_WAIT_NONE:
 	case FI_WAIT_UNSPEC:
 	case FI_WAIT_MUTEX_COND:
+	case FI_WAIT_FD:
 		break;
 	default:
 		return -FI_ENOSYS;
@@ -197,6 +234,15 @@ int dpf_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 	eq = calloc(1, sizeof(*eq));
 	if (!eq)
 		return -FI_ENOMEM;
+	eq->wait_obj = attr->wait_obj;
+	eq->fd = -1;
+	if (attr->wait_obj == FI_WAIT_FD) {
+		eq->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
+		if (eq->fd < 0) {
+			free(eq);
+			return -errno;
+		}
+	}
 	pthread_mutex_init(&eq->lock, NULL);
 	pthread_cond_init(&eq->cond, NULL);
 	eq->tailp = &eq->head;
