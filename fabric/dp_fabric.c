@@ -66,8 +66,12 @@ int dpf_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 
 /* ---- fi_getinfo ------------------------------------------------------ */
 
-/* Is the module there and does it do messaging (and RMA)? */
-static int dpf_probe_device(uint64_t *caps)
+/*
+ * Is the module there and does it do messaging (and RMA)?  @node gets
+ * this node's address: its node_id with ep_uid 0, since the kernel gives
+ * an endpoint its uid only when it is opened (fi_getname() tells it).
+ */
+static int dpf_probe_device(uint64_t *caps, struct dmaplane_name *node)
 {
 	struct dmaplane_info di;
 	struct dp_ep *ep;
@@ -79,9 +83,12 @@ static int dpf_probe_device(uint64_t *caps)
 		return -FI_ENODATA;
 	}
 	ret = dp_info(ep, &di);
+	if (!ret)
+		ret = dp_getname(ep, node);
 	dp_close(ep);
 	if (ret)
 		return -FI_ENODATA;
+	node->ep_uid = 0;
 	if (!(di.caps & DMAPLANE_CAP_MSG)) {
 		DPF_INFO(FI_LOG_CORE, "module lacks DMAPLANE_CAP_MSG\n");
 		return -FI_ENODATA;
@@ -354,7 +361,8 @@ static void apply_hints(struct fi_info *fi, const struct fi_info *hints)
  * that the host tests can check the filtering without a module.
  */
 int dpf_getinfo_caps(uint32_t version, const struct fi_info *hints,
-		     uint64_t dev_caps, struct fi_info **info)
+		     uint64_t dev_caps, const struct dmaplane_name *node,
+		     struct fi_info **info)
 {
 	uint64_t caps, mr_mode;
 	struct fi_info *fi;
@@ -385,6 +393,15 @@ int dpf_getinfo_caps(uint32_t version, const struct fi_info *hints,
 		}
 		apply_hints(fi, hints);
 	}
+	if (node) {
+		fi->src_addr = malloc(DPF_ADDRLEN);
+		if (!fi->src_addr) {
+			fi_freeinfo(fi);
+			return -FI_ENOMEM;
+		}
+		memcpy(fi->src_addr, node, DPF_ADDRLEN);
+		fi->src_addrlen = DPF_ADDRLEN;
+	}
 	*info = fi;
 	return 0;
 }
@@ -393,6 +410,7 @@ int dpf_getinfo(uint32_t version, const char *node, const char *service,
 		uint64_t flags, const struct fi_info *hints,
 		struct fi_info **info)
 {
+	struct dmaplane_name self;
 	uint64_t dev_caps;
 	int ret;
 
@@ -404,10 +422,10 @@ int dpf_getinfo(uint32_t version, const char *node, const char *service,
 	 */
 	(void)node; (void)service; (void)flags;
 	*info = NULL;
-	ret = dpf_probe_device(&dev_caps);
+	ret = dpf_probe_device(&dev_caps, &self);
 	if (ret)
 		return ret;
-	return dpf_getinfo_caps(version, hints, dev_caps, info);
+	return dpf_getinfo_caps(version, hints, dev_caps, &self, info);
 }
 
 /* ---- fabric ------------------------------------------------------------ */

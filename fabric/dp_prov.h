@@ -97,7 +97,8 @@ int dpf_getinfo(uint32_t version, const char *node, const char *service,
 		uint64_t flags, const struct fi_info *hints,
 		struct fi_info **info);
 int dpf_getinfo_caps(uint32_t version, const struct fi_info *hints,
-		     uint64_t dev_caps, struct fi_info **info);
+		     uint64_t dev_caps, const struct dmaplane_name *node,
+		     struct fi_info **info);
 int dpf_check_info(const struct fi_info *prov, const struct fi_info *hints);
 int dpf_errno(int err);
 int dpf_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);

@@ -28,7 +28,7 @@ static struct fi_info *hints_rdm(uint64_t caps)
 
 static int ask(struct fi_info *hints, uint64_t dev_caps, struct fi_info **out)
 {
-	int ret = dpf_getinfo_caps(V, hints, dev_caps, out);
+	int ret = dpf_getinfo_caps(V, hints, dev_caps, NULL, out);
 
 	fi_freeinfo(hints);
 	return ret;
@@ -38,7 +38,7 @@ TEST(no_hints_offers_everything_it_has)
 {
 	struct fi_info *fi;
 
-	ASSERT_EQ(0, dpf_getinfo_caps(V, NULL, DPF_CAPS, &fi));
+	ASSERT_EQ(0, dpf_getinfo_caps(V, NULL, DPF_CAPS, NULL, &fi));
 	ASSERT_NE(NULL, fi);
 	EXPECT_EQ(NULL, fi->next);
 	EXPECT_EQ(FI_EP_RDM, fi->ep_attr->type);
@@ -52,6 +52,19 @@ TEST(no_hints_offers_everything_it_has)
 	EXPECT_EQ(FI_THREAD_SAFE, fi->domain_attr->threading);
 	EXPECT_EQ(0, fi->caps & (FI_SOURCE | FI_HMEM | FI_ATOMIC | FI_MULTI_RECV));
 	EXPECT_EQ(0, strcmp(fi->fabric_attr->name, DPF_NAME));
+	fi_freeinfo(fi);
+}
+
+/* The source address names the node; fi_getname() names the endpoint. */
+TEST(source_address_is_the_node)
+{
+	struct dmaplane_name node = { .node_id = 0x1234, .ep_uid = 0 };
+	struct fi_info *fi;
+
+	ASSERT_EQ(0, dpf_getinfo_caps(V, NULL, DPF_CAPS, &node, &fi));
+	ASSERT_EQ(DPF_ADDRLEN, fi->src_addrlen);
+	ASSERT_NE(NULL, fi->src_addr);
+	EXPECT_EQ(0, memcmp(fi->src_addr, &node, DPF_ADDRLEN));
 	fi_freeinfo(fi);
 }
 
@@ -154,7 +167,7 @@ TEST(module_without_rma)
 	uint64_t dev = DPF_CAPS & ~DPF_RMA_CAPS;
 	struct fi_info *fi;
 
-	ASSERT_EQ(0, dpf_getinfo_caps(V, NULL, dev, &fi));
+	ASSERT_EQ(0, dpf_getinfo_caps(V, NULL, dev, NULL, &fi));
 	EXPECT_EQ(0, fi->caps & DPF_RMA_CAPS);
 	fi_freeinfo(fi);
 	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_RMA), dev, &fi));

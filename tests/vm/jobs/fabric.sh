@@ -124,7 +124,7 @@ else
 	pair fi_rdm_tagged_pingpong $OOB $FT/fi_rdm_tagged_pingpong -p dmaplane -E -I 10 -S $SIZES
 	pair fi_rdm_tagged_bw $OOB $FT/fi_rdm_tagged_bw -p dmaplane -E -I 5 -W 16 -S $SIZES
 	pair fi_rdm_tagged_peek $OOB $FT/fi_rdm_tagged_peek -p dmaplane -E
-	pair fi_recv_cancel $OOB $FT/fi_recv_cancel -p dmaplane -e rdm -E -S 4096
+	pair fi_recv_cancel $OOB $FT/fi_recv_cancel -p dmaplane -e rdm -E
 	pair fi_unexpected_msg $OOB $FT/fi_unexpected_msg -p dmaplane -e rdm -E -I 10 -S 4096
 	pair fi_rdm $OOB $FT/fi_rdm -p dmaplane -E -S 4096
 	pair fi_rdm_pingpong $OOB $FT/fi_rdm_pingpong -p dmaplane -E -I 10 -S $SIZES
