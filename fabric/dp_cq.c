@@ -375,7 +375,6 @@ static struct fi_ops dpf_cq_fi_ops = {
 /* fi_trywait(): may the application block on these objects' wait fds? */
 int dpf_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
-	struct dpf_cntr *cntr;
 	struct dpf_cq *cq;
 	int i, k;
 
@@ -393,9 +392,12 @@ int dpf_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 			if (k)
 				return -FI_EAGAIN;
 			break;
+		case FI_CLASS_EQ:
+			k = dpf_eq_trywait(fids[i]);
+			if (k)
+				return k;
+			break;
 		case FI_CLASS_CNTR:
-			cntr = container_of(fids[i], struct dpf_cntr, cntr.fid);
-			(void)cntr;
 			return -FI_ENOSYS;	/* counters have no wait fd */
 		default:
 			return -FI_EINVAL;

@@ -149,6 +149,20 @@ static ssize_t dpf_eq_sread(struct fid_eq *feq, uint32_t *event, void *buf,
 	return ret;
 }
 
+/* fi_trywait() on an EQ: -FI_EAGAIN while an event is queued. */
+int dpf_eq_trywait(struct fid *fid)
+{
+	struct dpf_eq *eq = container_of(fid, struct dpf_eq, eq.fid);
+	int ret;
+
+	if (eq->fd < 0)
+		return -FI_EINVAL;
+	pthread_mutex_lock(&eq->lock);
+	ret = eq->head ? -FI_EAGAIN : 0;
+	pthread_mutex_unlock(&eq->lock);
+	return ret;
+}
+
 static const char *dpf_eq_strerror(struct fid_eq *feq, int prov_errno,
 				   const void *err_data, char *buf, size_t len)
 {

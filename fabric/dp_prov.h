@@ -110,6 +110,7 @@ int dpf_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
 
 int dpf_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		struct fid_eq **eqp, void *context);
+int dpf_eq_trywait(struct fid *fid);
 
 /* ---- dp_domain.c ------------------------------------------------------ */
 
