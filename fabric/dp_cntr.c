@@ -44,20 +44,37 @@ static uint64_t dpf_cntr_readerr(struct fid_cntr *fc)
 	return v;
 }
 
-#define CNTR_SETTER(name, field, op)					\
-static int name(struct fid_cntr *fc, uint64_t value)			\
-{									\
-	struct dpf_cntr *cntr = container_of(fc, struct dpf_cntr, cntr); \
-									\
-	dpf_lock(cntr->dom);						\
-	cntr->field op value;						\
-	dpf_unlock(cntr->dom);						\
-	return 0;							\
+/* Add @value to, or set, the success (@err false) or error count. */
+static int cntr_update(struct fid_cntr *fc, bool err, bool add, uint64_t value)
+{
+	struct dpf_cntr *cntr = container_of(fc, struct dpf_cntr, cntr);
+	uint64_t *v = err ? &cntr->err : &cntr->value;
+
+	dpf_lock(cntr->dom);
+	*v = add ? *v + value : value;
+	dpf_unlock(cntr->dom);
+	return 0;
 }
-CNTR_SETTER(dpf_cntr_add, value, +=)
-CNTR_SETTER(dpf_cntr_set, value, =)
-CNTR_SETTER(dpf_cntr_adderr, err, +=)
-CNTR_SETTER(dpf_cntr_seterr, err, =)
+
+static int dpf_cntr_add(struct fid_cntr *fc, uint64_t value)
+{
+	return cntr_update(fc, false, true, value);
+}
+
+static int dpf_cntr_set(struct fid_cntr *fc, uint64_t value)
+{
+	return cntr_update(fc, false, false, value);
+}
+
+static int dpf_cntr_adderr(struct fid_cntr *fc, uint64_t value)
+{
+	return cntr_update(fc, true, true, value);
+}
+
+static int dpf_cntr_seterr(struct fid_cntr *fc, uint64_t value)
+{
+	return cntr_update(fc, true, false, value);
+}
 
 static int64_t now_ms(void)
 {

@@ -101,44 +101,46 @@ static int dpf_probe_device(uint64_t *caps, struct dmaplane_name *node)
 	return 0;
 }
 
-#define NODATA(why) do {						\
-		DPF_INFO(FI_LOG_CORE, "hints: %s\n", why);		\
-		return -FI_ENODATA;					\
-	} while (0)
+/* Refuse hints: -FI_ENODATA, and why at FI_LOG_LEVEL=info. */
+static int nodata(const char *why)
+{
+	DPF_INFO(FI_LOG_CORE, "hints: %s\n", why);
+	return -FI_ENODATA;
+}
 
 static int check_tx_attr(const struct fi_tx_attr *p, const struct fi_tx_attr *h)
 {
 	if (h->caps & ~p->caps)
-		NODATA("tx caps");
+		return nodata("tx caps");
 	if (h->msg_order & ~p->msg_order)
-		NODATA("tx msg_order");
+		return nodata("tx msg_order");
 	if (h->comp_order & ~p->comp_order)
-		NODATA("tx comp_order");
+		return nodata("tx comp_order");
 	if (h->inject_size > p->inject_size)
-		NODATA("inject_size");
+		return nodata("inject_size");
 	if (h->size > DPF_MAX_CTX_SIZE)
-		NODATA("tx size");
+		return nodata("tx size");
 	if (h->iov_limit > p->iov_limit)
-		NODATA("tx iov_limit");
+		return nodata("tx iov_limit");
 	if (h->rma_iov_limit > p->rma_iov_limit)
-		NODATA("rma_iov_limit");
+		return nodata("rma_iov_limit");
 	return 0;
 }
 
 static int check_rx_attr(const struct fi_rx_attr *p, const struct fi_rx_attr *h)
 {
 	if (h->caps & ~p->caps)
-		NODATA("rx caps");
+		return nodata("rx caps");
 	if (h->msg_order & ~p->msg_order)
-		NODATA("rx msg_order");
+		return nodata("rx msg_order");
 	if (h->comp_order & ~p->comp_order)
-		NODATA("rx comp_order");
+		return nodata("rx comp_order");
 	if (h->total_buffered_recv > p->total_buffered_recv)
-		NODATA("total_buffered_recv");
+		return nodata("total_buffered_recv");
 	if (h->size > DPF_MAX_CTX_SIZE)
-		NODATA("rx size");
+		return nodata("rx size");
 	if (h->iov_limit > p->iov_limit)
-		NODATA("rx iov_limit");
+		return nodata("rx iov_limit");
 	return 0;
 }
 
@@ -152,62 +154,62 @@ int dpf_check_info(const struct fi_info *prov, const struct fi_info *hints)
 	int ret;
 
 	if (hints->caps & ~prov->caps)
-		NODATA("caps");
+		return nodata("caps");
 	if (hints->addr_format != FI_FORMAT_UNSPEC &&
 	    hints->addr_format != prov->addr_format)
-		NODATA("addr_format");
+		return nodata("addr_format");
 	if (hints->ep_attr) {
 		const struct fi_ep_attr *h = hints->ep_attr;
 
 		if (h->type != FI_EP_UNSPEC && h->type != FI_EP_RDM)
-			NODATA("ep type (FI_EP_RDM only)");
+			return nodata("ep type (FI_EP_RDM only)");
 		if (h->protocol != FI_PROTO_UNSPEC &&
 		    h->protocol != prov->ep_attr->protocol)
-			NODATA("protocol");
+			return nodata("protocol");
 		if (h->max_msg_size > prov->ep_attr->max_msg_size)
-			NODATA("max_msg_size");
+			return nodata("max_msg_size");
 		if (h->mem_tag_format & ~prov->ep_attr->mem_tag_format)
-			NODATA("mem_tag_format");
+			return nodata("mem_tag_format");
 		if (h->tx_ctx_cnt > 1 && h->tx_ctx_cnt != FI_SHARED_CONTEXT)
-			NODATA("tx_ctx_cnt");
+			return nodata("tx_ctx_cnt");
 		if (h->tx_ctx_cnt == FI_SHARED_CONTEXT ||
 		    h->rx_ctx_cnt == FI_SHARED_CONTEXT)
-			NODATA("shared contexts");
+			return nodata("shared contexts");
 		if (h->rx_ctx_cnt > 1)
-			NODATA("rx_ctx_cnt");
+			return nodata("rx_ctx_cnt");
 		if (h->auth_key_size &&
 		    h->auth_key_size != sizeof(uint64_t))
-			NODATA("auth_key_size (8 bytes)");
+			return nodata("auth_key_size (8 bytes)");
 	}
 	if (hints->domain_attr) {
 		const struct fi_domain_attr *h = hints->domain_attr;
 		const struct fi_domain_attr *p = prov->domain_attr;
 
 		if (h->name && strcmp(h->name, p->name))
-			NODATA("domain name");
+			return nodata("domain name");
 		if (h->cq_data_size > p->cq_data_size)
-			NODATA("cq_data_size (no remote CQ data yet)");
+			return nodata("cq_data_size (no remote CQ data yet)");
 		if (h->caps & ~p->caps)
-			NODATA("domain caps");
+			return nodata("domain caps");
 		if (h->av_type != FI_AV_UNSPEC && h->av_type != FI_AV_MAP &&
 		    h->av_type != FI_AV_TABLE)
-			NODATA("av_type");
+			return nodata("av_type");
 		if (h->auth_key_size &&
 		    h->auth_key_size != sizeof(uint64_t))
-			NODATA("domain auth_key_size (8 bytes)");
+			return nodata("domain auth_key_size (8 bytes)");
 		if (h->tx_ctx_cnt > p->tx_ctx_cnt ||
 		    h->rx_ctx_cnt > p->rx_ctx_cnt)
-			NODATA("domain contexts");
+			return nodata("domain contexts");
 		if (h->max_ep_tx_ctx > 1 || h->max_ep_rx_ctx > 1 ||
 		    h->max_ep_stx_ctx || h->max_ep_srx_ctx)
-			NODATA("shared or scalable contexts");
+			return nodata("shared or scalable contexts");
 	}
 	if (hints->fabric_attr && hints->fabric_attr->name &&
 	    strcmp(hints->fabric_attr->name, prov->fabric_attr->name))
-		NODATA("fabric name");
+		return nodata("fabric name");
 	if (hints->fabric_attr && hints->fabric_attr->prov_name &&
 	    strcasecmp(hints->fabric_attr->prov_name, DPF_NAME))
-		NODATA("prov_name");
+		return nodata("prov_name");
 	if (hints->tx_attr) {
 		ret = check_tx_attr(prov->tx_attr, hints->tx_attr);
 		if (ret)
@@ -372,13 +374,13 @@ int dpf_getinfo_caps(uint32_t version, const struct fi_info *hints,
 	caps = dev_caps;
 	if (hints && hints->caps) {
 		if (hints->caps & ~dev_caps)
-			NODATA("caps beyond FI_TAGGED|FI_MSG|FI_RMA|FI_DIRECTED_RECV (no FI_SOURCE, FI_HMEM, FI_ATOMIC, FI_MULTI_RECV ... yet)");
+			return nodata("caps (no FI_SOURCE, FI_HMEM, FI_ATOMIC ... yet)");
 		caps = hints->caps | (dev_caps & DPF_DOM_CAPS);
 	}
 	ret = choose_mr_mode(version, hints, caps, &mr_mode);
 	if (ret) {
 		if (hints && (hints->caps & DPF_RMA_CAPS))
-			NODATA("mr_mode: RMA needs FI_MR_PROV_KEY | FI_MR_ENDPOINT");
+			return nodata("mr_mode: RMA needs FI_MR_PROV_KEY | FI_MR_ENDPOINT");
 		caps &= ~DPF_RMA_CAPS;	/* RMA was only on offer */
 	}
 
