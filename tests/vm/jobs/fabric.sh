@@ -5,7 +5,7 @@
 # fi_pingpong and the fabtests built into the work tree's build/
 # (fabric/build-fabtests.sh) with -p dmaplane.  Client and server of each
 # program run in this VM and exchange addresses over 127.0.0.1 (-E).
-# Every program is one check: DMAPLANE-CASE fabric/<name> PASS|FAIL|SKIP.
+# Every program is one check: DMAPLANE-CASE <name> PASS|FAIL|SKIP.
 #
 # Kernel command line: dmaplane.fabric_build=<host path of build/>
 # (tests/run-fabric.sh sets it); dmaplane.fabric_only=NAME,NAME runs only
@@ -35,10 +35,10 @@ want() {	# NAME: is this check to run?
 kmemleak_reset
 check insmod load_dmaplane
 if ! hostroot_mount; then
-	echo "DMAPLANE-CASE fabric/hostroot FAIL no host root over 9p (run-vm.sh -R)"
+	echo "DMAPLANE-CASE hostroot FAIL no host root over 9p (run-vm.sh -R)"
 	exit 1
 fi
-case_result fabric/hostroot 0
+case_result hostroot 0
 chmod 0666 /dev/dmaplane
 
 # fab: a command in the host's root with the provider found through
@@ -59,7 +59,7 @@ one() {
 	fab "$@" >/tmp/out.$$ 2>&1
 	rc=$?
 	sed 's/^/#   /' /tmp/out.$$
-	case_result "fabric/$name" $rc "rc=$rc: $(tail -3 /tmp/out.$$ | tr '\n' ' ')"
+	case_result "$name" $rc "rc=$rc: $(tail -3 /tmp/out.$$ | tr '\n' ' ')"
 }
 
 # wait_listen PORT: until a TCP socket listens on PORT (60 s at most).
@@ -93,11 +93,11 @@ pair() {
 	sed 's/^/#   client: /' /tmp/cli.$$
 	rc=0
 	[ $crc = 0 ] && [ $src = 0 ] || rc=1
-	case_result "fabric/$name" $rc "server rc=$src, client rc=$crc: $(tail -2 /tmp/cli.$$ | tr '\n' ' ')"
+	case_result "$name" $rc "server rc=$src, client rc=$crc: $(tail -2 /tmp/cli.$$ | tr '\n' ' ')"
 }
 
 skip() {
-	echo "DMAPLANE-CASE fabric/$1 SKIP $2"
+	echo "DMAPLANE-CASE $1 SKIP $2"
 }
 
 echo "# provider: $B/fabric/libdmaplane-fi.so"
@@ -105,7 +105,7 @@ fab fi_info -p dmaplane >/tmp/info.$$ 2>&1
 rc=$?
 sed 's/^/#   /' /tmp/info.$$
 grep -q 'provider: dmaplane' /tmp/info.$$ || rc=1
-case_result fabric/fi_info $rc "$(tail -3 /tmp/info.$$ | tr '\n' ' ')"
+case_result fi_info $rc "$(tail -3 /tmp/info.$$ | tr '\n' ' ')"
 fab fi_info -p dmaplane -v >/tmp/info.$$ 2>&1
 grep -E 'caps|mem_tag_format|mr_mode|inject_size|cq_data_size|threading' /tmp/info.$$ |
 	sed 's/^/#   /'
@@ -157,14 +157,14 @@ if chroot $H test -x /usr/bin/mpirun && [ -x "$H$B/fabric/mpi_ping_pong" ]; then
 		rc=$?
 		sed 's/^/#   /' /tmp/mpi.$$
 		grep -q 'mpi_ping_pong: ok' /tmp/mpi.$$ || rc=1
-		case_result fabric/openmpi $rc "rc=$rc: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+		case_result openmpi $rc "rc=$rc: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
 	fi
 else
 	skip openmpi "no mpirun on the host or no build/fabric/mpi_ping_pong"
 fi
 
 grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats
-case_result fabric/endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
+case_result endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
 check rmmod rmmod dmaplane
 kmemleak_report
 exit $fails
