@@ -291,9 +291,12 @@ int dpf_cq_bind_ep(struct dpf_cq *cq, struct dpf_ep *ep)
 	struct dpf_ep **eps;
 	int k;
 
-	for (k = 0; k < cq->neps; k++)
-		if (cq->eps[k] == ep)
-			return -FI_EINVAL;	/* one binding per CQ and ep */
+	for (k = 0; k < cq->neps; k++) {
+		if (cq->eps[k] == ep) {
+			cq->refs++;	/* its other direction */
+			return 0;
+		}
+	}
 	if (cq->neps == cq->maxeps) {
 		eps = realloc(cq->eps, (cq->maxeps + 4) * sizeof(*eps));
 		if (!eps)
@@ -309,11 +312,14 @@ int dpf_cq_bind_ep(struct dpf_cq *cq, struct dpf_ep *ep)
 	return 0;
 }
 
+/* Drop one binding (direction) of @ep; the last one takes it off the list. */
 void dpf_cq_unbind_ep(struct dpf_cq *cq, struct dpf_ep *ep)
 {
 	int k;
 
 	cq->refs--;
+	if (ep->tx_cq == cq && ep->rx_cq == cq)
+		return;		/* the caller drops the other direction next */
 	for (k = 0; k < cq->neps; k++) {
 		if (cq->eps[k] == ep) {
 			if (cq->epfd >= 0)

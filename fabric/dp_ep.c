@@ -1092,6 +1092,8 @@ static int ep_bind_cq(struct dpf_ep *ep, struct dpf_cq *cq, uint64_t flags)
 	ret = dpf_cq_bind_ep(cq, ep);
 	if (ret)
 		return ret;
+	if ((flags & FI_TRANSMIT) && (flags & FI_RECV))
+		cq->refs++;	/* one reference per direction */
 	if (flags & FI_TRANSMIT) {
 		ep->tx_cq = cq;
 		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
@@ -1241,10 +1243,10 @@ static int dpf_ep_close(struct fid *fid)
 	dpf_lock(dom);
 	if (ep->tx_cq)
 		dpf_cq_unbind_ep(ep->tx_cq, ep);
-	if (ep->rx_cq && ep->rx_cq != ep->tx_cq)
+	if (ep->rx_cq == ep->tx_cq)
+		ep->tx_cq = NULL;	/* now the last binding: off the list */
+	if (ep->rx_cq)
 		dpf_cq_unbind_ep(ep->rx_cq, ep);
-	else if (ep->rx_cq)
-		ep->rx_cq->refs--;
 	cntrs[0] = ep->send_cntr;
 	cntrs[1] = ep->recv_cntr;
 	cntrs[2] = ep->read_cntr;

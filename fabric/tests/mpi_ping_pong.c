@@ -13,6 +13,14 @@
 
 static int fails;
 
+/* Say where rank 0 is, so that a hang names its phase. */
+#define PHASE(name) do {						\
+		if (!rank) {						\
+			fprintf(stderr, "mpi_ping_pong: %s\n", name);	\
+			fflush(stderr);					\
+		}							\
+	} while (0)
+
 #define CHECK(cond, ...) do {						\
 		if (!(cond)) {						\
 			fprintf(stderr, "rank %d: %s:%d: ", rank,	\
@@ -26,7 +34,7 @@ static int fails;
 int main(int argc, char **argv)
 {
 	static const int sizes[] = { 0, 1, 64, 1024, 16384, 16385, 65536, 1 << 20 };
-	int rank, nprocs, i, n, peer, flag, count, sum;
+	int rank = 0, nprocs, i, n, peer, flag, count, sum;
 	MPI_Request req;
 	MPI_Message msg;
 	MPI_Status st;
@@ -44,6 +52,7 @@ int main(int argc, char **argv)
 	}
 	peer = 1 - rank;
 	buf = malloc(1 << 20);
+	PHASE("init done");
 
 	/* Ping-pong with data checks, eager and rendezvous. */
 	for (i = 0; i < (int)(sizeof(sizes) / sizeof(sizes[0])); i++) {
@@ -69,6 +78,7 @@ int main(int argc, char **argv)
 		}
 	}
 
+	PHASE("ping-pong done");
 	/* Iprobe, Improbe + Mrecv. */
 	if (rank == 0) {
 		MPI_Send("probe", 6, MPI_CHAR, peer, 100, MPI_COMM_WORLD);
@@ -87,6 +97,7 @@ int main(int argc, char **argv)
 		CHECK(!strcmp(buf, "mprobe"), "Mrecv got '%.7s'", buf);
 	}
 
+	PHASE("probes done");
 	/* A receive nobody sends to, cancelled. */
 	MPI_Irecv(buf, 8, MPI_CHAR, peer, 999, MPI_COMM_WORLD, &req);
 	MPI_Cancel(&req);
@@ -94,6 +105,7 @@ int main(int argc, char **argv)
 	MPI_Test_cancelled(&st, &flag);
 	CHECK(flag, "receive not cancelled");
 
+	PHASE("cancel done");
 	/* Truncation. */
 	if (rank == 0) {
 		MPI_Send(buf, 100, MPI_CHAR, peer, 200, MPI_COMM_WORLD);
@@ -105,12 +117,14 @@ int main(int argc, char **argv)
 		CHECK(cls == MPI_ERR_TRUNCATE, "truncation: error class %d", cls);
 	}
 
+	PHASE("truncation done");
 	/* Ssend completes only once received. */
 	if (rank == 0)
 		MPI_Ssend(buf, 10, MPI_CHAR, peer, 300, MPI_COMM_WORLD);
 	else
 		MPI_Recv(buf, 10, MPI_CHAR, peer, 300, MPI_COMM_WORLD, &st);
 
+	PHASE("ssend done");
 	MPI_Barrier(MPI_COMM_WORLD);
 	MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
 	CHECK(sum == 1, "Allreduce %d", sum);
