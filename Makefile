@@ -131,14 +131,16 @@ $(BUILD)/dp-ring: examples/ring.c $(LIB_LINKS)
 
 fabric: $(FABRIC_SO)
 
-# $ORIGIN/..: libdmaplane beside the provider directory, installed
-# (LIBDIR/libfabric/) or in the build tree (build/fabric/).
+# Runpath $ORIGIN/..: libdmaplane beside the provider directory (the build
+# tree's build/fabric/, or an install whose LIBDIR is libfabric's), then
+# LIBDIR (make install puts the provider in libfabric's directory, which
+# for Debian's libfabric is not PREFIX/lib).
 $(FABRIC_SO): $(FABRIC_SRCS) fabric/dp_prov.h $(LIB_LINKS)
 	@pkg-config --exists libfabric || { echo "make fabric: no libfabric (apt-get install libfabric-dev)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_U) $(shell pkg-config --cflags libfabric) $(CFLAGS) $(WARN) \
 		-fPIC -shared -fvisibility=hidden -o $@ $(FABRIC_SRCS) \
-		$(USER_LDFLAGS) -Wl,-rpath,'$$ORIGIN/..' -Wl,--no-undefined \
+		$(USER_LDFLAGS) -Wl,-rpath,'$$ORIGIN/..:$(LIBDIR)' -Wl,--no-undefined \
 		-ldmaplane $(shell pkg-config --libs libfabric) -lpthread
 
 # The provider's host tests: its sources linked into each test program, so
