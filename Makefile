@@ -11,6 +11,9 @@
 #   make bench           dp-bench in a stock-kernel VM, against the peers
 #   make bench2          dp-bench across two VMs (rxe), against the RDMA/TCP peers
 #   make soak            the long runs: fault injection, 1,000 kill rounds
+#   make fabric          the libfabric provider, libdmaplane-fi.so (needs
+#                        libfabric-dev); part of make and make install when
+#                        libfabric's pkg-config file is there
 #
 # The kernel objects are described in Kbuild; this file drives kbuild for
 # them and builds the user-space parts itself into $(BUILD).
@@ -54,9 +57,16 @@ HOST_TESTS := $(HOST_TEST_SRCS:tests/host/%.c=$(BUILD)/tests/host/%)
 USER_LDFLAGS = -L$(BUILD) -Wl,-rpath-link,$(BUILD)
 
 .PHONY: all modules lib tools examples tests clean install install-user check demo bench \
-	bench2 soak
+	bench2 soak fabric install-fabric fabric-tests
 
-all: modules lib tools examples
+# The libfabric provider (fabric/), built against the installed libfabric's
+# public headers and installed into its provider directory.
+FABRIC_SRCS   := $(wildcard fabric/*.c)
+FABRIC_SO     := $(BUILD)/fabric/libdmaplane-fi.so
+FABRIC_PROVDIR ?= $(shell pkg-config --variable=libdir libfabric 2>/dev/null)/libfabric
+HAVE_FABRIC   := $(shell pkg-config --exists libfabric 2>/dev/null && echo y)
+
+all: modules lib tools examples $(if $(HAVE_FABRIC),fabric)
 
 modules:
 	@test -d $(KDIR) || { echo "no kernel build tree at $(KDIR):" \
@@ -119,6 +129,32 @@ $(BUILD)/dp-pingpong: examples/pingpong.c $(LIB_LINKS)
 $(BUILD)/dp-ring: examples/ring.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
 
+fabric: $(FABRIC_SO)
+
+# Runpath $ORIGIN/..: libdmaplane beside the provider directory (the build
+# tree's build/fabric/, or an install whose LIBDIR is libfabric's), then
+# LIBDIR (make install puts the provider in libfabric's directory, which
+# for Debian's libfabric is not PREFIX/lib).
+$(FABRIC_SO): $(FABRIC_SRCS) fabric/dp_prov.h $(LIB_LINKS)
+	@pkg-config --exists libfabric || { echo "make fabric: no libfabric (apt-get install libfabric-dev)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_U) $(shell pkg-config --cflags libfabric) $(CFLAGS) $(WARN) \
+		-fPIC -shared -fvisibility=hidden -o $@ $(FABRIC_SRCS) \
+		$(USER_LDFLAGS) -Wl,-rpath,'$$ORIGIN/..:$(LIBDIR)' -Wl,--no-undefined \
+		-ldmaplane $(shell pkg-config --libs libfabric) -lpthread
+
+# The provider's host tests: its sources linked into each test program, so
+# that internal functions (dpf_getinfo_caps) can be called without a module.
+FABRIC_TESTS := $(patsubst fabric/tests/%.c,$(BUILD)/fabric/tests/%,$(wildcard fabric/tests/*_test.c))
+fabric-tests: $(FABRIC_TESTS)
+
+$(BUILD)/fabric/tests/%: fabric/tests/%.c $(FABRIC_SRCS) fabric/dp_prov.h $(LIB_LINKS)
+	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_U) -I$(KSFT_DIR) $(shell pkg-config --cflags libfabric) $(CFLAGS) \
+		-Wall -Werror -o $@ $< $(FABRIC_SRCS) $(USER_LDFLAGS) \
+		-Wl,-rpath,$(CURDIR)/$(BUILD) -ldmaplane $(shell pkg-config --libs libfabric) -lpthread
+
 # A malicious peer node (tests/vm/jobs/evil.sh), when librdmacm is there.
 RDMACM_LIBS := $(shell pkg-config --libs librdmacm libibverbs 2>/dev/null)
 ifneq ($(RDMACM_LIBS),)
@@ -171,6 +207,11 @@ install-user: lib tools
 	install -m 0644 libuser/man/*.3 $(DESTDIR)$(MANDIR)/man3/
 	install -m 0644 tools/dpctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 tools/dpctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/dpctl
+	$(if $(HAVE_FABRIC),$(MAKE) install-fabric)
+
+install-fabric: fabric
+	install -d $(DESTDIR)$(FABRIC_PROVDIR)
+	install -m 0755 $(FABRIC_SO) $(DESTDIR)$(FABRIC_PROVDIR)/
 
 check:
 	tests/run-check.sh

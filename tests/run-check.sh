@@ -20,6 +20,9 @@
 #  7. two VMs over a socket netdev: link, soft-RoCE, module on both nodes,
 #     remote_test across them, peer unload and rxe removal under load;
 #     then 100 kill rounds of a group spread over the two nodes
+#  8. the libfabric provider (when libfabric-dev is installed): its host
+#     test, then fi_pingpong, fabtests and Open MPI in a 6.1 test kernel VM
+#     (tests/run-fabric.sh)
 #
 # Every test prints PASS/FAIL/SKIP; the last line is "N passed, N failed".
 # Every step prints its time.  Exit status 1 when anything failed.
@@ -178,5 +181,26 @@ run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
 section "two VMs: kill loop across the nodes (100 rounds)"
 run_vm killloop2 "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop2 2 1800 \
 	"dmaplane.kill_rounds=100"
+if pkg-config --exists libfabric; then
+	section "libfabric provider: host test, fi_pingpong, fabtests, Open MPI (6.1 VM)"
+	step build/fabric make -s BUILD="$BUILD" KSFT_DIR="$KSFT" fabric fabric-tests
+	for t in "$BUILD"/fabric/tests/*_test; do
+		[ -x "$t" ] || continue
+		"$t" >"$out/host-fabric-$(basename "$t").log" 2>&1
+		judge --label "host/fabric-$(basename "$t")" \
+			--tap "$out/host-fabric-$(basename "$t").log" --rc $?
+	done
+	# The checks that pass (fabric/README.md says why fi_getinfo_test
+	# does not).
+	checks=fi_pingpong,fi_rdm_tagged_pingpong,fi_rdm_tagged_bw,fi_rdm_tagged_peek
+	checks=$checks,fi_recv_cancel,fi_unexpected_msg,fi_rdm,fi_rdm_pingpong
+	checks=$checks,fi_msg_inject,fi_rma_bw-write,fi_rma_bw-read,fi_cq_test
+	checks=$checks,fi_mr_test,fi_dom_test,fi_eq_test${FABRIC_MPI:+,openmpi}
+	FABRIC_RUN=check tests/run-fabric.sh 6.1 "dmaplane.fabric_only=$checks" \
+		>"$out/fabric.log" 2>&1
+	grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric.log" | tee -a "$results"
+	grep -qE '^(PASS|FAIL) ' "$out/fabric.log" ||
+		record FAIL fabric "no results: $(tail -5 "$out/fabric.log")"
+fi
 
 finish

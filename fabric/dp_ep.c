@@ -1,0 +1,1352 @@
+// SPDX-License-Identifier: LGPL-2.1 OR MIT
+/*
+ * libdmaplane-fi: endpoints (FI_EP_RDM) and their data operations.
+ *
+ * Every operation carries a request (struct dpf_req) whose address is the
+ * kernel operation's ctx.  The request says where the completion goes:
+ * which CQ and counter, whether a success is reported (selective
+ * completion, inject) and what flags the entry gets.  Matching, ordering
+ * and unexpected messages are the kernel's; the provider only translates.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dp_prov.h"
+
+#define DPF_NO_PEER	UINT32_MAX
+#define DPF_REQ_CHUNK	64
+#define DPF_POLL_BATCH	64
+
+/* ---- what the ABI does not carry yet ------------------------------------ */
+
+/*
+ * dpf_cqe_data - remote CQ data of a receive completion.  The ABI has
+ * none yet (cq_data_size is 0): when it does, return it here and set
+ * FI_REMOTE_CQ_DATA in *@flags.
+ */
+static uint64_t dpf_cqe_data(const struct dmaplane_cqe *cqe, uint64_t *flags)
+{
+	(void)cqe; (void)flags;
+	return 0;
+}
+
+/*
+ * dpf_cqe_src - the fi_addr_t of a completion's (or probe's) sender.
+ * cqe.src is the sender's source value, which the kernel cannot map to
+ * this endpoint's address handles yet, and a search of the AV on every
+ * receive is what FI_SOURCE must not cost: FI_SOURCE is not offered and
+ * the answer is FI_ADDR_NOTAVAIL until the ABI reports the handle.
+ */
+static fi_addr_t dpf_cqe_src(const struct dpf_ep *ep, uint64_t src)
+{
+	(void)ep; (void)src;
+	return FI_ADDR_NOTAVAIL;
+}
+
+/* Sending remote CQ data: refused until the ABI carries it. */
+static ssize_t dpf_check_cq_data(uint64_t flags)
+{
+	return (flags & FI_REMOTE_CQ_DATA) ? -FI_EINVAL : 0;
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+static struct dpf_req *req_get(struct dpf_ep *ep)
+{
+	struct dpf_req *req, *chunk;
+	void **chunks;
+	int i;
+
+	if (!ep->free_reqs) {
+		chunks = realloc(ep->req_chunks, (ep->nchunks + 1) * sizeof(*chunks));
+		if (!chunks)
+			return NULL;
+		ep->req_chunks = chunks;
+		chunk = malloc(DPF_REQ_CHUNK * sizeof(*chunk));
+		if (!chunk)
+			return NULL;
+		ep->req_chunks[ep->nchunks++] = chunk;
+		for (i = 0; i < DPF_REQ_CHUNK; i++) {
+			chunk[i].next = ep->free_reqs;
+			ep->free_reqs = &chunk[i];
+		}
+	}
+	req = ep->free_reqs;
+	ep->free_reqs = req->next;
+	req->next = req->prev = NULL;
+	req->posted = false;
+	req->comp = true;
+	req->buf = NULL;
+	return req;
+}
+
+static void req_put(struct dpf_ep *ep, struct dpf_req *req)
+{
+	req->next = ep->free_reqs;
+	ep->free_reqs = req;
+}
+
+static void recv_link(struct dpf_ep *ep, struct dpf_req *req)
+{
+	req->posted = true;
+	req->prev = NULL;
+	req->next = ep->recvs;
+	if (ep->recvs)
+		ep->recvs->prev = req;
+	ep->recvs = req;
+}
+
+static void recv_unlink(struct dpf_ep *ep, struct dpf_req *req)
+{
+	if (req->prev)
+		req->prev->next = req->next;
+	else
+		ep->recvs = req->next;
+	if (req->next)
+		req->next->prev = req->prev;
+	req->posted = false;
+}
+
+/* ---- address handles ------------------------------------------------------ */
+
+int dpf_ep_av_insert(struct dpf_ep *ep, size_t index)
+{
+	uint32_t *peers, h;
+	size_t n;
+	int ret;
+
+	if (index >= ep->npeers) {
+		n = ep->npeers ? ep->npeers : 64;
+		while (n <= index)
+			n *= 2;
+		peers = realloc(ep->peers, n * sizeof(*peers));
+		if (!peers)
+			return -FI_ENOMEM;
+		memset(peers + ep->npeers, 0xff, (n - ep->npeers) * sizeof(*peers));
+		ep->peers = peers;
+		ep->npeers = n;
+	}
+	if (ep->peers[index] != DPF_NO_PEER)
+		return 0;
+	ret = dp_av_insert(ep->kep, &ep->av->names[index], &h);
+	if (ret)
+		return dpf_errno(ret);
+	ep->peers[index] = h;
+	return 0;
+}
+
+void dpf_ep_av_remove(struct dpf_ep *ep, size_t index)
+{
+	if (index >= ep->npeers || ep->peers[index] == DPF_NO_PEER)
+		return;
+	dp_av_remove(ep->kep, ep->peers[index]);
+	ep->peers[index] = DPF_NO_PEER;
+}
+
+/* The kernel's handle of @addr; resolved now if the AV insert could not. */
+static int ep_peer(struct dpf_ep *ep, fi_addr_t addr, uint32_t *handle)
+{
+	int ret;
+
+	if (!dpf_av_valid(ep->av, addr))
+		return -FI_EINVAL;
+	if (addr >= ep->npeers || ep->peers[addr] == DPF_NO_PEER) {
+		ret = dpf_ep_av_insert(ep, addr);
+		if (ret)
+			return ret;
+	}
+	*handle = ep->peers[addr];
+	return 0;
+}
+
+/* ---- completions ----------------------------------------------------------- */
+
+static struct dpf_cq *req_cq(const struct dpf_ep *ep, const struct dpf_req *req)
+{
+	return req->kind == DPF_REQ_RECV ? ep->rx_cq : ep->tx_cq;
+}
+
+static struct dpf_cntr *req_cntr(const struct dpf_ep *ep,
+				 const struct dpf_req *req)
+{
+	switch (req->kind) {
+	case DPF_REQ_SEND:
+		return ep->send_cntr;
+	case DPF_REQ_RECV:
+		return ep->recv_cntr;
+	case DPF_REQ_WRITE:
+		return ep->write_cntr;
+	case DPF_REQ_READ:
+		return ep->read_cntr;
+	default:
+		return NULL;
+	}
+}
+
+static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
+{
+	struct dpf_req *req = (struct dpf_req *)(uintptr_t)cqe->ctx;
+	struct dpf_cq *cq = req_cq(ep, req);
+	struct dpf_cntr *cntr = req_cntr(ep, req);
+	struct dpf_cq_slot *s;
+	int status = cqe->status;
+	uint64_t flags = req->cq_flags;
+
+	if (req->posted)
+		recv_unlink(ep, req);
+	if (req->kind == DPF_REQ_DISCARD)
+		goto out;
+	/* A discarded claimed message "truncates" into no buffer at all. */
+	if (req->buf == NULL && req->kind == DPF_REQ_RECV && status == -EMSGSIZE &&
+	    (req->cq_flags & FI_DISCARD))
+		status = 0;
+	flags &= ~FI_DISCARD;
+
+	if (cntr) {
+		if (status)
+			cntr->err++;
+		else
+			cntr->value++;
+	}
+	if (!cq || (!status && !req->comp))
+		goto out;
+	s = dpf_cq_push(cq);	/* room was checked by the caller */
+	s->op_context = req->context;
+	s->len = cqe->len;
+	if (req->kind == DPF_REQ_RECV) {
+		s->buf = req->buf;
+		if (flags & FI_TAGGED)
+			s->tag = ep->tag_split ? cqe->tag & ~DPF_MSG_TAG_BIT : cqe->tag;
+		s->data = dpf_cqe_data(cqe, &flags);
+		s->src = dpf_cqe_src(ep, cqe->src);
+	}
+	s->flags = flags;
+	if (status) {
+		s->prov_errno = -status;
+		s->err = -dpf_errno(status);
+		if (status == -EMSGSIZE)
+			s->olen = cqe->msg_len - cqe->len;
+		if (status == -ECANCELED)
+			s->len = 0;
+	}
+out:
+	req_put(ep, req);
+}
+
+static size_t cq_room(const struct dpf_cq *cq)
+{
+	return cq ? cq->size - (cq->tail - cq->head) : SIZE_MAX;
+}
+
+/*
+ * dpf_ep_progress - move the ring's completions to the CQs and counters.
+ * Takes no more entries than both CQs have room for, so that no
+ * completion has to be held anywhere else.  Domain lock held.
+ */
+void dpf_ep_progress(struct dpf_ep *ep)
+{
+	struct dmaplane_cqe cqes[DPF_POLL_BATCH];
+	size_t room;
+	int i, n;
+
+	if (!ep->enabled)
+		return;
+	for (;;) {
+		room = cq_room(ep->tx_cq);
+		if (cq_room(ep->rx_cq) < room)
+			room = cq_room(ep->rx_cq);
+		if (room > DPF_POLL_BATCH)
+			room = DPF_POLL_BATCH;
+		if (!room)
+			return;
+		n = dp_poll(ep->kep, cqes, room);
+		if (n <= 0)
+			return;
+		for (i = 0; i < n; i++)
+			ep_complete(ep, &cqes[i]);
+		if ((size_t)n < room)
+			return;
+	}
+}
+
+/* ---- posting ---------------------------------------------------------------- */
+
+static bool want_comp(bool selective, uint64_t flags)
+{
+	return !selective || (flags & FI_COMPLETION);
+}
+
+static size_t iov_len(const struct iovec *iov, size_t count)
+{
+	size_t len = 0, i;
+
+	for (i = 0; i < count; i++)
+		len += iov[i].iov_len;
+	return len;
+}
+
+/*
+ * Copy an inject payload into the request: the caller's buffer is free.
+ * fi_inject() and friends also hide the completion (@no_comp of the
+ * callers); fi_sendmsg(FI_INJECT) does not.
+ */
+static int req_inject(struct dpf_req *req, const struct iovec *iov, size_t count)
+{
+	size_t off = 0, i;
+
+	if (iov_len(iov, count) > DPF_INJECT_SIZE)
+		return -FI_EINVAL;
+	for (i = 0; i < count; i++) {
+		memcpy(req->inject + off, iov[i].iov_base, iov[i].iov_len);
+		off += iov[i].iov_len;
+	}
+	return off;
+}
+
+static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
+		       fi_addr_t dest, uint64_t tag, bool tagged, void *context,
+		       uint64_t flags, bool no_comp)
+{
+	struct dpf_req *req;
+	uint32_t h;
+	ssize_t ret;
+	int len;
+
+	if (count > DPF_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	ret = dpf_check_cq_data(flags);
+	if (ret)
+		return ret;
+	if (tagged) {
+		if (!(ep->caps & FI_TAGGED))
+			return -FI_EOPNOTSUPP;
+		if (ep->tag_split && (tag & DPF_MSG_TAG_BIT))
+			return -FI_EINVAL;	/* beyond mem_tag_format */
+	} else {
+		if (!(ep->caps & FI_MSG))
+			return -FI_EOPNOTSUPP;
+		tag = ep->tag_split ? DPF_MSG_TAG_BIT : 0;
+	}
+
+	dpf_lock(ep->dom);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out_unlock;
+	}
+	ret = ep_peer(ep, dest, &h);
+	if (ret)
+		goto out_unlock;
+	req = req_get(ep);
+	if (!req) {
+		ret = -FI_ENOMEM;
+		goto out_unlock;
+	}
+	req->kind = DPF_REQ_SEND;
+	req->context = context;
+	req->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
+	req->comp = !no_comp && want_comp(ep->tx_selective, flags);
+	if (flags & FI_INJECT) {
+		len = req_inject(req, iov, count);
+		if (len < 0) {
+			ret = len;
+			goto out_put;
+		}
+		ret = dp_send(ep->kep, h, tag, req->inject, len, (uintptr_t)req);
+	} else if (count == 1) {
+		ret = dp_send(ep->kep, h, tag, iov[0].iov_base, iov[0].iov_len,
+			      (uintptr_t)req);
+	} else if (count == 0) {
+		ret = dp_send(ep->kep, h, tag, NULL, 0, (uintptr_t)req);
+	} else {
+		ret = dp_sendv(ep->kep, h, tag, iov, count, (uintptr_t)req);
+	}
+	if (ret) {
+		ret = dpf_errno(ret);
+		goto out_put;
+	}
+	dpf_unlock(ep->dom);
+	return 0;
+
+out_put:
+	req_put(ep, req);
+out_unlock:
+	dpf_unlock(ep->dom);
+	return ret;
+}
+
+static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, size_t count,
+		       fi_addr_t src, uint64_t tag, uint64_t ignore, bool tagged,
+		       void *context, uint64_t flags)
+{
+	struct dpf_req *req;
+	uint32_t h = DP_ANY_SRC;
+	ssize_t ret;
+
+	if (count > DPF_IOV_LIMIT || (count && !iov))
+		return -FI_EINVAL;
+	if (flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD))
+		return -FI_EINVAL;	/* not offered / handled by ep_trecvmsg */
+	if (tagged) {
+		if (!(ep->caps & FI_TAGGED))
+			return -FI_EOPNOTSUPP;
+		if (ep->tag_split) {
+			tag &= ~DPF_MSG_TAG_BIT;
+			ignore &= ~DPF_MSG_TAG_BIT;
+		}
+	} else {
+		if (!(ep->caps & FI_MSG))
+			return -FI_EOPNOTSUPP;
+		tag = ep->tag_split ? DPF_MSG_TAG_BIT : 0;
+		ignore = 0;
+	}
+
+	dpf_lock(ep->dom);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out_unlock;
+	}
+	if ((ep->caps & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC) {
+		ret = ep_peer(ep, src, &h);
+		if (ret)
+			goto out_unlock;
+	}
+	req = req_get(ep);
+	if (!req) {
+		ret = -FI_ENOMEM;
+		goto out_unlock;
+	}
+	req->kind = DPF_REQ_RECV;
+	req->context = context;
+	req->cq_flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
+	req->comp = want_comp(ep->rx_selective, flags);
+	req->buf = count ? iov[0].iov_base : NULL;
+	if (count <= 1)
+		ret = dp_recv(ep->kep, h, tag, ignore, req->buf,
+			      count ? iov[0].iov_len : 0, (uintptr_t)req);
+	else
+		ret = dp_recvv(ep->kep, h, tag, ignore, iov, count, (uintptr_t)req);
+	if (ret) {
+		req_put(ep, req);
+		ret = dpf_errno(ret);
+		goto out_unlock;
+	}
+	recv_link(ep, req);
+out_unlock:
+	dpf_unlock(ep->dom);
+	return ret;
+}
+
+/*
+ * FI_PEEK, FI_CLAIM, FI_DISCARD (MPI_Improbe/Mrecv): the kernel's PROBE
+ * (with DMAPLANE_PROBE_CLAIM for a claim or discard) and a RECV of the
+ * claimed message.  The claim handle lives in the application's
+ * struct fi_context, which fi_tagged(3) requires for FI_CLAIM.
+ */
+static ssize_t ep_tpeek(struct dpf_ep *ep, const struct fi_msg_tagged *msg,
+			uint64_t flags)
+{
+	struct fi_context *fctx = msg->context;
+	struct dmaplane_probe probe;
+	uint64_t tag = msg->tag, ignore = msg->ignore;
+	struct dpf_cq_slot *s;
+	struct dpf_req *req;
+	uint32_t h = DP_ANY_SRC;
+	unsigned int pflags;
+	ssize_t ret;
+
+	if ((flags & (FI_CLAIM | FI_DISCARD)) && !fctx)
+		return -FI_EINVAL;
+	if (ep->tag_split) {
+		tag &= ~DPF_MSG_TAG_BIT;
+		ignore &= ~DPF_MSG_TAG_BIT;
+	}
+	pflags = (flags & (FI_CLAIM | FI_DISCARD)) ? DMAPLANE_PROBE_CLAIM : 0;
+
+	dpf_lock(ep->dom);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out_unlock;
+	}
+	if (!ep->rx_cq || dpf_cq_full(ep->rx_cq)) {
+		ret = ep->rx_cq ? -FI_EAGAIN : -FI_ENOCQ;
+		goto out_unlock;
+	}
+	if ((ep->caps & FI_DIRECTED_RECV) && msg->addr != FI_ADDR_UNSPEC) {
+		ret = ep_peer(ep, msg->addr, &h);
+		if (ret)
+			goto out_unlock;
+	}
+	ret = dp_probe(ep->kep, h, tag, ignore, pflags, &probe);
+	if (ret == -EAGAIN) {
+		s = dpf_cq_push(ep->rx_cq);
+		s->op_context = msg->context;
+		s->flags = FI_RECV | FI_TAGGED;
+		s->tag = msg->tag;
+		s->err = FI_ENOMSG;
+		s->prov_errno = EAGAIN;
+		ret = 0;
+		goto out_unlock;
+	}
+	if (ret) {
+		ret = dpf_errno(ret);
+		goto out_unlock;
+	}
+	if (flags & FI_DISCARD) {
+		req = req_get(ep);
+		if (!req) {
+			ret = -FI_ENOMEM;	/* stays claimed until close */
+			goto out_unlock;
+		}
+		req->kind = DPF_REQ_DISCARD;
+		ret = dp_recv_claimed(ep->kep, probe.claim, NULL, 0, (uintptr_t)req);
+		if (ret) {
+			req_put(ep, req);
+			ret = dpf_errno(ret);
+			goto out_unlock;
+		}
+	} else if (flags & FI_CLAIM) {
+		fctx->internal[0] = (void *)(uintptr_t)probe.claim;
+	}
+	s = dpf_cq_push(ep->rx_cq);
+	s->op_context = msg->context;
+	s->flags = FI_RECV | FI_TAGGED;
+	s->len = probe.len;
+	s->tag = ep->tag_split ? probe.tag & ~DPF_MSG_TAG_BIT : probe.tag;
+	s->src = dpf_cqe_src(ep, probe.src);
+	ret = 0;
+out_unlock:
+	dpf_unlock(ep->dom);
+	return ret;
+}
+
+static ssize_t ep_trecv_claimed(struct dpf_ep *ep, const struct fi_msg_tagged *msg,
+				uint64_t flags)
+{
+	struct fi_context *fctx = msg->context;
+	struct dpf_req *req;
+	uint32_t claim;
+	ssize_t ret;
+
+	if (!fctx || msg->iov_count > 1 || (msg->iov_count && !msg->msg_iov))
+		return -FI_EINVAL;	/* the kernel receives a claim into one buffer */
+	claim = (uint32_t)(uintptr_t)fctx->internal[0];
+
+	dpf_lock(ep->dom);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out_unlock;
+	}
+	req = req_get(ep);
+	if (!req) {
+		ret = -FI_ENOMEM;
+		goto out_unlock;
+	}
+	req->kind = DPF_REQ_RECV;
+	req->context = msg->context;
+	req->cq_flags = FI_RECV | FI_TAGGED | (flags & FI_DISCARD);
+	req->comp = want_comp(ep->rx_selective, flags);
+	if (!(flags & FI_DISCARD) && msg->iov_count)
+		req->buf = msg->msg_iov[0].iov_base;
+	ret = dp_recv_claimed(ep->kep, claim, req->buf,
+			      req->buf ? msg->msg_iov[0].iov_len : 0,
+			      (uintptr_t)req);
+	if (ret) {
+		req_put(ep, req);
+		ret = dpf_errno(ret);
+	}
+out_unlock:
+	dpf_unlock(ep->dom);
+	return ret;
+}
+
+static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
+		      size_t count, fi_addr_t addr, uint64_t raddr, uint64_t key,
+		      void *context, uint64_t flags, bool no_comp)
+{
+	struct dpf_req *req;
+	uint32_t h;
+	ssize_t ret;
+	int len;
+
+	if (!(ep->caps & FI_RMA))
+		return -FI_EOPNOTSUPP;
+	/* One local buffer: the kernel's PUT and GET take no vectors. */
+	if (count > 1 || (count && !iov))
+		return -FI_EINVAL;
+	ret = dpf_check_cq_data(flags);
+	if (ret)
+		return ret;
+
+	dpf_lock(ep->dom);
+	if (!ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out_unlock;
+	}
+	ret = ep_peer(ep, addr, &h);
+	if (ret)
+		goto out_unlock;
+	req = req_get(ep);
+	if (!req) {
+		ret = -FI_ENOMEM;
+		goto out_unlock;
+	}
+	req->kind = write ? DPF_REQ_WRITE : DPF_REQ_READ;
+	req->context = context;
+	req->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
+	req->comp = !no_comp && want_comp(ep->tx_selective, flags);
+	if (write && (flags & FI_INJECT)) {
+		len = req_inject(req, iov, count);
+		if (len < 0) {
+			ret = len;
+			goto out_put;
+		}
+		ret = dp_put(ep->kep, h, key, raddr, req->inject, len, (uintptr_t)req);
+	} else if (write) {
+		ret = dp_put(ep->kep, h, key, raddr, count ? iov[0].iov_base : NULL,
+			     count ? iov[0].iov_len : 0, (uintptr_t)req);
+	} else {
+		ret = dp_get(ep->kep, h, key, raddr, count ? iov[0].iov_base : NULL,
+			     count ? iov[0].iov_len : 0, (uintptr_t)req);
+	}
+	if (ret) {
+		ret = dpf_errno(ret);
+		goto out_put;
+	}
+	dpf_unlock(ep->dom);
+	return 0;
+
+out_put:
+	req_put(ep, req);
+out_unlock:
+	dpf_unlock(ep->dom);
+	return ret;
+}
+
+#define to_ep(fep) container_of(fep, struct dpf_ep, ep)
+
+/* ---- fi_ops_msg ---------------------------------------------------------- */
+
+static ssize_t dpf_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+			fi_addr_t src, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	(void)desc;
+	return ep_recv(to_ep(fep), &iov, 1, src, 0, 0, false, context,
+		       to_ep(fep)->rx_op_flags);
+}
+
+static ssize_t dpf_recvv(struct fid_ep *fep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src, void *context)
+{
+	(void)desc;
+	return ep_recv(to_ep(fep), iov, count, src, 0, 0, false, context,
+		       to_ep(fep)->rx_op_flags);
+}
+
+static ssize_t dpf_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	return ep_recv(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr, 0, 0,
+		       false, msg->context, flags);
+}
+
+static ssize_t dpf_send(struct fid_ep *fep, const void *buf, size_t len,
+			void *desc, fi_addr_t dest, void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)desc;
+	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, context,
+		       to_ep(fep)->tx_op_flags, false);
+}
+
+static ssize_t dpf_sendv(struct fid_ep *fep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t dest, void *context)
+{
+	(void)desc;
+	return ep_send(to_ep(fep), iov, count, dest, 0, false, context,
+		       to_ep(fep)->tx_op_flags, false);
+}
+
+static ssize_t dpf_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
+			   uint64_t flags)
+{
+	return ep_send(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr, 0,
+		       false, msg->context, flags, false);
+}
+
+static ssize_t dpf_inject(struct fid_ep *fep, const void *buf, size_t len,
+			  fi_addr_t dest)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, NULL, FI_INJECT,
+		       true);
+}
+
+static ssize_t dpf_senddata(struct fid_ep *fep, const void *buf, size_t len,
+			    void *desc, uint64_t data, fi_addr_t dest, void *context)
+{
+	(void)fep; (void)buf; (void)len; (void)desc; (void)data; (void)dest;
+	(void)context;
+	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t dpf_injectdata(struct fid_ep *fep, const void *buf, size_t len,
+			      uint64_t data, fi_addr_t dest)
+{
+	(void)fep; (void)buf; (void)len; (void)data; (void)dest;
+	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+}
+
+static struct fi_ops_msg dpf_msg_ops = {
+	.size = sizeof(struct fi_ops_msg),
+	.recv = dpf_recv,
+	.recvv = dpf_recvv,
+	.recvmsg = dpf_recvmsg,
+	.send = dpf_send,
+	.sendv = dpf_sendv,
+	.sendmsg = dpf_sendmsg,
+	.inject = dpf_inject,
+	.senddata = dpf_senddata,
+	.injectdata = dpf_injectdata,
+};
+
+/* ---- fi_ops_tagged ------------------------------------------------------- */
+
+static ssize_t dpf_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
+			 fi_addr_t src, uint64_t tag, uint64_t ignore,
+			 void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	(void)desc;
+	return ep_recv(to_ep(fep), &iov, 1, src, tag, ignore, true, context,
+		       to_ep(fep)->rx_op_flags);
+}
+
+static ssize_t dpf_trecvv(struct fid_ep *fep, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t src, uint64_t tag,
+			  uint64_t ignore, void *context)
+{
+	(void)desc;
+	return ep_recv(to_ep(fep), iov, count, src, tag, ignore, true, context,
+		       to_ep(fep)->rx_op_flags);
+}
+
+static ssize_t dpf_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
+			    uint64_t flags)
+{
+	struct dpf_ep *ep = to_ep(fep);
+
+	if (!(ep->caps & FI_TAGGED))
+		return -FI_EOPNOTSUPP;
+	if (flags & FI_PEEK)
+		return ep_tpeek(ep, msg, flags);
+	if (flags & FI_CLAIM)
+		return ep_trecv_claimed(ep, msg, flags);
+	if (flags & FI_DISCARD)
+		return -FI_EINVAL;	/* only with FI_PEEK or FI_CLAIM */
+	return ep_recv(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+		       msg->ignore, true, msg->context, flags);
+}
+
+static ssize_t dpf_tsend(struct fid_ep *fep, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest, uint64_t tag, void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)desc;
+	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, context,
+		       to_ep(fep)->tx_op_flags, false);
+}
+
+static ssize_t dpf_tsendv(struct fid_ep *fep, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t dest, uint64_t tag,
+			  void *context)
+{
+	(void)desc;
+	return ep_send(to_ep(fep), iov, count, dest, tag, true, context,
+		       to_ep(fep)->tx_op_flags, false);
+}
+
+static ssize_t dpf_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
+			    uint64_t flags)
+{
+	return ep_send(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr,
+		       msg->tag, true, msg->context, flags, false);
+}
+
+static ssize_t dpf_tinject(struct fid_ep *fep, const void *buf, size_t len,
+			   fi_addr_t dest, uint64_t tag)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, NULL, FI_INJECT,
+		       true);
+}
+
+static ssize_t dpf_tsenddata(struct fid_ep *fep, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest,
+			     uint64_t tag, void *context)
+{
+	(void)fep; (void)buf; (void)len; (void)desc; (void)data; (void)dest;
+	(void)tag; (void)context;
+	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t dpf_tinjectdata(struct fid_ep *fep, const void *buf, size_t len,
+			       uint64_t data, fi_addr_t dest, uint64_t tag)
+{
+	(void)fep; (void)buf; (void)len; (void)data; (void)dest; (void)tag;
+	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+}
+
+static struct fi_ops_tagged dpf_tagged_ops = {
+	.size = sizeof(struct fi_ops_tagged),
+	.recv = dpf_trecv,
+	.recvv = dpf_trecvv,
+	.recvmsg = dpf_trecvmsg,
+	.send = dpf_tsend,
+	.sendv = dpf_tsendv,
+	.sendmsg = dpf_tsendmsg,
+	.inject = dpf_tinject,
+	.senddata = dpf_tsenddata,
+	.injectdata = dpf_tinjectdata,
+};
+
+/* ---- fi_ops_rma ------------------------------------------------------------ */
+
+static ssize_t dpf_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
+			fi_addr_t src, uint64_t addr, uint64_t key, void *context)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	(void)desc;
+	return ep_rma(to_ep(fep), false, &iov, 1, src, addr, key, context,
+		      to_ep(fep)->tx_op_flags, false);
+}
+
+static ssize_t dpf_readv(struct fid_ep *fep, const struct iovec *iov,
+			 void **desc, size_t count, fi_addr_t src, uint64_t addr,
+			 uint64_t key, void *context)
+{
+	(void)desc;
+	return ep_rma(to_ep(fep), false, iov, count, src, addr, key, context,
+		      to_ep(fep)->tx_op_flags, false);
+}
+
+static ssize_t dpf_rma_msg(struct fid_ep *fep, bool write,
+			   const struct fi_msg_rma *msg, uint64_t flags)
+{
+	if (msg->rma_iov_count != 1 || !msg->rma_iov)
+		return -FI_EINVAL;
+	if (msg->rma_iov[0].len != iov_len(msg->msg_iov, msg->iov_count))
+		return -FI_EINVAL;
+	return ep_rma(to_ep(fep), write, msg->msg_iov, msg->iov_count, msg->addr,
+		      msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->context,
+		      flags, false);
+}
+
+static ssize_t dpf_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+			   uint64_t flags)
+{
+	return dpf_rma_msg(fep, false, msg, flags);
+}
+
+static ssize_t dpf_write(struct fid_ep *fep, const void *buf, size_t len,
+			 void *desc, fi_addr_t dest, uint64_t addr, uint64_t key,
+			 void *context)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)desc;
+	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, context,
+		      to_ep(fep)->tx_op_flags, false);
+}
+
+static ssize_t dpf_writev(struct fid_ep *fep, const struct iovec *iov,
+			  void **desc, size_t count, fi_addr_t dest,
+			  uint64_t addr, uint64_t key, void *context)
+{
+	(void)desc;
+	return ep_rma(to_ep(fep), true, iov, count, dest, addr, key, context,
+		      to_ep(fep)->tx_op_flags, false);
+}
+
+static ssize_t dpf_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
+			    uint64_t flags)
+{
+	return dpf_rma_msg(fep, true, msg, flags);
+}
+
+static ssize_t dpf_rma_inject(struct fid_ep *fep, const void *buf, size_t len,
+			      fi_addr_t dest, uint64_t addr, uint64_t key)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, NULL,
+		      FI_INJECT, true);
+}
+
+static ssize_t dpf_writedata(struct fid_ep *fep, const void *buf, size_t len,
+			     void *desc, uint64_t data, fi_addr_t dest,
+			     uint64_t addr, uint64_t key, void *context)
+{
+	(void)fep; (void)buf; (void)len; (void)desc; (void)data; (void)dest;
+	(void)addr; (void)key; (void)context;
+	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+}
+
+static ssize_t dpf_rma_injectdata(struct fid_ep *fep, const void *buf,
+				  size_t len, uint64_t data, fi_addr_t dest,
+				  uint64_t addr, uint64_t key)
+{
+	(void)fep; (void)buf; (void)len; (void)data; (void)dest; (void)addr;
+	(void)key;
+	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+}
+
+static struct fi_ops_rma dpf_rma_ops = {
+	.size = sizeof(struct fi_ops_rma),
+	.read = dpf_read,
+	.readv = dpf_readv,
+	.readmsg = dpf_readmsg,
+	.write = dpf_write,
+	.writev = dpf_writev,
+	.writemsg = dpf_writemsg,
+	.inject = dpf_rma_inject,
+	.writedata = dpf_writedata,
+	.injectdata = dpf_rma_injectdata,
+};
+
+/* ---- fi_ops_cm: names only (RDM, connectionless) ----------------------- */
+
+static int dpf_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct dpf_ep *ep = container_of(fid, struct dpf_ep, ep.fid);
+	struct dmaplane_name name;
+	size_t len = *addrlen;
+	int ret;
+
+	ret = dp_getname(ep->kep, &name);
+	if (ret)
+		return dpf_errno(ret);
+	*addrlen = DPF_ADDRLEN;
+	if (len < DPF_ADDRLEN)
+		return -FI_ETOOSMALL;
+	memcpy(addr, &name, DPF_ADDRLEN);
+	return 0;
+}
+
+static int dpf_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	(void)fid; (void)addr; (void)addrlen;
+	return -FI_ENOSYS;	/* the kernel names endpoints */
+}
+
+static int dpf_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen)
+{
+	(void)ep; (void)addr; (void)addrlen;
+	return -FI_ENOSYS;
+}
+
+static int dpf_connect(struct fid_ep *ep, const void *addr, const void *param,
+		       size_t paramlen)
+{
+	(void)ep; (void)addr; (void)param; (void)paramlen;
+	return -FI_ENOSYS;
+}
+
+static int dpf_listen(struct fid_pep *pep)
+{
+	(void)pep;
+	return -FI_ENOSYS;
+}
+
+static int dpf_accept(struct fid_ep *ep, const void *param, size_t paramlen)
+{
+	(void)ep; (void)param; (void)paramlen;
+	return -FI_ENOSYS;
+}
+
+static int dpf_reject(struct fid_pep *pep, fid_t handle, const void *param,
+		      size_t paramlen)
+{
+	(void)pep; (void)handle; (void)param; (void)paramlen;
+	return -FI_ENOSYS;
+}
+
+static int dpf_shutdown(struct fid_ep *ep, uint64_t flags)
+{
+	(void)ep; (void)flags;
+	return -FI_ENOSYS;
+}
+
+static int dpf_join(struct fid_ep *ep, const void *addr, uint64_t flags,
+		    struct fid_mc **mc, void *context)
+{
+	(void)ep; (void)addr; (void)flags; (void)mc; (void)context;
+	return -FI_ENOSYS;
+}
+
+static struct fi_ops_cm dpf_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = dpf_setname,
+	.getname = dpf_getname,
+	.getpeer = dpf_getpeer,
+	.connect = dpf_connect,
+	.listen = dpf_listen,
+	.accept = dpf_accept,
+	.reject = dpf_reject,
+	.shutdown = dpf_shutdown,
+	.join = dpf_join,
+};
+
+/* ---- fi_ops_ep ------------------------------------------------------------- */
+
+/* fi_cancel(): a posted receive that nothing matched yet (FI_ECANCELED). */
+static ssize_t dpf_cancel(fid_t fid, void *context)
+{
+	struct dpf_ep *ep = container_of(fid, struct dpf_ep, ep.fid);
+	struct dpf_req *req;
+	ssize_t ret = -FI_ENOENT;
+
+	dpf_lock(ep->dom);
+	for (req = ep->recvs; req; req = req->next) {
+		if (req->context != context)
+			continue;
+		ret = dp_cancel(ep->kep, (uintptr_t)req);
+		ret = ret == -ENOENT ? -FI_ENOENT : dpf_errno(ret);
+		break;
+	}
+	dpf_unlock(ep->dom);
+	return ret;
+}
+
+static int dpf_getopt(fid_t fid, int level, int optname, void *optval,
+		      size_t *optlen)
+{
+	(void)fid; (void)level; (void)optname; (void)optval; (void)optlen;
+	return -FI_ENOPROTOOPT;
+}
+
+static int dpf_setopt(fid_t fid, int level, int optname, const void *optval,
+		      size_t optlen)
+{
+	(void)fid; (void)level; (void)optname; (void)optval; (void)optlen;
+	return -FI_ENOPROTOOPT;
+}
+
+static int dpf_no_ctx(struct fid_ep *sep, int index, void *attr,
+		      struct fid_ep **ep, void *context)
+{
+	(void)sep; (void)index; (void)attr; (void)ep; (void)context;
+	return -FI_ENOSYS;
+}
+
+static int dpf_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr,
+		      struct fid_ep **ep, void *context)
+{
+	return dpf_no_ctx(sep, index, attr, ep, context);
+}
+
+static int dpf_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr,
+		      struct fid_ep **ep, void *context)
+{
+	return dpf_no_ctx(sep, index, attr, ep, context);
+}
+
+static ssize_t dpf_size_left(struct fid_ep *ep)
+{
+	(void)ep;
+	return -FI_ENOSYS;	/* deprecated in libfabric */
+}
+
+static struct fi_ops_ep dpf_ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = dpf_cancel,
+	.getopt = dpf_getopt,
+	.setopt = dpf_setopt,
+	.tx_ctx = dpf_tx_ctx,
+	.rx_ctx = dpf_rx_ctx,
+	.rx_size_left = dpf_size_left,
+	.tx_size_left = dpf_size_left,
+};
+
+/* ---- fid ops: bind, enable, close ----------------------------------------- */
+
+static int ep_bind_cq(struct dpf_ep *ep, struct dpf_cq *cq, uint64_t flags)
+{
+	int ret;
+
+	if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION))
+		return -FI_EINVAL;
+	if (!(flags & (FI_TRANSMIT | FI_RECV)))
+		return -FI_EINVAL;
+	if (((flags & FI_TRANSMIT) && ep->tx_cq) ||
+	    ((flags & FI_RECV) && ep->rx_cq))
+		return -FI_EINVAL;
+	ret = dpf_cq_bind_ep(cq, ep);
+	if (ret)
+		return ret;
+	if ((flags & FI_TRANSMIT) && (flags & FI_RECV))
+		cq->refs++;	/* one reference per direction */
+	if (flags & FI_TRANSMIT) {
+		ep->tx_cq = cq;
+		ep->tx_selective = flags & FI_SELECTIVE_COMPLETION;
+	}
+	if (flags & FI_RECV) {
+		ep->rx_cq = cq;
+		ep->rx_selective = flags & FI_SELECTIVE_COMPLETION;
+	}
+	return 0;
+}
+
+static int ep_bind_cntr(struct dpf_ep *ep, struct dpf_cntr *cntr, uint64_t flags)
+{
+	struct dpf_cntr **slots[4] = { NULL };
+	int i, n = 0, ret;
+
+	if (flags & (FI_REMOTE_READ | FI_REMOTE_WRITE))
+		return -FI_ENOSYS;	/* the target of RMA is not told (no FI_RMA_EVENT) */
+	if (!flags || flags & ~(FI_SEND | FI_RECV | FI_READ | FI_WRITE))
+		return -FI_EINVAL;
+	if (flags & FI_SEND)
+		slots[n++] = &ep->send_cntr;
+	if (flags & FI_RECV)
+		slots[n++] = &ep->recv_cntr;
+	if (flags & FI_READ)
+		slots[n++] = &ep->read_cntr;
+	if (flags & FI_WRITE)
+		slots[n++] = &ep->write_cntr;
+	for (i = 0; i < n; i++)
+		if (*slots[i])
+			return -FI_EINVAL;
+	for (i = 0; i < n; i++) {
+		ret = dpf_cntr_bind_ep(cntr, ep);
+		if (ret)
+			return ret;	/* nothing bound yet: only refs taken */
+		*slots[i] = cntr;
+	}
+	return 0;
+}
+
+static int dpf_ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct dpf_ep *ep = container_of(fid, struct dpf_ep, ep.fid);
+	struct dpf_av *av;
+	int ret;
+
+	dpf_lock(ep->dom);
+	if (ep->enabled) {
+		ret = -FI_EOPBADSTATE;
+		goto out;
+	}
+	switch (bfid->fclass) {
+	case FI_CLASS_CQ:
+		ret = ep_bind_cq(ep, container_of(bfid, struct dpf_cq, cq.fid), flags);
+		break;
+	case FI_CLASS_CNTR:
+		ret = ep_bind_cntr(ep, container_of(bfid, struct dpf_cntr, cntr.fid),
+				   flags);
+		break;
+	case FI_CLASS_AV:
+		av = container_of(bfid, struct dpf_av, av.fid);
+		if (ep->av || av->dom != ep->dom) {
+			ret = -FI_EINVAL;
+			break;
+		}
+		ret = dpf_av_bind_ep(av, ep);
+		if (!ret)
+			ep->av = av;
+		break;
+	case FI_CLASS_EQ:
+		ret = 0;	/* an RDM endpoint of dmaplane has no events */
+		break;
+	default:
+		ret = -FI_EINVAL;
+		break;
+	}
+out:
+	dpf_unlock(ep->dom);
+	return ret;
+}
+
+static unsigned int ring_entries(const struct dpf_ep *ep)
+{
+	size_t want = ep->tx_size + ep->rx_size;
+	unsigned int n = 64;
+
+	while (n < want && n < DMAPLANE_CQ_MAX_ENTRIES)
+		n <<= 1;
+	return n;
+}
+
+static int ep_enable(struct dpf_ep *ep)
+{
+	uint64_t auth_key = ep->dom->auth_key;
+	size_t i;
+	int ret;
+
+	if (ep->enabled)
+		return 0;
+	if (!ep->av)
+		return -FI_ENOAV;
+	if (!ep->tx_cq && !ep->send_cntr && !ep->read_cntr && !ep->write_cntr)
+		return -FI_ENOCQ;
+	if (!ep->rx_cq && !ep->recv_cntr)
+		return -FI_ENOCQ;
+	if (ep->info->ep_attr->auth_key_size && ep->info->ep_attr->auth_key)
+		memcpy(&auth_key, ep->info->ep_attr->auth_key, sizeof(auth_key));
+	ret = dp_ep_setup(ep->kep, auth_key, ring_entries(ep));
+	if (ret) {
+		DPF_WARN(FI_LOG_EP_CTRL, "dp_ep_setup: %s\n", strerror(-ret));
+		return dpf_errno(ret);
+	}
+	ep->enabled = true;
+	/* Names inserted before the endpoint was enabled; refusals show later. */
+	for (i = 0; i < ep->av->count; i++)
+		if (ep->av->used[i])
+			dpf_ep_av_insert(ep, i);
+	return 0;
+}
+
+static int dpf_ep_control(struct fid *fid, int command, void *arg)
+{
+	struct dpf_ep *ep = container_of(fid, struct dpf_ep, ep.fid);
+	int ret;
+
+	(void)arg;
+	switch (command) {
+	case FI_ENABLE:
+		dpf_lock(ep->dom);
+		ret = ep_enable(ep);
+		dpf_unlock(ep->dom);
+		return ret;
+	default:
+		return -FI_ENOSYS;
+	}
+}
+
+static int dpf_ep_close(struct fid *fid)
+{
+	struct dpf_ep *ep = container_of(fid, struct dpf_ep, ep.fid);
+	struct dpf_domain *dom = ep->dom;
+	struct dpf_cntr *cntrs[4];
+	struct dpf_mr *mr;
+	size_t i;
+	int k;
+
+	dpf_lock(dom);
+	if (ep->tx_cq)
+		dpf_cq_unbind_ep(ep->tx_cq, ep);
+	if (ep->rx_cq == ep->tx_cq)
+		ep->tx_cq = NULL;	/* now the last binding: off the list */
+	if (ep->rx_cq)
+		dpf_cq_unbind_ep(ep->rx_cq, ep);
+	cntrs[0] = ep->send_cntr;
+	cntrs[1] = ep->recv_cntr;
+	cntrs[2] = ep->read_cntr;
+	cntrs[3] = ep->write_cntr;
+	for (k = 0; k < 4; k++) {
+		if (!cntrs[k])
+			continue;
+		if ((k < 1 || cntrs[0] != cntrs[k]) &&
+		    (k < 2 || cntrs[1] != cntrs[k]) &&
+		    (k < 3 || cntrs[2] != cntrs[k]))
+			dpf_cntr_unbind_ep(cntrs[k], ep);
+	}
+	if (ep->av)
+		dpf_av_unbind_ep(ep->av, ep);
+	while ((mr = ep->mrs)) {
+		ep->mrs = mr->ep_next;
+		dpf_mr_ep_gone(mr);
+	}
+	dom->refs--;
+	dpf_unlock(dom);
+
+	/* Closing the kernel endpoint ends whatever is still in flight. */
+	dp_close(ep->kep);
+	for (i = 0; i < ep->nchunks; i++)
+		free(ep->req_chunks[i]);
+	free(ep->req_chunks);
+	free(ep->peers);
+	fi_freeinfo(ep->info);
+	free(ep);
+	return 0;
+}
+
+static struct fi_ops dpf_ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = dpf_ep_close,
+	.bind = dpf_ep_bind,
+	.control = dpf_ep_control,
+	.ops_open = dpf_no_ops_open,
+};
+
+int dpf_ep_open(struct fid_domain *domain, struct fi_info *info,
+		struct fid_ep **epp, void *context)
+{
+	struct dpf_domain *dom = container_of(domain, struct dpf_domain, domain);
+	struct dpf_ep *ep;
+	int ret;
+
+	if (!info || !info->ep_attr || !info->tx_attr || !info->rx_attr)
+		return -FI_EINVAL;
+	if (info->ep_attr->type != FI_EP_RDM)
+		return -FI_EINVAL;
+	if (info->caps & ~DPF_CAPS)
+		return -FI_ENODATA;
+	if (info->ep_attr->auth_key_size &&
+	    info->ep_attr->auth_key_size != sizeof(uint64_t))
+		return -FI_EINVAL;
+	if (info->tx_attr->size > DPF_MAX_CTX_SIZE ||
+	    info->rx_attr->size > DPF_MAX_CTX_SIZE)
+		return -FI_EINVAL;
+
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->info = fi_dupinfo(info);
+	if (!ep->info) {
+		ret = -FI_ENOMEM;
+		goto err_free_ep;
+	}
+	ret = dp_open(NULL, 0, &ep->kep);
+	if (ret) {
+		DPF_WARN(FI_LOG_EP_CTRL, "dp_open: %s\n", strerror(-ret));
+		ret = dpf_errno(ret);
+		goto err_free_info;
+	}
+	ep->dom = dom;
+	ep->caps = info->caps ? info->caps : dom->caps;
+	ep->tag_split = (ep->caps & FI_MSG) && (ep->caps & FI_TAGGED);
+	ep->tx_size = info->tx_attr->size ? info->tx_attr->size : DPF_DEF_CTX_SIZE;
+	ep->rx_size = info->rx_attr->size ? info->rx_attr->size : DPF_DEF_CTX_SIZE;
+	ep->tx_op_flags = info->tx_attr->op_flags;
+	ep->rx_op_flags = info->rx_attr->op_flags;
+	ep->ep.fid.fclass = FI_CLASS_EP;
+	ep->ep.fid.context = context;
+	ep->ep.fid.ops = &dpf_ep_fi_ops;
+	ep->ep.ops = &dpf_ep_ops;
+	ep->ep.cm = &dpf_cm_ops;
+	ep->ep.msg = &dpf_msg_ops;
+	ep->ep.tagged = &dpf_tagged_ops;
+	ep->ep.rma = &dpf_rma_ops;
+	ep->ep.atomic = NULL;		/* no FI_ATOMIC */
+	ep->ep.collective = NULL;
+	dpf_lock(dom);
+	dom->refs++;
+	dpf_unlock(dom);
+	*epp = &ep->ep;
+	return 0;
+
+err_free_info:
+	fi_freeinfo(ep->info);
+err_free_ep:
+	free(ep);
+	return ret;
+}

@@ -1,0 +1,39 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The libfabric provider's tests: build the library, the provider and
+# fabtests (fabric/build-fabtests.sh), the module for the 6.1 test kernel,
+# and run tests/vm/jobs/fabric.sh in one VM with the host's root shared
+# over 9p (Debian's fi_pingpong and the build tree are used from there).
+# Prints one PASS/FAIL/SKIP line per check (tests/vm/results.py).
+#
+# Usage: tests/run-fabric.sh [KVER [KERNEL-ARGS]]   (6.1 by default; the
+# kernel is built by tests/vm/build-kernel.sh unless cached; KERNEL-ARGS
+# such as dmaplane.fabric_only=fi_pingpong,fi_rdm reach the job)
+
+set -u
+cd "$(dirname "$0")/.."
+. tests/vm/common.sh
+kver=${1:-6.1}
+run=fabric$kver${FABRIC_RUN:+-$FABRIC_RUN}	# FABRIC_RUN=NAME: concurrent runs
+out=$BUILD/$run
+rm -rf "$out"
+mkdir -p "$out"
+
+KSRC=$(tests/vm/build-kernel.sh "$kver") || exit 1
+make -s BUILD="$BUILD" lib tools examples fabric >"$out/build.log" 2>&1 ||
+	{ tail -30 "$out/build.log"; exit 1; }
+fabric/build-fabtests.sh >"$out/fabtests.log" 2>&1 ||
+	echo "fabtests not built (see $out/fabtests.log): their checks are skipped"
+if command -v mpicc >/dev/null; then
+	mpicc -Wall -Wextra -O2 -o "$BUILD/fabric/mpi_ping_pong" \
+		fabric/tests/mpi_ping_pong.c >"$out/mpicc.log" 2>&1 ||
+		echo "mpi_ping_pong not built (see $out/mpicc.log)"
+fi
+build_ko $run "$KSRC" >"$out/ko.log" 2>&1 || { tail -30 "$out/ko.log"; exit 1; }
+make_initramfs "$out/i.cpio.gz" "$BUILD/ko-$run" \
+	tests/vm/bench:/dmaplane/bench >"$out/initramfs.log" 2>&1 ||
+	{ tail -20 "$out/initramfs.log"; exit 1; }
+tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/i.cpio.gz" \
+	-j fabric -n 1 -t "${FABRIC_VM_TIMEOUT:-1800}" -m 3072 -o "$out/vm" -R \
+	-a "dmaplane.fabric_build=$(pwd)/$BUILD ${2:-}"
+python3 tests/vm/results.py --ksrc "$KSRC" --label fabric "$out/vm" 1

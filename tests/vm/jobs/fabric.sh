@@ -1,0 +1,170 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# The libfabric provider in one VM: load dmaplane, mount the host's root
+# (run-vm.sh -R) and run, in a chroot into it, Debian's fi_info and
+# fi_pingpong and the fabtests built into the work tree's build/
+# (fabric/build-fabtests.sh) with -p dmaplane.  Client and server of each
+# program run in this VM and exchange addresses over 127.0.0.1 (-E).
+# Every program is one check: DMAPLANE-CASE <name> PASS|FAIL|SKIP.
+#
+# Kernel command line: dmaplane.fabric_build=<host path of build/>
+# (tests/run-fabric.sh sets it); dmaplane.fabric_only=NAME,NAME runs only
+# those checks; dmaplane.fi_log=LEVEL sets FI_LOG_LEVEL (warn);
+# dmaplane.fabric_timeout=S bounds each program (300 s).
+. /dmaplane/jobs/lib.sh
+. /dmaplane/bench/hostroot.sh
+
+B=$(cmdline dmaplane.fabric_build "")
+FT=$B/fabtests/bin
+ONLY=$(cmdline dmaplane.fabric_only "")
+LOG=$(cmdline dmaplane.fi_log warn)
+TMO=$(cmdline dmaplane.fabric_timeout 300)
+PP=47592	# fi_pingpong's control port
+OOB=3000	# fabtests' out-of-band port (-E)
+# fabtests' benchmarks allocate window (64) x their largest size twice per
+# process: "-S all" goes to 8 MiB, 1 GiB a process, too much for the VM.
+# 64 B (inject), 512 KiB and 1 MiB (rendezvous) instead.
+SIZES=r:64,524224,1048576
+
+want() {	# NAME: is this check to run?
+	[ -z "$ONLY" ] && return 0
+	case ",$ONLY," in *",$1,"*) return 0 ;; esac
+	return 1
+}
+
+kmemleak_reset
+check insmod load_dmaplane
+if ! hostroot_mount; then
+	echo "DMAPLANE-CASE hostroot FAIL no host root over 9p (run-vm.sh -R)"
+	exit 1
+fi
+case_result hostroot 0
+chmod 0666 /dev/dmaplane
+
+# fab: a command in the host's root with the provider found through
+# FI_PROVIDER_PATH and libdmaplane beside it; bounded by $TMO.
+fab() {
+	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
+		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
+		FI_LOG_LEVEL="$LOG" \
+		timeout -k 5 $TMO "$@"
+}
+
+# one NAME COMMAND...: a program that needs no peer
+one() {
+	name=$1
+	shift
+	want "$name" || return 0
+	echo "# fabric/$name: $*"
+	fab "$@" >/tmp/out.$$ 2>&1
+	rc=$?
+	sed 's/^/#   /' /tmp/out.$$
+	case_result "$name" $rc "rc=$rc: $(tail -3 /tmp/out.$$ | tr '\n' ' ')"
+}
+
+# wait_listen PORT: until a TCP socket listens on PORT (60 s at most).
+wait_listen() {
+	hex=$(printf '%04X' "$1")
+	for i in $(seq 120); do
+		grep -qE ":$hex [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 \
+			2>/dev/null && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
+# pair NAME PORT COMMAND...: server, then, once the server listens on its
+# out-of-band PORT, the client (the same command with 127.0.0.1 appended);
+# both must succeed.
+pair() {
+	name=$1
+	port=$2
+	shift 2
+	want "$name" || return 0
+	echo "# fabric/$name: $*"
+	fab "$@" >/tmp/srv.$$ 2>&1 &
+	srv=$!
+	wait_listen "$port" || echo "# server not listening on $port after 60 s"
+	fab "$@" 127.0.0.1 >/tmp/cli.$$ 2>&1
+	crc=$?
+	wait $srv
+	src=$?
+	sed 's/^/#   server: /' /tmp/srv.$$
+	sed 's/^/#   client: /' /tmp/cli.$$
+	rc=0
+	[ $crc = 0 ] && [ $src = 0 ] || rc=1
+	case_result "$name" $rc "server rc=$src, client rc=$crc: $(tail -2 /tmp/cli.$$ | tr '\n' ' ')"
+}
+
+skip() {
+	echo "DMAPLANE-CASE $1 SKIP $2"
+}
+
+echo "# provider: $B/fabric/libdmaplane-fi.so"
+fab fi_info -p dmaplane >/tmp/info.$$ 2>&1
+rc=$?
+sed 's/^/#   /' /tmp/info.$$
+grep -q 'provider: dmaplane' /tmp/info.$$ || rc=1
+case_result fi_info $rc "$(tail -3 /tmp/info.$$ | tr '\n' ' ')"
+fab fi_info -p dmaplane -v >/tmp/info.$$ 2>&1
+grep -E 'caps|mem_tag_format|mr_mode|inject_size|cq_data_size|threading' /tmp/info.$$ |
+	sed 's/^/#   /'
+
+pair fi_pingpong $PP fi_pingpong -p dmaplane -e rdm -I 100
+pair fi_pingpong-all-sizes $PP fi_pingpong -p dmaplane -e rdm -I 10 -S all
+
+if [ ! -x "$H$FT/fi_rdm_tagged_pingpong" ]; then
+	for t in fi_rdm_tagged_pingpong fi_rdm_tagged_bw fi_rdm_tagged_peek \
+		fi_recv_cancel fi_unexpected_msg fi_rdm fi_rdm_pingpong \
+		fi_msg_inject fi_rma_bw fi_getinfo_test fi_cq_test fi_mr_test \
+		fi_dom_test fi_eq_test; do
+		skip $t "no fabtests in $FT (fabric/build-fabtests.sh)"
+	done
+else
+	pair fi_rdm_tagged_pingpong $OOB $FT/fi_rdm_tagged_pingpong -p dmaplane -E -I 10 -S $SIZES
+	pair fi_rdm_tagged_bw $OOB $FT/fi_rdm_tagged_bw -p dmaplane -E -I 5 -W 16 -S $SIZES
+	pair fi_rdm_tagged_peek $OOB $FT/fi_rdm_tagged_peek -p dmaplane -E
+	pair fi_recv_cancel $OOB $FT/fi_recv_cancel -p dmaplane -e rdm -E
+	pair fi_unexpected_msg $OOB $FT/fi_unexpected_msg -p dmaplane -e rdm -E -I 10 -S 4096
+	pair fi_rdm $OOB $FT/fi_rdm -p dmaplane -E
+	pair fi_rdm_pingpong $OOB $FT/fi_rdm_pingpong -p dmaplane -E -I 10 -S $SIZES
+	pair fi_msg_inject $OOB $FT/fi_msg_inject -p dmaplane -e rdm -E -S 512
+	pair fi_rma_bw-write $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o write -I 5 -W 16 -S $SIZES
+	pair fi_rma_bw-read $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o read -I 5 -W 16 -S $SIZES
+	one fi_getinfo_test $FT/fi_getinfo_test -p dmaplane
+	one fi_cq_test $FT/fi_cq_test -p dmaplane
+	one fi_mr_test $FT/fi_mr_test -p dmaplane
+	one fi_dom_test $FT/fi_dom_test -p dmaplane
+	one fi_eq_test $FT/fi_eq_test -p dmaplane
+	# fi_av_test needs FI_SOCKADDR addresses given as host names (-g):
+	# dmaplane's addresses are endpoint names, not sockaddrs.
+	skip fi_av_test "addresses are dmaplane names, fi_av_test takes FI_SOCKADDR host names"
+fi
+
+# Open MPI 4.1 (Debian's, built with the ofi MTL) over the provider, when
+# installed on the host and the test program was built (tests/run-fabric.sh):
+# ofi_tag_1 packs the source rank into the tag, as the provider has no
+# remote CQ data yet.
+# (/usr/bin/mpirun is a link through /etc/alternatives: test it in the chroot)
+if chroot $H test -x /usr/bin/mpirun && [ -x "$H$B/fabric/mpi_ping_pong" ]; then
+	if want openmpi; then
+		echo "# fabric/openmpi: mpirun -np 2 --mca pml cm --mca mtl ofi (dmaplane)"
+		fab mpirun --allow-run-as-root --oversubscribe -np 2 \
+			-x FI_PROVIDER_PATH -x LD_LIBRARY_PATH -x FI_LOG_LEVEL \
+			--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
+			--mca mtl_ofi_tag_mode ofi_tag_1 --mca mtl_base_verbose 10 \
+			"$B/fabric/mpi_ping_pong" >/tmp/mpi.$$ 2>&1
+		rc=$?
+		sed 's/^/#   /' /tmp/mpi.$$
+		grep -q 'mpi_ping_pong: ok' /tmp/mpi.$$ || rc=1
+		case_result openmpi $rc "rc=$rc: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+	fi
+else
+	skip openmpi "no mpirun on the host or no build/fabric/mpi_ping_pong"
+fi
+
+grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats
+case_result endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
+check rmmod rmmod dmaplane
+kmemleak_report
+exit $fails
