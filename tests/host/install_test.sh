@@ -23,7 +23,7 @@ result() {	# rc description
 }
 
 echo "TAP version 13"
-echo "1..9"
+echo "1..10"
 
 make -s BUILD="$build" DESTDIR="$stage" PREFIX=/usr install-user >"$stage/install.log" 2>&1
 result $? install-user
@@ -89,7 +89,8 @@ kdir=/usr/src/linux-headers-$kver
 if [ -d "$kdir" ]; then
 	# In a copy of the sources: kbuild's clean would sweep the whole tree.
 	mkdir -p "$stage/src"
-	cp -a Kbuild Makefile compat kmod kunit-tests uapi libuser tools examples udev "$stage/src/"
+	cp -a Kbuild Makefile compat kmod kunit-tests uapi libuser tools examples udev fabric \
+		"$stage/src/"
 	env -u PKG_CONFIG_SYSROOT_DIR -u PKG_CONFIG_LIBDIR \
 	make -s -C "$stage/src" DESTDIR="$stage/full" PREFIX=/usr KDIR="$kdir" \
 		UDEVDIR=/lib/udev/rules.d install >"$stage/full.log" 2>&1
@@ -99,9 +100,18 @@ if [ -d "$kdir" ]; then
 	[ -f "$stage/full/lib/modules/$kver/extra/dmaplane.ko" ] &&
 		grep -q 'MODE="0666"' "$stage/full/lib/udev/rules.d/60-dmaplane.rules"
 	result $? module-and-udev-rule-installed
+	fabdir=$(env -u PKG_CONFIG_SYSROOT_DIR -u PKG_CONFIG_LIBDIR \
+		 pkg-config --variable=libdir libfabric 2>/dev/null)
+	if [ -n "$fabdir" ]; then
+		[ -f "$stage/full$fabdir/libfabric/libdmaplane-fi.so" ]
+		result $? libfabric-provider-installed
+	else
+		echo "ok 10 # SKIP no libfabric-dev"
+	fi
 else
 	echo "ok 8 # SKIP no $kdir"
 	echo "ok 9 # SKIP no $kdir"
+	echo "ok 10 # SKIP no $kdir"
 fi
 
 [ $fails = 0 ]
