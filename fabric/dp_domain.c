@@ -123,7 +123,7 @@ int dpf_domain_open(struct fid_fabric *fabric, struct fi_info *info,
 		return -FI_EINVAL;
 	if (info->caps & ~DPF_CAPS)
 		return -FI_ENODATA;
-	if (info->domain_attr->cq_data_size)
+	if (info->domain_attr->cq_data_size > sizeof(uint64_t))
 		return -FI_ENODATA;
 	dom = calloc(1, sizeof(*dom));
 	if (!dom)

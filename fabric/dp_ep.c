@@ -18,33 +18,37 @@
 #define DPF_REQ_CHUNK	64
 #define DPF_POLL_BATCH	64
 
-/* ---- what the ABI does not carry yet ------------------------------------ */
+/* ---- remote CQ data and sources ------------------------------------------ */
 
 /*
- * dpf_cqe_data - remote CQ data of a receive completion.  The ABI has
- * none yet (cq_data_size is 0): when it does, return it here and set
- * FI_REMOTE_CQ_DATA in *@flags.
+ * dpf_cqe_data - remote CQ data of a receive completion (or probe): the
+ * kernel carries a send's 8 bytes (DMAPLANE_OP_F_DATA) into the receive's
+ * completion and flags it with DMAPLANE_CQE_F_DATA.
  */
-static uint64_t dpf_cqe_data(const struct dmaplane_cqe *cqe, uint64_t *flags)
+static uint64_t dpf_cqe_data(uint32_t cqe_flags, uint64_t data, uint64_t *flags)
 {
-	(void)cqe; (void)flags;
-	return 0;
+	if (!(cqe_flags & DMAPLANE_CQE_F_DATA))
+		return 0;
+	*flags |= FI_REMOTE_CQ_DATA;
+	return data;
 }
 
 /*
- * dpf_cqe_src - the fi_addr_t of a completion's (or probe's) sender.
- * cqe.src is the sender's source value, which the kernel cannot map to
- * this endpoint's address handles yet, and a search of the AV on every
- * receive is what FI_SOURCE must not cost: FI_SOURCE is not offered and
- * the answer is FI_ADDR_NOTAVAIL until the ABI reports the handle.
+ * dpf_cqe_src - the fi_addr_t of a completion's (or probe's) sender.  The
+ * kernel names the sender by this endpoint's own address handle
+ * (DMAPLANE_CQE_F_SRC_AV), and @rpeers turns that into the AV index: no
+ * search on a receive.  A sender this endpoint has no handle of is
+ * FI_ADDR_NOTAVAIL.
  */
-static fi_addr_t dpf_cqe_src(const struct dpf_ep *ep, uint64_t src)
+static fi_addr_t dpf_cqe_src(const struct dpf_ep *ep, uint32_t cqe_flags,
+			     uint32_t src_av)
 {
-	(void)ep; (void)src;
-	return FI_ADDR_NOTAVAIL;
+	if (!(cqe_flags & DMAPLANE_CQE_F_SRC_AV) || src_av >= ep->nrpeers)
+		return FI_ADDR_NOTAVAIL;
+	return ep->rpeers[src_av];
 }
 
-/* Sending remote CQ data: refused until the ABI carries it. */
+/* Remote CQ data with RMA: the kernel's PUT carries none yet. */
 static ssize_t dpf_check_cq_data(uint64_t flags)
 {
 	return (flags & FI_REMOTE_CQ_DATA) ? -FI_EINVAL : 0;
@@ -132,7 +136,24 @@ int dpf_ep_av_insert(struct dpf_ep *ep, size_t index)
 	ret = dp_av_insert(ep->kep, &ep->av->names[index], &h);
 	if (ret)
 		return dpf_errno(ret);
+	if (h >= ep->nrpeers) {
+		fi_addr_t *r;
+
+		n = ep->nrpeers ? ep->nrpeers : 64;
+		while (n <= h)
+			n *= 2;
+		r = realloc(ep->rpeers, n * sizeof(*r));
+		if (!r) {
+			dp_av_remove(ep->kep, h);
+			return -FI_ENOMEM;
+		}
+		for (size_t i = ep->nrpeers; i < n; i++)
+			r[i] = FI_ADDR_NOTAVAIL;
+		ep->rpeers = r;
+		ep->nrpeers = n;
+	}
 	ep->peers[index] = h;
+	ep->rpeers[h] = index;
 	return 0;
 }
 
@@ -141,6 +162,8 @@ void dpf_ep_av_remove(struct dpf_ep *ep, size_t index)
 	if (index >= ep->npeers || ep->peers[index] == DPF_NO_PEER)
 		return;
 	dp_av_remove(ep->kep, ep->peers[index]);
+	if (ep->peers[index] < ep->nrpeers)
+		ep->rpeers[ep->peers[index]] = FI_ADDR_NOTAVAIL;
 	ep->peers[index] = DPF_NO_PEER;
 }
 
@@ -218,8 +241,8 @@ static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
 		s->buf = req->buf;
 		if (flags & FI_TAGGED)
 			s->tag = ep->tag_split ? cqe->tag & ~DPF_MSG_TAG_BIT : cqe->tag;
-		s->data = dpf_cqe_data(cqe, &flags);
-		s->src = dpf_cqe_src(ep, cqe->src);
+		s->data = dpf_cqe_data(cqe->flags, cqe->data, &flags);
+		s->src = dpf_cqe_src(ep, cqe->flags, cqe->src_av);
 	}
 	s->flags = flags;
 	if (status) {
@@ -306,18 +329,20 @@ static int req_inject(struct dpf_req *req, const struct iovec *iov, size_t count
 
 static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 		       fi_addr_t dest, uint64_t tag, bool tagged, void *context,
-		       uint64_t flags, bool no_comp)
+		       uint64_t flags, uint64_t data, bool no_comp)
 {
+	struct dmaplane_op op;
 	struct dpf_req *req;
+	const void *buf;
+	uint64_t n;
 	uint32_t h;
 	ssize_t ret;
 	int len;
 
 	if (count > DPF_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
-	ret = dpf_check_cq_data(flags);
-	if (ret)
-		return ret;
+	if ((flags & FI_REMOTE_CQ_DATA) && !(ep->caps & FI_REMOTE_CQ_DATA))
+		return -FI_EINVAL;
 	if (tagged) {
 		if (!(ep->caps & FI_TAGGED))
 			return -FI_EOPNOTSUPP;
@@ -352,15 +377,27 @@ static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 			ret = len;
 			goto out_put;
 		}
-		ret = dp_send(ep->kep, h, tag, req->inject, len, (uintptr_t)req);
+		buf = req->inject;
+		n = len;
 	} else if (count == 1) {
-		ret = dp_send(ep->kep, h, tag, iov[0].iov_base, iov[0].iov_len,
-			      (uintptr_t)req);
+		buf = iov[0].iov_base;
+		n = iov[0].iov_len;
 	} else if (count == 0) {
-		ret = dp_send(ep->kep, h, tag, NULL, 0, (uintptr_t)req);
+		buf = NULL;
+		n = 0;
 	} else {
-		ret = dp_sendv(ep->kep, h, tag, iov, count, (uintptr_t)req);
+		buf = iov;	/* DMAPLANE_OP_F_IOV: the array and its count */
+		n = count;
 	}
+	if (flags & FI_REMOTE_CQ_DATA)
+		dp_prep_send_data(&op, h, tag, buf, n, data, (uintptr_t)req);
+	else
+		dp_prep_send(&op, h, tag, buf, n, (uintptr_t)req);
+	if (!(flags & FI_INJECT) && count > 1)
+		dp_prep_set_flags(&op, DMAPLANE_OP_F_IOV);
+	ret = dp_submit(ep->kep, &op, 1);
+	if (ret > 0)
+		ret = 0;
 	if (ret) {
 		ret = dpf_errno(ret);
 		goto out_put;
@@ -513,7 +550,8 @@ static ssize_t ep_tpeek(struct dpf_ep *ep, const struct fi_msg_tagged *msg,
 	s->flags = FI_RECV | FI_TAGGED;
 	s->len = probe.len;
 	s->tag = ep->tag_split ? probe.tag & ~DPF_MSG_TAG_BIT : probe.tag;
-	s->src = dpf_cqe_src(ep, probe.src);
+	s->data = dpf_cqe_data(probe.cqe_flags, probe.data, &s->flags);
+	s->src = dpf_cqe_src(ep, probe.cqe_flags, probe.src_av);
 	ret = 0;
 out_unlock:
 	dpf_unlock(ep->dom);
@@ -659,7 +697,7 @@ static ssize_t dpf_send(struct fid_ep *fep, const void *buf, size_t len,
 
 	(void)desc;
 	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, context,
-		       to_ep(fep)->tx_op_flags, false);
+		       to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_sendv(struct fid_ep *fep, const struct iovec *iov,
@@ -667,14 +705,14 @@ static ssize_t dpf_sendv(struct fid_ep *fep, const struct iovec *iov,
 {
 	(void)desc;
 	return ep_send(to_ep(fep), iov, count, dest, 0, false, context,
-		       to_ep(fep)->tx_op_flags, false);
+		       to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 			   uint64_t flags)
 {
 	return ep_send(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr, 0,
-		       false, msg->context, flags, false);
+		       false, msg->context, flags, msg->data, false);
 }
 
 static ssize_t dpf_inject(struct fid_ep *fep, const void *buf, size_t len,
@@ -682,23 +720,27 @@ static ssize_t dpf_inject(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, NULL, FI_INJECT,
+	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, NULL, FI_INJECT, 0,
 		       true);
 }
 
 static ssize_t dpf_senddata(struct fid_ep *fep, const void *buf, size_t len,
 			    void *desc, uint64_t data, fi_addr_t dest, void *context)
 {
-	(void)fep; (void)buf; (void)len; (void)desc; (void)data; (void)dest;
-	(void)context;
-	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)desc;
+	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, context,
+		       to_ep(fep)->tx_op_flags | FI_REMOTE_CQ_DATA, data, false);
 }
 
 static ssize_t dpf_injectdata(struct fid_ep *fep, const void *buf, size_t len,
 			      uint64_t data, fi_addr_t dest)
 {
-	(void)fep; (void)buf; (void)len; (void)data; (void)dest;
-	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, NULL,
+		       FI_INJECT | FI_REMOTE_CQ_DATA, data, true);
 }
 
 static struct fi_ops_msg dpf_msg_ops = {
@@ -760,7 +802,7 @@ static ssize_t dpf_tsend(struct fid_ep *fep, const void *buf, size_t len,
 
 	(void)desc;
 	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, context,
-		       to_ep(fep)->tx_op_flags, false);
+		       to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_tsendv(struct fid_ep *fep, const struct iovec *iov,
@@ -769,14 +811,14 @@ static ssize_t dpf_tsendv(struct fid_ep *fep, const struct iovec *iov,
 {
 	(void)desc;
 	return ep_send(to_ep(fep), iov, count, dest, tag, true, context,
-		       to_ep(fep)->tx_op_flags, false);
+		       to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
 			    uint64_t flags)
 {
 	return ep_send(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr,
-		       msg->tag, true, msg->context, flags, false);
+		       msg->tag, true, msg->context, flags, msg->data, false);
 }
 
 static ssize_t dpf_tinject(struct fid_ep *fep, const void *buf, size_t len,
@@ -784,7 +826,7 @@ static ssize_t dpf_tinject(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, NULL, FI_INJECT,
+	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, NULL, FI_INJECT, 0,
 		       true);
 }
 
@@ -792,16 +834,20 @@ static ssize_t dpf_tsenddata(struct fid_ep *fep, const void *buf, size_t len,
 			     void *desc, uint64_t data, fi_addr_t dest,
 			     uint64_t tag, void *context)
 {
-	(void)fep; (void)buf; (void)len; (void)desc; (void)data; (void)dest;
-	(void)tag; (void)context;
-	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)desc;
+	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, context,
+		       to_ep(fep)->tx_op_flags | FI_REMOTE_CQ_DATA, data, false);
 }
 
 static ssize_t dpf_tinjectdata(struct fid_ep *fep, const void *buf, size_t len,
 			       uint64_t data, fi_addr_t dest, uint64_t tag)
 {
-	(void)fep; (void)buf; (void)len; (void)data; (void)dest; (void)tag;
-	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, NULL,
+		       FI_INJECT | FI_REMOTE_CQ_DATA, data, true);
 }
 
 static struct fi_ops_tagged dpf_tagged_ops = {
@@ -1274,6 +1320,7 @@ static int dpf_ep_close(struct fid *fid)
 		free(ep->req_chunks[i]);
 	free(ep->req_chunks);
 	free(ep->peers);
+	free(ep->rpeers);
 	fi_freeinfo(ep->info);
 	free(ep);
 	return 0;

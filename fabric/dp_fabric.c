@@ -98,6 +98,10 @@ static int dpf_probe_device(uint64_t *caps, struct dmaplane_name *node)
 		*caps &= ~DPF_RMA_CAPS;
 	if (!(di.caps & DMAPLANE_CAP_REMOTE))
 		*caps &= ~FI_REMOTE_COMM;
+	if (!(di.caps & DMAPLANE_CAP_CQ_DATA))
+		*caps &= ~FI_REMOTE_CQ_DATA;
+	if (!(di.caps & DMAPLANE_CAP_SRC_AV))
+		*caps &= ~FI_SOURCE;
 	return 0;
 }
 
@@ -188,7 +192,7 @@ int dpf_check_info(const struct fi_info *prov, const struct fi_info *hints)
 		if (h->name && strcmp(h->name, p->name))
 			return nodata("domain name");
 		if (h->cq_data_size > p->cq_data_size)
-			return nodata("cq_data_size (no remote CQ data yet)");
+			return nodata("cq_data_size (8 bytes, with FI_REMOTE_CQ_DATA)");
 		if (h->caps & ~p->caps)
 			return nodata("domain caps");
 		if (h->av_type != FI_AV_UNSPEC && h->av_type != FI_AV_MAP &&
@@ -294,7 +298,8 @@ static struct fi_info *dpf_alloc_info(uint64_t caps, uint64_t mr_mode)
 	fi->domain_attr->av_type = FI_AV_UNSPEC;
 	fi->domain_attr->mr_mode = mr_mode;
 	fi->domain_attr->mr_key_size = sizeof(uint64_t);
-	fi->domain_attr->cq_data_size = 0;	/* see dpf_cqe_data() */
+	/* Sends carry 8 bytes (DMAPLANE_OP_F_DATA); see dpf_cqe_data(). */
+	fi->domain_attr->cq_data_size = caps & FI_REMOTE_CQ_DATA ? sizeof(uint64_t) : 0;
 	fi->domain_attr->cq_cnt = 1024;
 	fi->domain_attr->ep_cnt = 1024;
 	fi->domain_attr->tx_ctx_cnt = 1024;
@@ -374,7 +379,7 @@ int dpf_getinfo_caps(uint32_t version, const struct fi_info *hints,
 	caps = dev_caps;
 	if (hints && hints->caps) {
 		if (hints->caps & ~dev_caps)
-			return nodata("caps (no FI_SOURCE, FI_HMEM, FI_ATOMIC ... yet)");
+			return nodata("caps (no FI_HMEM, FI_ATOMIC, FI_MULTI_RECV ... yet)");
 		caps = hints->caps | (dev_caps & DPF_DOM_CAPS);
 	}
 	ret = choose_mr_mode(version, hints, caps, &mr_mode);
@@ -387,6 +392,8 @@ int dpf_getinfo_caps(uint32_t version, const struct fi_info *hints,
 	fi = dpf_alloc_info(caps, mr_mode);
 	if (!fi)
 		return -FI_ENOMEM;
+	/* CQ data is the module's, whether or not the hints named the cap. */
+	fi->domain_attr->cq_data_size = dev_caps & FI_REMOTE_CQ_DATA ? sizeof(uint64_t) : 0;
 	if (hints) {
 		ret = dpf_check_info(fi, hints);
 		if (ret) {

@@ -68,7 +68,12 @@
 #define DPF_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RECV | FI_REMOTE_READ | \
 			 FI_REMOTE_WRITE | FI_DIRECTED_RECV)
 #define DPF_DOM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define DPF_CAPS	(DPF_TX_CAPS | DPF_RX_CAPS | DPF_DOM_CAPS)
+/*
+ * Remote CQ data of sends (DMAPLANE_CAP_CQ_DATA) and the sender as an AV
+ * index (DMAPLANE_CAP_SRC_AV: the kernel names the receiver's own handle).
+ */
+#define DPF_DATA_CAPS	(FI_REMOTE_CQ_DATA | FI_SOURCE)
+#define DPF_CAPS	(DPF_TX_CAPS | DPF_RX_CAPS | DPF_DOM_CAPS | DPF_DATA_CAPS)
 #define DPF_RMA_CAPS	(FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | \
 			 FI_REMOTE_WRITE)
 #define DPF_MSG_ORDER	FI_ORDER_SAS
@@ -276,6 +281,8 @@ struct dpf_ep {
 	struct dpf_cntr *send_cntr, *recv_cntr, *read_cntr, *write_cntr;
 	uint32_t *peers;		/* AV index -> kernel address handle */
 	size_t npeers;
+	fi_addr_t *rpeers;		/* kernel address handle -> AV index */
+	size_t nrpeers;
 	struct dpf_req *free_reqs;
 	struct dpf_req *recvs;		/* posted receives, for fi_cancel() */
 	void **req_chunks;

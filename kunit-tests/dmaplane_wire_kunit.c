@@ -245,7 +245,8 @@ static const struct wire_case wire_cases[] = {
 	  .poke = { P64(MSG(msg_len), (u32)(2ULL * U32_MAX)) }, .want = BAD },
 	{ "rts src 2^47", WT(RTS), .n = 1, .poke = { P64(MSG(src), UID_LIMIT) }, .want = BAD },
 	{ "rts dst 2^47", WT(RTS), .n = 1, .poke = { P64(MSG(dst), UID_LIMIT) }, .want = BAD },
-	{ "rts msg flag 2^31", WT(RTS), .n = 1, .poke = { P32(MSG(flags), 0x80000000) }, .want = BAD },
+	{ "rts msg flag 2^31", WT(RTS), .n = 1, .poke = { P32(MSG(flags), 0x80000000) },
+	  .want = BAD },
 	{ "rts pad", WT(RTS), .n = 1, .poke = { P32(RTS(pad), 1) }, .want = BAD },
 
 	/* Fixed sizes: one byte short or long, header only. */

@@ -195,7 +195,7 @@ if pkg-config --exists libfabric; then
 	checks=fi_pingpong,fi_rdm_tagged_pingpong,fi_rdm_tagged_bw,fi_rdm_tagged_peek
 	checks=$checks,fi_recv_cancel,fi_unexpected_msg,fi_rdm,fi_rdm_pingpong
 	checks=$checks,fi_msg_inject,fi_rma_bw-write,fi_rma_bw-read,fi_cq_test
-	checks=$checks,fi_mr_test,fi_dom_test,fi_eq_test${FABRIC_MPI:+,openmpi}
+	checks=$checks,fi_mr_test,fi_dom_test,fi_eq_test,fi_cq_data${FABRIC_MPI:+,openmpi}
 	FABRIC_RUN=check tests/run-fabric.sh 6.1 "dmaplane.fabric_only=$checks" \
 		>"$out/fabric.log" 2>&1
 	grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric.log" | tee -a "$results"

@@ -2,7 +2,7 @@
 /*
  * The provider's fi_getinfo() filtering on the host, without a module:
  * dpf_getinfo_caps() with the capabilities a module would report.  What
- * dmaplane cannot do yet (FI_SOURCE, remote CQ data, FI_HMEM, atomics,
+ * dmaplane cannot do yet (FI_HMEM, atomics, remote CQ data beyond 8 bytes,
  * other endpoint types, other orderings) must be refused with
  * -FI_ENODATA, and what Open MPI's ofi MTL and fabtests ask for must be
  * granted.  Linked with the provider's objects (make fabric-tests).
@@ -43,14 +43,15 @@ TEST(no_hints_offers_everything_it_has)
 	EXPECT_EQ(NULL, fi->next);
 	EXPECT_EQ(FI_EP_RDM, fi->ep_attr->type);
 	EXPECT_EQ(DPF_CAPS, fi->caps);
-	EXPECT_EQ(0, fi->domain_attr->cq_data_size);
+	EXPECT_EQ(8, fi->domain_attr->cq_data_size);
 	EXPECT_EQ(DPF_MR_MODE, fi->domain_attr->mr_mode);
 	/* FI_MSG and FI_TAGGED together: the top tag bit is the provider's. */
 	EXPECT_EQ(~DPF_MSG_TAG_BIT, fi->ep_attr->mem_tag_format);
 	EXPECT_EQ(FI_ORDER_SAS, fi->tx_attr->msg_order & FI_ORDER_SAS);
 	EXPECT_EQ(DPF_INJECT_SIZE, fi->tx_attr->inject_size);
 	EXPECT_EQ(FI_THREAD_SAFE, fi->domain_attr->threading);
-	EXPECT_EQ(0, fi->caps & (FI_SOURCE | FI_HMEM | FI_ATOMIC | FI_MULTI_RECV));
+	EXPECT_EQ(FI_SOURCE | FI_REMOTE_CQ_DATA,
+		  fi->caps & (FI_SOURCE | FI_REMOTE_CQ_DATA | FI_HMEM | FI_ATOMIC | FI_MULTI_RECV));
 	EXPECT_EQ(0, strcmp(fi->fabric_attr->name, DPF_NAME));
 	fi_freeinfo(fi);
 }
@@ -98,15 +99,53 @@ TEST(not_yet_in_the_abi_is_refused)
 {
 	struct fi_info *h, *fi;
 
-	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_TAGGED | FI_SOURCE), DPF_CAPS, &fi));
 	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_TAGGED | FI_HMEM), DPF_CAPS, &fi));
 	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_ATOMIC), DPF_CAPS, &fi));
 	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_MSG | FI_MULTI_RECV), DPF_CAPS, &fi));
 	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_RMA | FI_RMA_EVENT), DPF_CAPS, &fi));
 	h = hints_rdm(FI_TAGGED);
 	ASSERT_NE(NULL, h);
-	h->domain_attr->cq_data_size = 4;
+	h->domain_attr->cq_data_size = 16;
 	EXPECT_EQ(-FI_ENODATA, ask(h, DPF_CAPS, &fi));
+}
+
+/*
+ * Remote CQ data (8 bytes) and FI_SOURCE come from the module
+ * (DMAPLANE_CAP_CQ_DATA, DMAPLANE_CAP_SRC_AV): offered when it has them,
+ * refused when it does not.  Open MPI's default tag mode asks for
+ * cq_data_size >= 4.
+ */
+TEST(cq_data_and_source_follow_the_module)
+{
+	struct fi_info *h, *fi;
+
+	h = hints_rdm(FI_TAGGED | FI_REMOTE_CQ_DATA | FI_SOURCE);
+	ASSERT_NE(NULL, h);
+	h->domain_attr->cq_data_size = 4;
+	ASSERT_EQ(0, ask(h, DPF_CAPS, &fi));
+	EXPECT_EQ(8, fi->domain_attr->cq_data_size);
+	EXPECT_EQ(FI_REMOTE_CQ_DATA | FI_SOURCE, fi->caps & (FI_REMOTE_CQ_DATA | FI_SOURCE));
+	fi_freeinfo(fi);
+	/* cq_data_size without the cap bit: still the module's 8 bytes. */
+	h = hints_rdm(FI_TAGGED);
+	ASSERT_NE(NULL, h);
+	h->domain_attr->cq_data_size = 8;
+	ASSERT_EQ(0, ask(h, DPF_CAPS, &fi));
+	EXPECT_EQ(8, fi->domain_attr->cq_data_size);
+	fi_freeinfo(fi);
+	/* A module without them. */
+	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_TAGGED | FI_SOURCE),
+				   DPF_CAPS & ~DPF_DATA_CAPS, &fi));
+	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_TAGGED | FI_REMOTE_CQ_DATA),
+				   DPF_CAPS & ~DPF_DATA_CAPS, &fi));
+	h = hints_rdm(FI_TAGGED);
+	ASSERT_NE(NULL, h);
+	h->domain_attr->cq_data_size = 4;
+	EXPECT_EQ(-FI_ENODATA, ask(h, DPF_CAPS & ~DPF_DATA_CAPS, &fi));
+	ASSERT_EQ(0, dpf_getinfo_caps(V, NULL, DPF_CAPS & ~DPF_DATA_CAPS, NULL, &fi));
+	EXPECT_EQ(0, fi->domain_attr->cq_data_size);
+	EXPECT_EQ(0, fi->caps & DPF_DATA_CAPS);
+	fi_freeinfo(fi);
 }
 
 TEST(other_endpoint_types_are_refused)

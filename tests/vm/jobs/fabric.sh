@@ -117,7 +117,7 @@ if [ ! -x "$H$FT/fi_rdm_tagged_pingpong" ]; then
 	for t in fi_rdm_tagged_pingpong fi_rdm_tagged_bw fi_rdm_tagged_peek \
 		fi_recv_cancel fi_unexpected_msg fi_rdm fi_rdm_pingpong \
 		fi_msg_inject fi_rma_bw fi_getinfo_test fi_cq_test fi_mr_test \
-		fi_dom_test fi_eq_test; do
+		fi_dom_test fi_eq_test fi_cq_data; do
 		skip $t "no fabtests in $FT (fabric/build-fabtests.sh)"
 	done
 else
@@ -127,6 +127,8 @@ else
 	pair fi_recv_cancel $OOB $FT/fi_recv_cancel -p dmaplane -e rdm -E
 	pair fi_unexpected_msg $OOB $FT/fi_unexpected_msg -p dmaplane -e rdm -E -I 10 -S 4096
 	pair fi_rdm $OOB $FT/fi_rdm -p dmaplane -E
+	# fi_senddata: 8 bytes of remote CQ data in the receiver's completion.
+	pair fi_cq_data $OOB $FT/fi_cq_data -p dmaplane -e rdm -E
 	pair fi_rdm_pingpong $OOB $FT/fi_rdm_pingpong -p dmaplane -E -I 10 -S $SIZES
 	pair fi_msg_inject $OOB $FT/fi_msg_inject -p dmaplane -e rdm -E -S 512
 	pair fi_rma_bw-write $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o write -I 5 -W 16 -S $SIZES
