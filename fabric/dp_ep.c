@@ -341,7 +341,9 @@ static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 
 	if (count > DPF_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
-	if ((flags & FI_REMOTE_CQ_DATA) && !(ep->caps & FI_REMOTE_CQ_DATA))
+	/* As other providers: the domain's cq_data_size says, not the cap bit. */
+	if ((flags & FI_REMOTE_CQ_DATA) &&
+	    !(ep->info->domain_attr && ep->info->domain_attr->cq_data_size))
 		return -FI_EINVAL;
 	if (tagged) {
 		if (!(ep->caps & FI_TAGGED))

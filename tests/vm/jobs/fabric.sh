@@ -145,8 +145,8 @@ fi
 
 # Open MPI 4.1 (Debian's, built with the ofi MTL) over the provider, when
 # installed on the host and the test program was built (tests/run-fabric.sh):
-# ofi_tag_1 packs the source rank into the tag, as the provider has no
-# remote CQ data yet.
+# ofi_tag_1 packs the source rank into the tag (the default mode puts it in
+# remote CQ data, which the provider has since ABI 1.0; not yet run here).
 # (/usr/bin/mpirun is a link through /etc/alternatives: test it in the chroot)
 if chroot $H test -x /usr/bin/mpirun && [ -x "$H$B/fabric/mpi_ping_pong" ]; then
 	if want openmpi; then
