@@ -379,13 +379,15 @@ static const struct dma_buf_attach_ops dmaplane_import_attach_ops = {
 	.move_notify = dmaplane_import_move_notify,
 };
 
-static int dmaplane_import_copy(struct dmaplane_region *r, u64 off,
-				struct iov_iter *iter, bool to_region)
+/*
+ * The importer's CPU view of byte @off: the dma-buf vmapped once (until
+ * release), the access begun in the copy's direction.
+ */
+static int dmaplane_import_vmap(struct dmaplane_region *r, u64 off, bool to_region,
+				void **vaddr)
 {
 	enum dma_data_direction dir = to_region ? DMA_TO_DEVICE : DMA_FROM_DEVICE;
 	struct dmaplane_import *imp = to_import(r);
-	size_t n = iov_iter_count(iter);
-	void *vaddr;
 	int ret;
 
 	mutex_lock(&imp->lock);
@@ -401,16 +403,34 @@ static int dmaplane_import_copy(struct dmaplane_region *r, u64 off,
 	/* I/O memory would need memcpy_toio(); not supported yet. */
 	if (imp->map.is_iomem)
 		return -EFAULT;
-	vaddr = imp->map.vaddr + imp->offset + off;
-
 	ret = dma_buf_begin_cpu_access(imp->dmabuf, dir);
+	if (ret)
+		return ret;
+	*vaddr = imp->map.vaddr + imp->offset + off;
+	return 0;
+}
+
+static void dmaplane_import_vunmap(struct dmaplane_region *r, bool to_region)
+{
+	dma_buf_end_cpu_access(to_import(r)->dmabuf,
+			       to_region ? DMA_TO_DEVICE : DMA_FROM_DEVICE);
+}
+
+static int dmaplane_import_copy(struct dmaplane_region *r, u64 off,
+				struct iov_iter *iter, bool to_region)
+{
+	size_t n = iov_iter_count(iter);
+	void *vaddr;
+	int ret;
+
+	ret = dmaplane_import_vmap(r, off, to_region, &vaddr);
 	if (ret)
 		return ret;
 	if (to_region)
 		ret = copy_from_iter(vaddr, n, iter) == n ? 0 : -EFAULT;
 	else
 		ret = copy_to_iter(vaddr, n, iter) == n ? 0 : -EFAULT;
-	dma_buf_end_cpu_access(imp->dmabuf, dir);
+	dmaplane_import_vunmap(r, to_region);
 	return ret;
 }
 
@@ -428,6 +448,8 @@ static void dmaplane_import_release(struct dmaplane_region *r)
 
 static const struct dmaplane_region_ops dmaplane_import_region_ops = {
 	.copy = dmaplane_import_copy,
+	.vmap = dmaplane_import_vmap,
+	.vunmap = dmaplane_import_vunmap,
 	.release = dmaplane_import_release,
 };
 

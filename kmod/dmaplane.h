@@ -315,6 +315,9 @@ enum dmaplane_region_kind {
 	DMAPLANE_REGION_DMABUF,
 };
 
+/* dmaplane_region_get() of a region whatever its kind */
+#define DMAPLANE_REGION_ANY ((enum dmaplane_region_kind)-1)
+
 struct dmaplane_region;
 
 /**
@@ -329,6 +332,10 @@ struct dmaplane_region;
  *	@off in the first one, for DMA by the transport.  The caller holds
  *	a reference and has checked the bounds; @len is not zero.  Absent:
  *	the transport cannot reach the region (-EOPNOTSUPP).
+ * @vmap: optional, for a kind without @pages: a kernel address of byte
+ *	@off, the range prepared for CPU access in the direction
+ *	@to_region, until @vunmap.  Returns 0 or -errno.
+ * @vunmap: end the CPU access that @vmap began.
  * @release: free the kind-specific part; called once, in process context,
  *	when the last reference is dropped.  Must not free the region
  *	itself: region.c does that after an RCU grace period.
@@ -339,7 +346,30 @@ struct dmaplane_region_ops {
 	int (*pages)(struct dmaplane_region *r, u64 off, u64 len,
 		     struct page ***pages, unsigned int *npages,
 		     unsigned int *first_off);
+	int (*vmap)(struct dmaplane_region *r, u64 off, bool to_region, void **vaddr);
+	void (*vunmap)(struct dmaplane_region *r, bool to_region);
 	void (*release)(struct dmaplane_region *r);
+};
+
+/**
+ * struct dmaplane_region_map - a range of a region seen as an iov_iter
+ *	(dmaplane_region_iter() to dmaplane_region_iter_end())
+ * @r: the region (the caller's reference)
+ * @pages: referenced pages under the range (kinds with &dmaplane_region_ops.pages)
+ * @bvec: one piece per page of @pages
+ * @npages: entries of @pages and @bvec
+ * @kv: the range's kernel mapping (kinds with &dmaplane_region_ops.vmap)
+ * @vmapped: @kv is in use
+ * @to_region: direction
+ */
+struct dmaplane_region_map {
+	struct dmaplane_region *r;
+	struct page **pages;
+	struct bio_vec *bvec;
+	unsigned int npages;
+	struct kvec kv;
+	bool vmapped;
+	bool to_region;
 };
 
 /**
@@ -420,13 +450,16 @@ static inline struct dmaplane_arena *to_dmaplane_arena(struct dmaplane_region *r
 }
 
 /**
- * struct dmaplane_ubuf - a user buffer: one range or an iovec's pieces
- * @segs: the pieces; points at @one for a single range
+ * struct dmaplane_ubuf - an operation's buffer: one range or an iovec's
+ *	pieces of user memory, or a range of one of the caller's regions
+ * @segs: the pieces; points at @one for a single range (and a region)
  * @one: storage for a single range
- * @nsegs: number of pieces
+ * @nsegs: number of pieces (0 for a region)
  * @len: total bytes
  * @charged: the endpoint whose &dmaplane_ep.iov_bytes counts @segs (an
  *	iovec copy; the buffer never outlives that endpoint's reference)
+ * @region: %DMAPLANE_OP_F_REGION: the region (referenced), else NULL
+ * @roff: offset of the buffer in @region
  */
 struct dmaplane_ubuf {
 	struct iovec *segs;
@@ -434,6 +467,8 @@ struct dmaplane_ubuf {
 	u32 nsegs;
 	u64 len;
 	struct dmaplane_ep *charged;
+	struct dmaplane_region *region;
+	u64 roff;
 };
 
 struct dmaplane_rdv;
@@ -530,6 +565,9 @@ void dmaplane_region_put(struct dmaplane_region *r);
 void dmaplane_region_invalidate(struct dmaplane_region *r);
 int dmaplane_region_copy(struct dmaplane_region *r, u64 off, u64 len,
 			 struct iov_iter *iter, bool to_region);
+int dmaplane_region_iter(struct dmaplane_region *r, u64 off, u64 len, bool to_region,
+			 struct iov_iter *iter, struct dmaplane_region_map *map);
+int dmaplane_region_iter_end(struct dmaplane_region_map *map);
 void dmaplane_ep_release_regions(struct dmaplane_ep *ep);
 int dmaplane_charge_pages(struct mm_struct *mm, unsigned long npages);
 void dmaplane_uncharge_pages(struct mm_struct *mm, unsigned long npages);
@@ -585,6 +623,9 @@ int dmaplane_cq_mmap(struct dmaplane_cq *cq, struct vm_area_struct *vma);
 void dmaplane_msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 			   int status, u64 len, u64 msg_len, u64 tag, u64 src);
 void dmaplane_msg_post(struct dmaplane_ep *ep, struct dmaplane_cqe *cqe);
+int dmaplane_ubuf_iter(struct dmaplane_ubuf *b, int dir, u64 len,
+		       struct iov_iter *iter, struct dmaplane_region_map *map);
+int dmaplane_ubuf_iter_end(struct dmaplane_region_map *map);
 int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
 			       u64 tag, u64 len, u64 cq_data, u8 cqe_flags,
 			       const void *data, struct dmaplane_rdv *rdv);
@@ -627,7 +668,8 @@ void dmaplane_ib_peer_info(struct dmaplane_ib_peer *ip, struct dmaplane_peer_inf
 int dmaplane_ib_resolve(struct dmaplane_ep *ep, u64 node_id, u64 ep_uid, u64 *src);
 int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *op,
 		     struct dmaplane_ubuf *buf);
-int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *op);
+int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *op,
+		    struct dmaplane_ubuf *buf);
 void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 		      struct dmaplane_ubuf *buf, u64 ctx);
 void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status);
@@ -662,7 +704,7 @@ static inline int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst,
 }
 
 static inline int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst,
-				  const struct dmaplane_op *op)
+				  const struct dmaplane_op *op, struct dmaplane_ubuf *buf)
 {
 	return -ECONNRESET;
 }

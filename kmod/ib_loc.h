@@ -322,6 +322,7 @@ enum { COOKIE_SREG = 1, COOKIE_RESOLVE };
  * @charged: pages charged to @mm and the module cap
  * @pages: pinned pages of the buffer
  * @npages: number of @pages
+ * @region_pages: @pages are a region's, referenced (put_page()), not pinned
  * @nmrs: MRs in use
  * @mrs: fast-registration MRs and their scatterlists
  * @segs: wire description of the MRs
@@ -341,6 +342,7 @@ struct dmaplane_sreg {
 	unsigned long charged;
 	struct page **pages;
 	unsigned int npages;
+	bool region_pages;
 	unsigned int nmrs;
 	struct {
 		struct ib_mr *mr;

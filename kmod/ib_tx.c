@@ -246,7 +246,11 @@ static void sreg_release(struct dmaplane_conn *c, struct dmaplane_sreg *s)
 					s->mrs[i].sgt.orig_nents, DMA_BIDIRECTIONAL);
 		sg_free_table(&s->mrs[i].sgt);
 	}
-	if (s->pages) {
+	if (s->region_pages) {
+		for (i = 0; i < s->npages; i++)
+			put_page(s->pages[i]);
+		kvfree(s->pages);
+	} else if (s->pages) {
 		unpin_user_pages_dirty_lock(s->pages, s->npages,
 					    s->opcode == DMAPLANE_OP_GET);
 		atomic_long_sub(s->npages, &dmaplane_stats.xfer_pages);
@@ -281,11 +285,65 @@ void dmaplane_sreg_complete(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 }
 
 /*
- * Pin the user buffer @b of the current task and register it in MRs of
- * at most the device's page-list length each, for remote read (SEND, PUT)
- * or remote write (GET).  The pages stay pinned until the peer's FIN,
- * which may be long for a SEND: they are charged like a registration
- * (RLIMIT_MEMLOCK unless CAP_IPC_LOCK, and the module cap).
+ * Register @np pages of @s from @pos, @l bytes from offset @off in the
+ * first, in MRs of at most @maxp pages each.
+ */
+static int sreg_map(struct dmaplane_conn *c, struct dmaplane_sreg *s,
+		    unsigned int pos, unsigned int np, unsigned int off, u64 l,
+		    unsigned int maxp, int access)
+{
+	struct ib_device *ibdev = c->dev->ibdev;
+	unsigned int done = 0;
+	int ret;
+
+	while (done < np) {
+		unsigned int cnt = min(np - done, maxp);
+		u64 bytes = min_t(u64, (u64)cnt * PAGE_SIZE - off, l);
+		unsigned int k = s->nmrs;
+		struct ib_mr *mr;
+		int n;
+
+		if (k == DMAPLANE_WIRE_MAX_SEGS)
+			return -EMSGSIZE;
+		s->nmrs++;
+		ret = sg_alloc_table_from_pages(&s->mrs[k].sgt, s->pages + pos + done,
+						cnt, off, bytes, GFP_KERNEL);
+		if (ret)
+			return ret;
+		n = ib_dma_map_sg(ibdev, s->mrs[k].sgt.sgl, s->mrs[k].sgt.orig_nents,
+				  DMA_BIDIRECTIONAL);
+		if (!n)
+			return -ENOMEM;
+		s->mrs[k].mapped = true;
+		mr = ib_alloc_mr(c->dev->pd, IB_MR_TYPE_MEM_REG, cnt + 1);
+		if (IS_ERR(mr))
+			return PTR_ERR(mr);
+		s->mrs[k].mr = mr;
+		if (ib_map_mr_sg(mr, s->mrs[k].sgt.sgl, n, NULL, PAGE_SIZE) != n)
+			return -EINVAL;
+		s->reg[k].wr.opcode = IB_WR_REG_MR;
+		s->reg[k].mr = mr;
+		s->reg[k].key = mr->rkey;
+		s->reg[k].access = access;
+		if (k)
+			s->reg[k - 1].wr.next = &s->reg[k].wr;
+		s->segs[k].addr = cpu_to_le64(mr->iova);
+		s->segs[k].rkey = cpu_to_le32(mr->rkey);
+		s->segs[k].len = cpu_to_le32(bytes);
+		done += cnt;
+		l -= bytes;
+		off = 0;
+	}
+	return 0;
+}
+
+/*
+ * Register the buffer @b for remote read (SEND, PUT) or remote write
+ * (GET), in MRs of at most the device's page-list length each.  A range
+ * of a region uses the region's pages (already charged).  User memory of
+ * the current task is pinned until the peer's FIN, which may be long for
+ * a SEND: charged like a registration (RLIMIT_MEMLOCK unless
+ * CAP_IPC_LOCK, and the module cap).
  */
 static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 		      struct dmaplane_ubuf *b)
@@ -300,11 +358,21 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 	bool write = s->opcode == DMAPLANE_OP_GET;
 	int access = write ? IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE :
 			     IB_ACCESS_REMOTE_READ;
-	unsigned int total = 0, pos = 0, i;
+	unsigned int total = 0, pos = 0, first_off, i;
 	int ret;
 
 	if (ibdev->attrs.max_fast_reg_page_list_len < 2)
 		return -EOPNOTSUPP;
+	if (b->region) {
+		if (!b->len)
+			return 0;
+		ret = dmaplane_region_pages(b->region, b->roff, b->len, &s->pages,
+					    &s->npages, &first_off);
+		if (ret)
+			return ret;
+		s->region_pages = true;
+		return sreg_map(c, s, 0, s->npages, first_off, b->len, maxp, access);
+	}
 	for (i = 0; i < b->nsegs; i++) {
 		unsigned long a = (unsigned long)b->segs[i].iov_base;
 		size_t l = b->segs[i].iov_len;
@@ -325,7 +393,7 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 	for (i = 0; i < b->nsegs; i++) {
 		unsigned long a = (unsigned long)b->segs[i].iov_base;
 		size_t l = b->segs[i].iov_len;
-		unsigned int np, off, done = 0;
+		unsigned int np;
 		int pinned;
 
 		if (!l)
@@ -340,47 +408,9 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 		}
 		if (pinned != np)
 			return pinned < 0 ? pinned : -EFAULT;
-
-		/* One MR per run of at most maxp pages. */
-		off = offset_in_page(a);
-		while (done < np) {
-			unsigned int cnt = min(np - done, maxp);
-			u64 bytes = min_t(u64, (u64)cnt * PAGE_SIZE - off, l);
-			unsigned int k = s->nmrs;
-			struct ib_mr *mr;
-			int n;
-
-			if (k == DMAPLANE_WIRE_MAX_SEGS)
-				return -EMSGSIZE;
-			s->nmrs++;
-			ret = sg_alloc_table_from_pages(&s->mrs[k].sgt, s->pages + pos + done,
-							cnt, off, bytes, GFP_KERNEL);
-			if (ret)
-				return ret;
-			n = ib_dma_map_sg(ibdev, s->mrs[k].sgt.sgl, s->mrs[k].sgt.orig_nents,
-					  DMA_BIDIRECTIONAL);
-			if (!n)
-				return -ENOMEM;
-			s->mrs[k].mapped = true;
-			mr = ib_alloc_mr(c->dev->pd, IB_MR_TYPE_MEM_REG, cnt + 1);
-			if (IS_ERR(mr))
-				return PTR_ERR(mr);
-			s->mrs[k].mr = mr;
-			if (ib_map_mr_sg(mr, s->mrs[k].sgt.sgl, n, NULL, PAGE_SIZE) != n)
-				return -EINVAL;
-			s->reg[k].wr.opcode = IB_WR_REG_MR;
-			s->reg[k].mr = mr;
-			s->reg[k].key = mr->rkey;
-			s->reg[k].access = access;
-			if (k)
-				s->reg[k - 1].wr.next = &s->reg[k].wr;
-			s->segs[k].addr = cpu_to_le64(mr->iova);
-			s->segs[k].rkey = cpu_to_le32(mr->rkey);
-			s->segs[k].len = cpu_to_le32(bytes);
-			done += cnt;
-			l -= bytes;
-			off = 0;
-		}
+		ret = sreg_map(c, s, pos, np, offset_in_page(a), l, maxp, access);
+		if (ret)
+			return ret;
 		pos += np;
 	}
 	return 0;
@@ -447,7 +477,7 @@ out_unlock:
  * @ep: sending endpoint
  * @dst: destination source value (node slot and ep_uid)
  * @op: the operation
- * @buf: its buffer (of the current task)
+ * @buf: its buffer (of the current task, or one of its regions)
  *
  * Return: 0 when accepted (it completes on the ring), or -ECONNRESET (no
  * live connection), -EAGAIN (ring full), -EMSGSIZE (more segments than a
@@ -459,13 +489,14 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 {
 	bool eager = buf->len <= min_t(u64, dmaplane_eager_threshold(),
 				       DMAPLANE_WIRE_EAGER_MAX);
+	struct dmaplane_region_map map;
 	struct dmaplane_sreg *s = NULL;
 	struct dmaplane_wire_msg *m;
 	struct dmaplane_pend *pend;
 	struct dmaplane_conn *c;
 	struct dmaplane_tx *tx;
 	struct iov_iter iter;
-	int ret;
+	int ret, end;
 
 	c = dmaplane_conn_get_by_slot(DMAPLANE_SRC_NODE_SLOT(dst));
 	if (!c)
@@ -512,11 +543,13 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 			ret = -EAGAIN;
 			goto err_free_tx;
 		}
-		iov_iter_init(&iter, ITER_SOURCE, buf->segs, buf->nsegs, buf->len);
-		if (copy_from_iter(m + 1, buf->len, &iter) != buf->len) {
+		ret = dmaplane_ubuf_iter(buf, ITER_SOURCE, buf->len, &iter, &map);
+		if (!ret && copy_from_iter(m + 1, buf->len, &iter) != buf->len)
 			ret = -EFAULT;
+		end = dmaplane_ubuf_iter_end(&map);
+		ret = ret ?: end;
+		if (ret)
 			goto err_free_tx;
-		}
 		tx->pend = pend;
 		ret = dmaplane_conn_submit(c, tx);
 		if (ret)
@@ -560,15 +593,13 @@ out_put_conn:
  * @ep: initiating endpoint
  * @dst: target's source value
  * @op: the operation (checked by the caller)
+ * @buf: its local buffer (of the current task, or one of its regions)
  *
  * Return: 0 when accepted, or as dmaplane_ib_send().
  */
-int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *op)
+int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *op,
+		    struct dmaplane_ubuf *buf)
 {
-	struct dmaplane_ubuf b = {
-		.one = { .iov_base = u64_to_user_ptr(op->addr), .iov_len = op->len },
-		.nsegs = 1, .len = op->len,
-	};
 	struct dmaplane_wire_seglist *sl;
 	struct dmaplane_wire_rma *r;
 	struct dmaplane_sreg *s;
@@ -576,7 +607,6 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 	struct dmaplane_tx *tx;
 	int ret;
 
-	b.segs = &b.one;
 	c = dmaplane_conn_get_by_slot(DMAPLANE_SRC_NODE_SLOT(dst));
 	if (!c)
 		return -ECONNRESET;
@@ -601,7 +631,7 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 	r->auth_key = cpu_to_le64(ep->auth_key);
 	r->uid = cpu_to_le32(from_kuid(&init_user_ns, ep->uid));
 	r->write = op->opcode == DMAPLANE_OP_PUT;
-	ret = sreg_build(c, s, &b);
+	ret = sreg_build(c, s, buf);
 	if (!ret)
 		ret = sreg_submit(c, s, tx, &sl->nsegs, sl->segs, &r->cookie);
 	if (!ret)

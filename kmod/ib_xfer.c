@@ -424,7 +424,7 @@ static void rdv_recv_fail(const struct dmaplane_rdv *rdv, struct dmaplane_ep *ep
  *	node: pull the data into the receiver's buffer
  * @rdv: the message (freed here)
  * @ep: receiving endpoint
- * @buf: the receive's buffer, in @ep's address space
+ * @buf: the receive's buffer, in @ep's address space or one of its regions
  * @ctx: the receive's context
  *
  * The receive completes on @ep's ring once the data is in (or with an
@@ -457,7 +457,16 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 	x->cqe_flags = rdv->cqe_flags;
 	x->len = min(buf->len, rdv->len);
 	x->done = pull_done;
-	ret = x->len ? xfer_pin_user(x, ep->mm, buf, x->len) : 0;
+	if (x->len && buf->region) {
+		/* A region's range: its pages, referenced (and charged). */
+		kref_get(&buf->region->ref);
+		x->region = buf->region;
+		ret = dmaplane_xfer_region_pages(x, buf->roff, x->len);
+	} else if (x->len) {
+		ret = xfer_pin_user(x, ep->mm, buf, x->len);
+	} else {
+		ret = 0;
+	}
 	if (!ret)
 		ret = dmaplane_xfer_start(x, rdv->segs, rdv->nsegs);
 	if (!ret) {
@@ -466,7 +475,7 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 	}
 	dmaplane_xfer_free(x);
 err_complete:
-	rdv_recv_fail(rdv, ep, ctx, ret == -EFAULT ? -EFAULT : -ECONNRESET);
+	rdv_recv_fail(rdv, ep, ctx, ret == -EFAULT || ret == -EOPNOTSUPP ? ret : -ECONNRESET);
 	dmaplane_send_fin(c, rdv->cookie, pull_fin_status(ep, ret));
 	dmaplane_rdv_free(rdv);
 }

@@ -184,15 +184,17 @@ void dmaplane_msg_post(struct dmaplane_ep *ep, struct dmaplane_cqe *cqe)
  * @tag: tag
  * @src: source value (RECV)
  *
- * An endpoint whose file is gone gets its ring credit back instead.
+ * As dmaplane_msg_post().
  */
 void dmaplane_msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 			   int status, u64 len, u64 msg_len, u64 tag, u64 src)
 {
-	if (READ_ONCE(ep->dead))
-		dmaplane_cq_unreserve(ep->cq);
-	else
-		msg_complete(ep, opcode, ctx, status, len, msg_len, tag, src);
+	struct dmaplane_cqe cqe = {
+		.ctx = ctx, .len = len, .msg_len = msg_len, .tag = tag,
+		.src = src, .status = status, .opcode = opcode,
+	};
+
+	dmaplane_msg_post(ep, &cqe);
 }
 
 /*
@@ -282,15 +284,50 @@ static void ubuf_uncharge(struct dmaplane_ubuf *b, u32 n)
 	atomic64_sub((u64)n * sizeof(*b->segs), &b->charged->iov_bytes);
 }
 
+/* The buffer of an F_REGION operation: a range of one of @ep's regions. */
+static int ubuf_from_region(struct dmaplane_ep *ep, struct dmaplane_ubuf *b,
+			    const struct dmaplane_op *op)
+{
+	bool write = op->opcode == DMAPLANE_OP_RECV || op->opcode == DMAPLANE_OP_GET;
+	struct dmaplane_region *r;
+	u64 end;
+
+	r = dmaplane_region_get(ep, op->region, DMAPLANE_REGION_ANY);
+	if (IS_ERR(r))
+		return PTR_ERR(r) == -EINVAL ? -ENOENT : PTR_ERR(r);
+	if (check_add_overflow(op->addr, op->len, &end) || end > r->len) {
+		dmaplane_region_put(r);
+		return -ERANGE;
+	}
+	if (write && !(r->access & DMAPLANE_ACCESS_LOCAL_WRITE)) {
+		dmaplane_region_put(r);
+		return -EACCES;
+	}
+	if (READ_ONCE(r->invalid)) {
+		dmaplane_region_put(r);
+		return -EFAULT;
+	}
+	b->region = r;
+	b->roff = op->addr;
+	b->segs = &b->one;
+	b->nsegs = 0;
+	b->len = op->len;
+	return 0;
+}
+
 /*
- * Describe the buffer of @op (one range, or an iovec with F_IOV).  An
- * iovec's copy counts against @ep's iov_budget until ubuf_free().
+ * Describe the buffer of @op (one range, an iovec with F_IOV, a region's
+ * range with F_REGION).  An iovec's copy counts against @ep's iov_budget
+ * until ubuf_free().
  */
 static int ubuf_from_op(struct dmaplane_ep *ep, struct dmaplane_ubuf *b,
 			const struct dmaplane_op *op)
 {
 	u32 i;
 
+	memset(b, 0, sizeof(*b));
+	if (op->flags & DMAPLANE_OP_F_REGION)
+		return ubuf_from_region(ep, b, op);
 	if (!(op->flags & DMAPLANE_OP_F_IOV)) {
 		if (!access_ok(u64_to_user_ptr(op->addr), op->len))
 			return -EFAULT;
@@ -343,6 +380,10 @@ err_fault:
  */
 static void ubuf_free(struct dmaplane_ubuf *b)
 {
+	if (b->region) {
+		dmaplane_region_put(b->region);
+		b->region = NULL;
+	}
 	if (b->segs != &b->one) {
 		kfree(b->segs);
 		ubuf_uncharge(b, b->nsegs);
@@ -350,29 +391,64 @@ static void ubuf_free(struct dmaplane_ubuf *b)
 	}
 }
 
-/* Move a buffer description (the single-range storage is inline). */
+/*
+ * Move a buffer description (the single-range storage is inline); @src
+ * is left empty.
+ */
 static void ubuf_move(struct dmaplane_ubuf *dst, struct dmaplane_ubuf *src)
 {
 	*dst = *src;
 	if (src->segs == &src->one)
 		dst->segs = &dst->one;
+	src->segs = &src->one;
+	src->region = NULL;
 }
 
-/* An iterator over the first @len bytes of a buffer of the current task. */
-static void ubuf_iter(struct dmaplane_ubuf *b, int dir, u64 len,
-		      struct iov_iter *iter)
+/**
+ * dmaplane_ubuf_iter() - an iterator over the first bytes of a buffer
+ * @b: a buffer of the current task (user memory, or a region)
+ * @dir: %ITER_SOURCE or %ITER_DEST
+ * @len: bytes, at most @b's length
+ * @iter: set up here
+ * @map: what a region's iterator holds, for dmaplane_ubuf_iter_end()
+ *
+ * Return: 0 or as dmaplane_region_iter(); dmaplane_ubuf_iter_end() must
+ * follow a success.
+ */
+int dmaplane_ubuf_iter(struct dmaplane_ubuf *b, int dir, u64 len,
+		       struct iov_iter *iter, struct dmaplane_region_map *map)
 {
+	map->r = NULL;
+	if (b->region)
+		return dmaplane_region_iter(b->region, b->roff, len, dir == ITER_DEST,
+					    iter, map);
 	iov_iter_init(iter, dir, b->segs, b->nsegs, b->len);
 	iov_iter_truncate(iter, len);
+	return 0;
 }
 
-/* Copy the first bytes of @iter to or from a buffer of another task. */
+/**
+ * dmaplane_ubuf_iter_end() - the end of a dmaplane_ubuf_iter() iterator
+ * @map: its map
+ *
+ * Return: 0, or -EFAULT when a region went away during the copy.
+ */
+int dmaplane_ubuf_iter_end(struct dmaplane_region_map *map)
+{
+	return map->r ? dmaplane_region_iter_end(map) : 0;
+}
+
+/* Copy the first bytes of @iter to or from a buffer of another task (or a region). */
 static int copy_remote_ubuf(struct mm_struct *mm, struct dmaplane_ubuf *b,
 			    struct iov_iter *iter, bool to_remote)
 {
 	u32 i;
 	int ret = 0;
 
+	if (b->region)
+		return dmaplane_region_copy(b->region, b->roff,
+					    min_t(u64, b->len, iov_iter_count(iter)),
+					    iter, to_remote);
 	for (i = 0; i < b->nsegs && iov_iter_count(iter) && !ret; i++) {
 		u64 n = min_t(u64, b->segs[i].iov_len, iov_iter_count(iter));
 
@@ -426,14 +502,21 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 		msg_free(msg);
 		return;
 	}
-	ubuf_iter(&r->buf, ITER_DEST, n, &iter);
 	if (n) {
-		if (msg->data)
-			ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;
-		else if (READ_ONCE(msg->sender->dead))
-			ret = -ECONNRESET;
-		else
-			ret = copy_remote_ubuf(msg->mm, &msg->buf, &iter, false);
+		struct dmaplane_region_map map;
+		int end;
+
+		ret = dmaplane_ubuf_iter(&r->buf, ITER_DEST, n, &iter, &map);
+		if (!ret) {
+			if (msg->data)
+				ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;
+			else if (READ_ONCE(msg->sender->dead))
+				ret = -ECONNRESET;
+			else
+				ret = copy_remote_ubuf(msg->mm, &msg->buf, &iter, false);
+		}
+		end = dmaplane_ubuf_iter_end(&map);
+		ret = ret ?: end;
 	}
 	if (!ret && msg->len > r->buf.len)
 		ret = -EMSGSIZE;
@@ -685,13 +768,14 @@ err_free_recv:
 
 static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
+	struct dmaplane_region_map map;
 	struct dmaplane_match_recv *mr;
 	struct dmaplane_ubuf sbuf;
 	struct dmaplane_ep *dest;
 	struct dmaplane_msg *msg;
 	struct iov_iter iter;
 	u64 uid, len;
-	int ret;
+	int ret, end;
 
 	if (op->ignore)
 		return -EINVAL;
@@ -742,11 +826,13 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 			ret = -ENOMEM;
 			goto err_unreserve;
 		}
-		ubuf_iter(&sbuf, ITER_SOURCE, len, &iter);
-		if (copy_from_iter(msg->data, len, &iter) != len) {
+		ret = dmaplane_ubuf_iter(&sbuf, ITER_SOURCE, len, &iter, &map);
+		if (!ret && copy_from_iter(msg->data, len, &iter) != len)
 			ret = -EFAULT;
+		end = dmaplane_ubuf_iter_end(&map);
+		ret = ret ?: end;
+		if (ret)
 			goto err_unreserve;
-		}
 	}
 
 	mutex_lock(&dest->match_lock);
@@ -763,12 +849,15 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		atomic_long_dec(&dmaplane_stats.posted_recvs);
 		mutex_unlock(&dest->match_lock);
 		/* Expected: one copy, sender's buffer -> receiver's buffer. */
+		map.r = NULL;
 		if (msg->data)
 			iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, n);
 		else
-			ubuf_iter(&sbuf, ITER_SOURCE, n, &iter);
-		if (n)
+			ret = dmaplane_ubuf_iter(&sbuf, ITER_SOURCE, n, &iter, &map);
+		if (n && !ret)
 			ret = copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
+		end = dmaplane_ubuf_iter_end(&map);
+		ret = ret ?: end;
 		ubuf_free(&r->buf);
 		ubuf_free(&sbuf);
 		recv_complete(dest, r->ctx,
@@ -795,7 +884,6 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	} else {
 		/* Rendezvous: the message keeps the buffer's description. */
 		ubuf_move(&msg->buf, &sbuf);
-		sbuf.segs = &sbuf.one;
 		msg->mm = ep->mm;
 		mmgrab(msg->mm);
 	}
@@ -946,6 +1034,8 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
 	bool put = op->opcode == DMAPLANE_OP_PUT;
 	struct dmaplane_region *r = NULL;
+	struct dmaplane_region_map map;
+	struct dmaplane_ubuf b;
 	struct dmaplane_ep *dest;
 	struct iov_iter iter;
 	u64 uid;
@@ -956,13 +1046,18 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	ret = dmaplane_av_lookup(ep, op->peer, &uid);
 	if (ret)
 		return ret;
-	if (!access_ok(u64_to_user_ptr(op->addr), op->len))
-		return -EFAULT;
-	if (DMAPLANE_SRC_NODE_SLOT(uid))
-		return dmaplane_ib_rma(ep, uid, op);
+	ret = ubuf_from_op(ep, &b, op);
+	if (ret)
+		return ret;
+	if (DMAPLANE_SRC_NODE_SLOT(uid)) {
+		ret = dmaplane_ib_rma(ep, uid, op, &b);
+		goto out_free_buf;
+	}
 	dest = dmaplane_ep_get_by_uid(uid);
-	if (!dest)
-		return -ECONNRESET;
+	if (!dest) {
+		ret = -ECONNRESET;
+		goto out_free_buf;
+	}
 	if (!dmaplane_ep_same_domain(ep, dest)) {
 		ret = -EACCES;
 		goto out_put_dest;
@@ -978,15 +1073,21 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 				      DMAPLANE_ACCESS_REMOTE_READ)))
 		status = -EACCES;
 	else
-		status = import_ubuf(put ? ITER_SOURCE : ITER_DEST,
-				     u64_to_user_ptr(op->addr), op->len, &iter);
-	if (!status)
+		status = dmaplane_ubuf_iter(&b, put ? ITER_SOURCE : ITER_DEST,
+					    op->len, &iter, &map);
+	if (!status) {
 		status = dmaplane_region_copy(r, op->roffset, op->len, &iter, put);
+		ret = dmaplane_ubuf_iter_end(&map);
+		status = status ?: ret;
+		ret = 0;
+	}
 	dmaplane_region_put(r);
 	msg_complete(ep, op->opcode, op->ctx, status, status ? 0 : op->len,
 		     op->len, 0, 0);
 out_put_dest:
 	dmaplane_ep_put(dest);
+out_free_buf:
+	ubuf_free(&b);
 	return ret;
 }
 
@@ -996,13 +1097,17 @@ static int check_op(const struct dmaplane_op *op, u32 op_size)
 	u32 flags = 0;
 
 	if (op->opcode == DMAPLANE_OP_SEND)
-		flags = DMAPLANE_OP_F_IOV |
+		flags = DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_REGION |
 			(op_size >= DMAPLANE_OP_SIZE_V1 ? DMAPLANE_OP_F_DATA : 0);
 	else if (op->opcode == DMAPLANE_OP_RECV)
-		flags = DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_CLAIMED;
+		flags = DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_CLAIMED | DMAPLANE_OP_F_REGION;
+	else
+		flags = DMAPLANE_OP_F_REGION;
 
-	if ((op->flags & ~flags) || op->pad1 ||
-	    memchr_inv(op->pad0, 0, sizeof(op->pad0)))
+	if ((op->flags & ~flags) || memchr_inv(op->pad0, 0, sizeof(op->pad0)))
+		return -EINVAL;
+	if (op->flags & DMAPLANE_OP_F_REGION ?
+	    op->flags & DMAPLANE_OP_F_IOV : op->region)
 		return -EINVAL;
 	if (!rma && (op->rkey || op->roffset))
 		return -EINVAL;

@@ -7,6 +7,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bvec.h>
 #include <linux/capability.h>
 #include <linux/hashtable.h>
 #include <linux/mm.h>
@@ -117,7 +118,8 @@ static void region_unhash(struct dmaplane_region *r)
  * @kind: the kind the caller expects
  *
  * Return: a referenced region, ERR_PTR(-ENOENT) when @ep has no such
- * handle, ERR_PTR(-EINVAL) when it names a region of another kind.
+ * handle, ERR_PTR(-EINVAL) when it names a region of another kind
+ * (unless @kind is %DMAPLANE_REGION_ANY).
  */
 struct dmaplane_region *dmaplane_region_get(struct dmaplane_ep *ep, u32 handle,
 					    enum dmaplane_region_kind kind)
@@ -130,7 +132,7 @@ struct dmaplane_region *dmaplane_region_get(struct dmaplane_ep *ep, u32 handle,
 	r = xa_load(&ep->regions, handle);
 	if (!r)
 		err = -ENOENT;
-	else if (r->kind != kind)
+	else if (kind != DMAPLANE_REGION_ANY && r->kind != kind)
 		err = -EINVAL;
 	else
 		kref_get(&r->ref);
@@ -159,7 +161,7 @@ struct dmaplane_region *dmaplane_region_unpublish(struct dmaplane_ep *ep, u32 ha
 	r = xa_load(&ep->regions, handle);
 	if (!r)
 		err = -ENOENT;
-	else if (r->kind != kind)
+	else if (kind != DMAPLANE_REGION_ANY && r->kind != kind)
 		err = -EINVAL;
 	else
 		__xa_erase(&ep->regions, handle);
@@ -272,6 +274,98 @@ int dmaplane_region_copy(struct dmaplane_region *r, u64 off, u64 len,
 	return r->ops->copy(r, off, iter, to_region);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_copy);
+
+/**
+ * dmaplane_region_iter() - an iov_iter over a range of a region
+ * @r: referenced region
+ * @off: offset in the region
+ * @len: bytes
+ * @to_region: direction: the iterator is written (%ITER_DEST) when true
+ * @iter: set up here
+ * @map: what the iterator holds, for dmaplane_region_iter_end()
+ *
+ * For copies where the other side is the one with a copy primitive (a
+ * user buffer of another address space, another region): the pages are
+ * referenced (or the dma-buf mapped for CPU access) until
+ * dmaplane_region_iter_end(), which must follow a success.
+ *
+ * Return: 0, -ERANGE (outside the region), -EFAULT (invalidated),
+ * -EOPNOTSUPP (a kind that can be neither), -ENOMEM.
+ */
+int dmaplane_region_iter(struct dmaplane_region *r, u64 off, u64 len, bool to_region,
+			 struct iov_iter *iter, struct dmaplane_region_map *map)
+{
+	unsigned int dir = to_region ? ITER_DEST : ITER_SOURCE;
+	unsigned int first_off, i;
+	u64 end, left = len;
+	int ret;
+
+	memset(map, 0, sizeof(*map));
+	map->r = r;
+	map->to_region = to_region;
+	if (check_add_overflow(off, len, &end) || end > r->len)
+		return -ERANGE;
+	if (READ_ONCE(r->invalid))
+		return -EFAULT;
+	if (!len) {
+		iov_iter_kvec(iter, dir, &map->kv, 0, 0);
+		return 0;
+	}
+	if (!r->ops->pages) {
+		if (!r->ops->vmap)
+			return -EOPNOTSUPP;
+		ret = r->ops->vmap(r, off, to_region, &map->kv.iov_base);
+		if (ret)
+			return ret;
+		map->vmapped = true;
+		map->kv.iov_len = len;
+		iov_iter_kvec(iter, dir, &map->kv, 1, len);
+		return 0;
+	}
+	ret = r->ops->pages(r, off, len, &map->pages, &map->npages, &first_off);
+	if (ret)
+		return ret;
+	map->bvec = kvmalloc_array(map->npages, sizeof(*map->bvec), GFP_KERNEL);
+	if (!map->bvec) {
+		dmaplane_region_iter_end(map);
+		return -ENOMEM;
+	}
+	for (i = 0; i < map->npages; i++) {
+		u32 n = min_t(u64, PAGE_SIZE - first_off, left);
+
+		bvec_set_page(&map->bvec[i], map->pages[i], n, first_off);
+		left -= n;
+		first_off = 0;
+	}
+	iov_iter_bvec(iter, dir, map->bvec, map->npages, len);
+	return 0;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_iter);
+
+/**
+ * dmaplane_region_iter_end() - release what dmaplane_region_iter() took
+ * @map: the map
+ *
+ * Return: 0, or -EFAULT when the region was invalidated meanwhile (the
+ * copy may have seen memory its owner no longer maps, as
+ * &dmaplane_region_ops.copy reports it).
+ */
+int dmaplane_region_iter_end(struct dmaplane_region_map *map)
+{
+	unsigned int i;
+
+	if (map->vmapped)
+		map->r->ops->vunmap(map->r, map->to_region);
+	map->vmapped = false;
+	kvfree(map->bvec);
+	map->bvec = NULL;
+	for (i = 0; map->pages && i < map->npages; i++)
+		put_page(map->pages[i]);
+	kvfree(map->pages);
+	map->pages = NULL;
+	return READ_ONCE(map->r->invalid) ? -EFAULT : 0;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_iter_end);
 
 /**
  * dmaplane_region_pages() - the pages under a range, for DMA

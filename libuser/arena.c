@@ -97,6 +97,11 @@ uint64_t dp_arena_key(const struct dp_arena *arena)
 	return arena->rkey;
 }
 
+uint32_t dp_arena_handle(const struct dp_arena *arena)
+{
+	return arena->handle;
+}
+
 void dp_arena_bytes(const struct dp_arena *arena, uint64_t *huge,
 		    uint64_t *mid, uint64_t *base)
 {

@@ -68,6 +68,11 @@ uint64_t dp_mr_key(const struct dp_mr *mr)
 	return mr->rkey;
 }
 
+uint32_t dp_mr_handle(const struct dp_mr *mr)
+{
+	return mr->handle;
+}
+
 int dp_mr_query(struct dp_mr *mr, struct dmaplane_mr_query *query)
 {
 	if (!mr || !query)

@@ -347,7 +347,7 @@ TEST_F(pair, bad_operations_rejected)
 	SUBMIT_ERR(-EINVAL, opcode, 99);
 	SUBMIT_ERR(-EINVAL, flags, 1);
 	SUBMIT_ERR(-EINVAL, pad0[1], 1);
-	SUBMIT_ERR(-EINVAL, pad1, 1);
+	SUBMIT_ERR(-EINVAL, region, 1);		/* a region without F_REGION */
 	SUBMIT_ERR(-EINVAL, rkey, 1);		/* no rkey on a send */
 	SUBMIT_ERR(-EINVAL, roffset, 1);
 	SUBMIT_ERR(-EINVAL, ignore, 1);		/* no ignore mask on a send */

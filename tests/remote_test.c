@@ -2007,6 +2007,127 @@ TEST_F_TIMEOUT(remote, put_get_remote_arena, 300)
 	put_get(_metadata, self, REG_ARENA, 4 << 20);
 }
 
+/*
+ * Local buffers in this process's own regions (DMAPLANE_OP_F_REGION):
+ * an arena, registered memory and an import of a dma-buf.  Across nodes
+ * the transport reaches the pages of arenas and registered memory: sends
+ * from them, receives into them, put/get with them, eager and rendezvous.
+ * An import has no pages the transport can map: it carries eager
+ * messages (copied), and a rendezvous or put/get from or into it fails
+ * with -EOPNOTSUPP, the way the uapi says (on one node all of it works).
+ */
+TEST_F_TIMEOUT(remote, region_buffers_here_both_directions, 600)
+{
+	const uint64_t area = 4 << 20, sizes2[] = { 100, self->eager * 2 + 5 };
+	struct dp_arena *arena, *exp;
+	struct dp_mr *mr, *imp;
+	struct dmaplane_op op;
+	struct dmaplane_cqe c, sc;
+	struct ctl_msg r;
+	char *mrbuf;
+	uint64_t key;
+	int fd, id;
+
+	ASSERT_EQ(0, dp_arena_create(self->ep, area, 0, DMAPLANE_NUMA_ANY,
+				     DMAPLANE_ACCESS_ALL, &arena));
+	mrbuf = mmap(NULL, area, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, mrbuf);
+	ASSERT_EQ(0, dp_mr_reg(self->ep, mrbuf, area, DMAPLANE_ACCESS_ALL, &mr));
+	ASSERT_EQ(0, dp_arena_create(self->ep, area, 0, DMAPLANE_NUMA_ANY,
+				     DMAPLANE_ACCESS_ALL, &exp));
+	fd = dp_dmabuf_export(exp, 0, area, 0);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, dp_mr_import_dmabuf(self->ep, fd, 0, area, DMAPLANE_ACCESS_ALL, &imp));
+	ASSERT_EQ(0, RCALL(self->s, OP_REG, &r, NULL, self->rep, REG_USER, area, RW, 0));
+	key = r.a[0];
+	id = r.a[1];
+
+	for (int k = 0; k < 3; k++) {
+		uint32_t h = k == 0 ? dp_arena_handle(arena) : k == 1 ? dp_mr_handle(mr) :
+			     dp_mr_handle(imp);
+		char *v = k == 0 ? dp_arena_ptr(arena) : k == 1 ? mrbuf : dp_arena_ptr(exp);
+
+		for (int i = 0; i < 2; i++) {
+			uint64_t len = sizes2[i], seed = 300 + k * 10 + i, tag = 0x4e60 + i;
+			int cant = k == 2 && len > (uint64_t)self->eager && !self->local;
+
+			TH_LOG("region kind %d, %llu bytes", k, (unsigned long long)len);
+			/* Here -> there, from the region at offset 8. */
+			dp_test_fill(v + 8, len, seed);
+			ASSERT_EQ(0, RCALL(self->s, OP_RECV, NULL, NULL, self->rep, self->r_to_l,
+					   tag, 0, len, 7));
+			dp_prep_send(&op, self->to_r, tag, NULL, len, 9);
+			op.addr = 8;
+			dp_prep_set_region(&op, h);
+			if (cant) {
+				EXPECT_EQ(-EOPNOTSUPP, dp_submit(self->ep, &op, 1));
+				/* Let the posted receive take a user-memory send. */
+				ASSERT_EQ(0, dp_send(self->ep, self->to_r, tag, v + 8, len, 9));
+			} else {
+				ASSERT_EQ(1, dp_submit(self->ep, &op, 1));
+			}
+			ASSERT_EQ(1, r_wait(self->s, self->rep, &c, 1, xfer_ms(len)));
+			EXPECT_EQ(0, c.status);
+			EXPECT_EQ(len, c.len);
+			EXPECT_EQ(-1, r_check(self->s, self->rep, 7, seed, len, len));
+			ASSERT_EQ(1, lwait(self->ep, &sc, 1, xfer_ms(len)));
+			EXPECT_EQ(9, sc.ctx);
+			EXPECT_EQ(0, sc.status);
+
+			/* There -> here, into the region at offset 24. */
+			memset(v, 0x5a, len + 64);
+			dp_prep_recv(&op, self->to_r, tag, 0, NULL, len, 7);
+			op.addr = 24;
+			dp_prep_set_region(&op, h);
+			ASSERT_EQ(1, dp_submit(self->ep, &op, 1));
+			ASSERT_EQ(0, RCALL(self->s, OP_SEND, NULL, NULL, self->rep, self->r_to_l,
+					   tag, len, seed + 1, 9));
+			ASSERT_EQ(1, lwait(self->ep, &c, 1, xfer_ms(len)));
+			EXPECT_EQ(7, c.ctx);
+			EXPECT_EQ(cant ? -EOPNOTSUPP : 0, c.status);
+			EXPECT_EQ(cant ? 0 : len, c.len);
+			if (!cant)
+				EXPECT_EQ(-1, dp_test_check(v + 24, len, seed + 1));
+			EXPECT_EQ(0x5a, (unsigned char)v[23]);
+			EXPECT_EQ(0x5a, (unsigned char)v[24 + len]);
+			ASSERT_EQ(1, r_wait(self->s, self->rep, &sc, 1, xfer_ms(len)));
+			EXPECT_EQ(9, sc.ctx);
+			if (!cant)
+				EXPECT_EQ(0, sc.status);
+		}
+
+		/* PUT from the region, GET back into another part of it. */
+		dp_test_fill(v + 4096, 1 << 20, 400 + k);
+		dp_prep_put(&op, self->to_r, key, 64, NULL, 1 << 20, 5);
+		op.addr = 4096;
+		dp_prep_set_region(&op, h);
+		if (k == 2 && !self->local) {
+			EXPECT_EQ(-EOPNOTSUPP, dp_submit(self->ep, &op, 1));
+			continue;
+		}
+		ASSERT_EQ(1, dp_submit(self->ep, &op, 1));
+		ASSERT_EQ(1, lwait(self->ep, &c, 1, RMA_MS));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(-1, (long)RCALL(self->s, OP_RCHECK, &r, NULL, id, 64, 1 << 20, 400 + k)
+			  ?: (long)r.a[0]);
+		ASSERT_EQ(0, RCALL(self->s, OP_RFILL, NULL, NULL, id, 0, 1 << 20, 410 + k));
+		dp_prep_get(&op, self->to_r, key, 0, NULL, 1 << 20, 6);
+		op.addr = 2 << 20;
+		dp_prep_set_region(&op, h);
+		ASSERT_EQ(1, dp_submit(self->ep, &op, 1));
+		ASSERT_EQ(1, lwait(self->ep, &c, 1, RMA_MS));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(-1, dp_test_check(v + (2 << 20), 1 << 20, 410 + k));
+	}
+	EXPECT_EQ(0, RCALL(self->s, OP_DEREG, NULL, NULL, id));
+	EXPECT_EQ(0, dp_mr_dereg(imp));
+	close(fd);
+	EXPECT_EQ(0, dp_arena_destroy(exp));
+	EXPECT_EQ(0, dp_mr_dereg(mr));
+	munmap(mrbuf, area);
+	EXPECT_EQ(0, dp_arena_destroy(arena));
+}
+
 TEST_F_TIMEOUT(remote, put_get_target_side_checks, 300)
 {
 	const uint64_t len = 65536;

@@ -25,7 +25,7 @@ extern "C" {
  * that added them); a minor version only adds.
  */
 #define DP_VERSION_MAJOR	1
-#define DP_VERSION_MINOR	0
+#define DP_VERSION_MINOR	1
 
 /*
  * dp_version_major, dp_version_minor - version of the library in use at
@@ -122,6 +122,12 @@ uint64_t dp_arena_len(const struct dp_arena *arena);
 uint64_t dp_arena_key(const struct dp_arena *arena);
 
 /*
+ * dp_arena_handle - the arena's handle on its endpoint, for operations
+ * whose buffer is in the arena (dp_prep_set_region(); since 1.1)
+ */
+uint32_t dp_arena_handle(const struct dp_arena *arena);
+
+/*
  * dp_arena_bytes - bytes of the arena backed by 2 MiB pages (@huge),
  * intermediate orders (@mid) and base pages (@base); any may be NULL.
  */
@@ -170,6 +176,12 @@ int dp_mr_dereg(struct dp_mr *mr);
 
 /* dp_mr_key - the region's remote key, for peers' put/get */
 uint64_t dp_mr_key(const struct dp_mr *mr);
+
+/*
+ * dp_mr_handle - the region's handle on its endpoint, for operations
+ * whose buffer is in the region (dp_prep_set_region(); since 1.1)
+ */
+uint32_t dp_mr_handle(const struct dp_mr *mr);
 
 /*
  * dp_mr_query - the region's state (valid or invalidated) and the
@@ -297,6 +309,10 @@ int dp_submit(struct dp_ep *ep, const struct dmaplane_op *ops, unsigned int nr);
  * completion (cqe.data, DMAPLANE_CQE_F_DATA; needs DMAPLANE_CAP_CQ_DATA).
  * dp_prep_set_flags - add DMAPLANE_OP_F_* bits (e.g. DMAPLANE_OP_F_IOV:
  * @buf is then a struct iovec array and @len its count).
+ * dp_prep_set_region - the operation's buffer is in the caller's region
+ * @region (dp_arena_handle(), dp_mr_handle()): @buf of the prep call is
+ * then the offset in it, (void *)(uintptr_t)offset (needs
+ * DMAPLANE_CAP_REGION_BUF).
  */
 static inline void dp_prep_send(struct dmaplane_op *op, uint32_t dest,
 				uint64_t tag, const void *buf, uint64_t len,
@@ -366,6 +382,12 @@ static inline void dp_prep_get(struct dmaplane_op *op, uint32_t dest,
 static inline void dp_prep_set_flags(struct dmaplane_op *op, uint32_t flags)
 {
 	op->flags |= flags;
+}
+
+static inline void dp_prep_set_region(struct dmaplane_op *op, uint32_t region)
+{
+	op->flags |= DMAPLANE_OP_F_REGION;
+	op->region = region;
 }
 
 /*

@@ -95,6 +95,13 @@
  * %DMAPLANE_CQE_F_SRC_AV), for FI_SOURCE without a search
  */
 #define DMAPLANE_CAP_SRC_AV	_BITULL(9)
+/**
+ * DMAPLANE_CAP_REGION_BUF - SEND, RECV, PUT and GET take a buffer in one of
+ * the caller's own regions (%DMAPLANE_OP_F_REGION): arenas, registered
+ * memory and imported dma-bufs, on one node; across nodes arenas and
+ * registered memory
+ */
+#define DMAPLANE_CAP_REGION_BUF	_BITULL(10)
 
 /**
  * struct dmaplane_info - argument of %DMAPLANE_IOCTL_GET_INFO
@@ -594,6 +601,19 @@ struct dmaplane_cq_head {
  * an operation of at least %DMAPLANE_OP_SIZE_V1 bytes.
  */
 #define DMAPLANE_OP_F_DATA	_BITUL(2)
+/**
+ * DMAPLANE_OP_F_REGION - SEND, RECV, PUT, GET: the local buffer is
+ * [&dmaplane_op.addr, + &dmaplane_op.len) of the caller's own region whose
+ * handle is &dmaplane_op.region (an arena, registered memory or an
+ * imported dma-buf), not a user address: GPU memory and arenas that are
+ * not mapped can be sent from and received into.  Not with
+ * %DMAPLANE_OP_F_IOV.  A range outside the region fails with -ERANGE, a
+ * RECV or GET into a region without %DMAPLANE_ACCESS_LOCAL_WRITE with
+ * -EACCES, an unknown handle with -ENOENT, an invalidated region with
+ * -EFAULT (in the completion when it goes away later).  The region stays
+ * referenced until the operation completes.
+ */
+#define DMAPLANE_OP_F_REGION	_BITUL(3)
 
 /** DMAPLANE_AV_ANY - &dmaplane_op.peer of a receive: any source */
 #define DMAPLANE_AV_ANY		0xffffffffU
@@ -606,10 +626,12 @@ struct dmaplane_cq_head {
  * @peer: SEND, PUT, GET: address handle of the peer.  RECV: address
  *	handle of the source, or %DMAPLANE_AV_ANY (or a claim handle, see
  *	%DMAPLANE_OP_F_CLAIMED).
- * @pad1: must be zero.
+ * @region: with %DMAPLANE_OP_F_REGION: the handle of the caller's region
+ *	that holds the buffer; else zero.
  * @tag: the message's tag (SEND); the tag to match (RECV); PUT/GET: zero.
  * @ignore: RECV: tag bits that do not take part in matching; else zero.
- * @addr: the user buffer.
+ * @addr: the user buffer (with %DMAPLANE_OP_F_REGION: its offset in the
+ *	region).
  * @len: its length in bytes (may be 0).
  * @ctx: returned as &dmaplane_cqe.ctx.
  * @rkey: PUT/GET: the peer region's remote key; else zero.
@@ -625,7 +647,7 @@ struct dmaplane_op {
 	__u8 pad0[3];
 	__u32 flags;
 	__u32 peer;
-	__u32 pad1;
+	__u32 region;
 	__u64 tag;
 	__u64 ignore;
 	__u64 addr;

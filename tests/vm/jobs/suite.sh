@@ -1,8 +1,12 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 # The in-VM suite: load dmaplane, run its KUnit suites and every kselftest
-# program, unload it, and scan for leaks.
+# program, unload it, and scan for leaks.  Kernel command line
+# dmaplane.suite_only=NAME,NAME (e.g. msg_test,regionbuf_test) runs only
+# those kselftest programs (development).
 . /dmaplane/jobs/lib.sh
+
+ONLY=$(cmdline dmaplane.suite_only "")
 
 job_load
 [ -c /dev/dmaplane ]
@@ -15,6 +19,7 @@ run_kunit $D/dmaplane_kunit.ko
 # local transport too; twonode.sh runs it across two VMs.
 unset DMAPLANE_PEER_IP DMAPLANE_ROLE
 for t in $D/tests/*_test; do
+	case ",${ONLY:-${t##*/}}," in *",${t##*/},"*) ;; *) continue ;; esac
 	[ -x "$t" ] && run_kselftest "$t"
 done
 
