@@ -19,28 +19,27 @@ static void cntr_progress(struct dpf_cntr *cntr)
 		dpf_ep_progress(cntr->eps[k]);
 }
 
-static uint64_t dpf_cntr_read(struct fid_cntr *fc)
+/* The success (@err false) or error count, after draining the rings. */
+static uint64_t cntr_get(struct fid_cntr *fc, bool err)
 {
 	struct dpf_cntr *cntr = container_of(fc, struct dpf_cntr, cntr);
 	uint64_t v;
 
 	dpf_lock(cntr->dom);
 	cntr_progress(cntr);
-	v = cntr->value;
+	v = err ? cntr->err : cntr->value;
 	dpf_unlock(cntr->dom);
 	return v;
 }
 
+static uint64_t dpf_cntr_read(struct fid_cntr *fc)
+{
+	return cntr_get(fc, false);
+}
+
 static uint64_t dpf_cntr_readerr(struct fid_cntr *fc)
 {
-	struct dpf_cntr *cntr = container_of(fc, struct dpf_cntr, cntr);
-	uint64_t v;
-
-	dpf_lock(cntr->dom);
-	cntr_progress(cntr);
-	v = cntr->err;
-	dpf_unlock(cntr->dom);
-	return v;
+	return cntr_get(fc, true);
 }
 
 /* Add @value to, or set, the success (@err false) or error count. */
