@@ -8,7 +8,6 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
-#include <time.h>
 
 #include "dp_prov.h"
 
@@ -20,28 +19,27 @@ static void cntr_progress(struct dpf_cntr *cntr)
 		dpf_ep_progress(cntr->eps[k]);
 }
 
-static uint64_t dpf_cntr_read(struct fid_cntr *fc)
+/* The success (@err false) or error count, after draining the rings. */
+static uint64_t cntr_get(struct fid_cntr *fc, bool err)
 {
 	struct dpf_cntr *cntr = container_of(fc, struct dpf_cntr, cntr);
 	uint64_t v;
 
 	dpf_lock(cntr->dom);
 	cntr_progress(cntr);
-	v = cntr->value;
+	v = err ? cntr->err : cntr->value;
 	dpf_unlock(cntr->dom);
 	return v;
 }
 
+static uint64_t dpf_cntr_read(struct fid_cntr *fc)
+{
+	return cntr_get(fc, false);
+}
+
 static uint64_t dpf_cntr_readerr(struct fid_cntr *fc)
 {
-	struct dpf_cntr *cntr = container_of(fc, struct dpf_cntr, cntr);
-	uint64_t v;
-
-	dpf_lock(cntr->dom);
-	cntr_progress(cntr);
-	v = cntr->err;
-	dpf_unlock(cntr->dom);
-	return v;
+	return cntr_get(fc, true);
 }
 
 /* Add @value to, or set, the success (@err false) or error count. */
@@ -76,14 +74,6 @@ static int dpf_cntr_seterr(struct fid_cntr *fc, uint64_t value)
 	return cntr_update(fc, true, false, value);
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * Wait until the counter reaches @threshold: -FI_ETIMEDOUT, or
  * -FI_EAVAIL when the error count moved meanwhile.
@@ -91,10 +81,10 @@ static int64_t now_ms(void)
 static int dpf_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 {
 	struct dpf_cntr *cntr = container_of(fc, struct dpf_cntr, cntr);
-	int64_t deadline = timeout >= 0 ? now_ms() + timeout : 0;
+	int64_t deadline = dpf_deadline(timeout);
 	struct pollfd pfd[DPF_AV_MAX_EPS];
 	uint64_t err0;
-	int k, n, left = -1;
+	int k, n, left;
 
 	if (cntr->wait_obj == FI_WAIT_NONE)
 		return -FI_EINVAL;
@@ -108,12 +98,10 @@ static int dpf_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 			dpf_unlock(cntr->dom);
 			return -FI_EAVAIL;
 		}
-		if (timeout >= 0) {
-			left = (int)(deadline - now_ms());
-			if (left <= 0) {
-				dpf_unlock(cntr->dom);
-				return -FI_ETIMEDOUT;
-			}
+		left = dpf_time_left(deadline);
+		if (!left) {
+			dpf_unlock(cntr->dom);
+			return -FI_ETIMEDOUT;
 		}
 		n = cntr->neps < DPF_AV_MAX_EPS ? cntr->neps : DPF_AV_MAX_EPS;
 		for (k = 0; k < n; k++) {

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "dp_prov.h"
@@ -203,22 +202,14 @@ static int cq_wait_fd(struct dpf_cq *cq, int timeout_ms)
 	return 0;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static ssize_t dpf_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
 				fi_addr_t *src_addr, const void *cond,
 				int timeout)
 {
 	struct dpf_cq *cq = container_of(fcq, struct dpf_cq, cq);
-	int64_t deadline = timeout >= 0 ? now_ms() + timeout : 0;
+	int64_t deadline = dpf_deadline(timeout);
 	ssize_t ret;
-	int left = -1;
+	int left;
 
 	(void)cond;	/* FI_CQ_COND_NONE: refused at open otherwise */
 	if (cq->wait_obj == FI_WAIT_NONE)
@@ -229,11 +220,9 @@ static ssize_t dpf_cq_sreadfrom(struct fid_cq *fcq, void *buf, size_t count,
 		dpf_unlock(cq->dom);
 		if (ret != -FI_EAGAIN)
 			return ret;
-		if (timeout >= 0) {
-			left = (int)(deadline - now_ms());
-			if (left <= 0)
-				return -FI_EAGAIN;
-		}
+		left = dpf_time_left(deadline);
+		if (!left)
+			return -FI_EAGAIN;
 		ret = cq_wait_fd(cq, left);
 		if (ret == -FI_ECANCELED)
 			return -FI_EAGAIN;	/* fi_cq_signal() */
@@ -334,18 +323,7 @@ static int dpf_cq_control(struct fid *fid, int command, void *arg)
 {
 	struct dpf_cq *cq = container_of(fid, struct dpf_cq, cq.fid);
 
-	switch (command) {
-	case FI_GETWAIT:
-		if (cq->epfd < 0)
-			return -FI_ENODATA;
-		*(int *)arg = cq->epfd;
-		return 0;
-	case FI_GETWAITOBJ:
-		*(enum fi_wait_obj *)arg = cq->wait_obj;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	return dpf_wait_control(command, arg, cq->wait_obj, cq->epfd);
 }
 
 static int dpf_cq_close(struct fid *fid)

@@ -327,6 +327,84 @@ static int req_inject(struct dpf_req *req, const struct iovec *iov, size_t count
 	return off;
 }
 
+/*
+ * ep_enter - take the domain lock for a data operation on an enabled
+ * endpoint.  Returns 0 with the lock held, or -FI_EOPBADSTATE without it.
+ */
+static ssize_t ep_enter(struct dpf_ep *ep)
+{
+	dpf_lock(ep->dom);
+	if (!ep->enabled) {
+		dpf_unlock(ep->dom);
+		return -FI_EOPBADSTATE;
+	}
+	return 0;
+}
+
+/*
+ * ep_req - a request for a completion of @kind: its CQ entry gets
+ * @cq_flags and @context, and a success is reported unless @no_comp or
+ * selective completion without FI_COMPLETION in @flags.  NULL when out of
+ * memory.  Domain lock held.
+ */
+static struct dpf_req *ep_req(struct dpf_ep *ep, enum dpf_req_kind kind,
+			      void *context, uint64_t cq_flags, uint64_t flags,
+			      bool no_comp)
+{
+	struct dpf_req *req = req_get(ep);
+	bool selective;
+
+	if (!req)
+		return NULL;
+	selective = kind == DPF_REQ_RECV ? ep->rx_selective : ep->tx_selective;
+	req->kind = kind;
+	req->context = context;
+	req->cq_flags = cq_flags;
+	req->comp = !no_comp && want_comp(selective, flags);
+	return req;
+}
+
+/*
+ * ep_begin - the start of a data operation: ep_enter(), the kernel's
+ * handle of @addr into @handle (none looked up when @handle is NULL), then
+ * ep_req().  Returns 0 with the domain lock held and the request in @reqp;
+ * on an error (-FI_EOPBADSTATE, ep_peer()'s, -FI_ENOMEM) the lock is
+ * released.  ep_abort() undoes a successful ep_begin().
+ */
+static ssize_t ep_begin(struct dpf_ep *ep, fi_addr_t addr, uint32_t *handle,
+			enum dpf_req_kind kind, void *context, uint64_t cq_flags,
+			uint64_t flags, bool no_comp, struct dpf_req **reqp)
+{
+	ssize_t ret;
+
+	ret = ep_enter(ep);
+	if (ret)
+		return ret;
+	if (handle) {
+		ret = ep_peer(ep, addr, handle);
+		if (ret)
+			goto out_unlock;
+	}
+	*reqp = ep_req(ep, kind, context, cq_flags, flags, no_comp);
+	if (!*reqp) {
+		ret = -FI_ENOMEM;
+		goto out_unlock;
+	}
+	return 0;
+
+out_unlock:
+	dpf_unlock(ep->dom);
+	return ret;
+}
+
+/* ep_abort - give back @req of ep_begin(), drop the lock, return @ret. */
+static ssize_t ep_abort(struct dpf_ep *ep, struct dpf_req *req, ssize_t ret)
+{
+	req_put(ep, req);
+	dpf_unlock(ep->dom);
+	return ret;
+}
+
 static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 		       fi_addr_t dest, uint64_t tag, bool tagged, void *context,
 		       uint64_t flags, uint64_t data, bool no_comp)
@@ -356,29 +434,14 @@ static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 		tag = ep->tag_split ? DPF_MSG_TAG_BIT : 0;
 	}
 
-	dpf_lock(ep->dom);
-	if (!ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out_unlock;
-	}
-	ret = ep_peer(ep, dest, &h);
+	ret = ep_begin(ep, dest, &h, DPF_REQ_SEND, context,
+		       FI_SEND | (tagged ? FI_TAGGED : FI_MSG), flags, no_comp, &req);
 	if (ret)
-		goto out_unlock;
-	req = req_get(ep);
-	if (!req) {
-		ret = -FI_ENOMEM;
-		goto out_unlock;
-	}
-	req->kind = DPF_REQ_SEND;
-	req->context = context;
-	req->cq_flags = FI_SEND | (tagged ? FI_TAGGED : FI_MSG);
-	req->comp = !no_comp && want_comp(ep->tx_selective, flags);
+		return ret;
 	if (flags & FI_INJECT) {
 		len = req_inject(req, iov, count);
-		if (len < 0) {
-			ret = len;
-			goto out_put;
-		}
+		if (len < 0)
+			return ep_abort(ep, req, len);
 		buf = req->inject;
 		n = len;
 	} else if (count == 1) {
@@ -400,18 +463,10 @@ static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 	ret = dp_submit(ep->kep, &op, 1);
 	if (ret > 0)
 		ret = 0;
-	if (ret) {
-		ret = dpf_errno(ret);
-		goto out_put;
-	}
+	if (ret)
+		return ep_abort(ep, req, dpf_errno(ret));
 	dpf_unlock(ep->dom);
 	return 0;
-
-out_put:
-	req_put(ep, req);
-out_unlock:
-	dpf_unlock(ep->dom);
-	return ret;
 }
 
 static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, size_t count,
@@ -420,6 +475,7 @@ static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 {
 	struct dpf_req *req;
 	uint32_t h = DP_ANY_SRC;
+	bool directed;
 	ssize_t ret;
 
 	if (count > DPF_IOV_LIMIT || (count && !iov))
@@ -440,40 +496,22 @@ static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 		ignore = 0;
 	}
 
-	dpf_lock(ep->dom);
-	if (!ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out_unlock;
-	}
-	if ((ep->caps & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC) {
-		ret = ep_peer(ep, src, &h);
-		if (ret)
-			goto out_unlock;
-	}
-	req = req_get(ep);
-	if (!req) {
-		ret = -FI_ENOMEM;
-		goto out_unlock;
-	}
-	req->kind = DPF_REQ_RECV;
-	req->context = context;
-	req->cq_flags = FI_RECV | (tagged ? FI_TAGGED : FI_MSG);
-	req->comp = want_comp(ep->rx_selective, flags);
+	directed = (ep->caps & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC;
+	ret = ep_begin(ep, src, directed ? &h : NULL, DPF_REQ_RECV, context,
+		       FI_RECV | (tagged ? FI_TAGGED : FI_MSG), flags, false, &req);
+	if (ret)
+		return ret;
 	req->buf = count ? iov[0].iov_base : NULL;
 	if (count <= 1)
 		ret = dp_recv(ep->kep, h, tag, ignore, req->buf,
 			      count ? iov[0].iov_len : 0, (uintptr_t)req);
 	else
 		ret = dp_recvv(ep->kep, h, tag, ignore, iov, count, (uintptr_t)req);
-	if (ret) {
-		req_put(ep, req);
-		ret = dpf_errno(ret);
-		goto out_unlock;
-	}
+	if (ret)
+		return ep_abort(ep, req, dpf_errno(ret));
 	recv_link(ep, req);
-out_unlock:
 	dpf_unlock(ep->dom);
-	return ret;
+	return 0;
 }
 
 /*
@@ -502,11 +540,9 @@ static ssize_t ep_tpeek(struct dpf_ep *ep, const struct fi_msg_tagged *msg,
 	}
 	pflags = (flags & (FI_CLAIM | FI_DISCARD)) ? DMAPLANE_PROBE_CLAIM : 0;
 
-	dpf_lock(ep->dom);
-	if (!ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out_unlock;
-	}
+	ret = ep_enter(ep);
+	if (ret)
+		return ret;
 	if (!ep->rx_cq || dpf_cq_full(ep->rx_cq)) {
 		ret = ep->rx_cq ? -FI_EAGAIN : -FI_ENOCQ;
 		goto out_unlock;
@@ -532,18 +568,15 @@ static ssize_t ep_tpeek(struct dpf_ep *ep, const struct fi_msg_tagged *msg,
 		goto out_unlock;
 	}
 	if (flags & FI_DISCARD) {
-		req = req_get(ep);
+		/* Nobody is told of it: no context, flags or completion. */
+		req = ep_req(ep, DPF_REQ_DISCARD, NULL, 0, 0, true);
 		if (!req) {
 			ret = -FI_ENOMEM;	/* stays claimed until close */
 			goto out_unlock;
 		}
-		req->kind = DPF_REQ_DISCARD;
 		ret = dp_recv_claimed(ep->kep, probe.claim, NULL, 0, (uintptr_t)req);
-		if (ret) {
-			req_put(ep, req);
-			ret = dpf_errno(ret);
-			goto out_unlock;
-		}
+		if (ret)
+			return ep_abort(ep, req, dpf_errno(ret));
 	} else if (flags & FI_CLAIM) {
 		fctx->internal[0] = (void *)(uintptr_t)probe.claim;
 	}
@@ -572,32 +605,20 @@ static ssize_t ep_trecv_claimed(struct dpf_ep *ep, const struct fi_msg_tagged *m
 		return -FI_EINVAL;	/* the kernel receives a claim into one buffer */
 	claim = (uint32_t)(uintptr_t)fctx->internal[0];
 
-	dpf_lock(ep->dom);
-	if (!ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out_unlock;
-	}
-	req = req_get(ep);
-	if (!req) {
-		ret = -FI_ENOMEM;
-		goto out_unlock;
-	}
-	req->kind = DPF_REQ_RECV;
-	req->context = msg->context;
-	req->cq_flags = FI_RECV | FI_TAGGED | (flags & FI_DISCARD);
-	req->comp = want_comp(ep->rx_selective, flags);
+	ret = ep_begin(ep, FI_ADDR_UNSPEC, NULL, DPF_REQ_RECV, msg->context,
+		       FI_RECV | FI_TAGGED | (flags & FI_DISCARD), flags, false,
+		       &req);
+	if (ret)
+		return ret;
 	if (!(flags & FI_DISCARD) && msg->iov_count)
 		req->buf = msg->msg_iov[0].iov_base;
 	ret = dp_recv_claimed(ep->kep, claim, req->buf,
 			      req->buf ? msg->msg_iov[0].iov_len : 0,
 			      (uintptr_t)req);
-	if (ret) {
-		req_put(ep, req);
-		ret = dpf_errno(ret);
-	}
-out_unlock:
+	if (ret)
+		return ep_abort(ep, req, dpf_errno(ret));
 	dpf_unlock(ep->dom);
-	return ret;
+	return 0;
 }
 
 static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
@@ -618,29 +639,15 @@ static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
 	if (ret)
 		return ret;
 
-	dpf_lock(ep->dom);
-	if (!ep->enabled) {
-		ret = -FI_EOPBADSTATE;
-		goto out_unlock;
-	}
-	ret = ep_peer(ep, addr, &h);
+	ret = ep_begin(ep, addr, &h, write ? DPF_REQ_WRITE : DPF_REQ_READ,
+		       context, FI_RMA | (write ? FI_WRITE : FI_READ), flags,
+		       no_comp, &req);
 	if (ret)
-		goto out_unlock;
-	req = req_get(ep);
-	if (!req) {
-		ret = -FI_ENOMEM;
-		goto out_unlock;
-	}
-	req->kind = write ? DPF_REQ_WRITE : DPF_REQ_READ;
-	req->context = context;
-	req->cq_flags = FI_RMA | (write ? FI_WRITE : FI_READ);
-	req->comp = !no_comp && want_comp(ep->tx_selective, flags);
+		return ret;
 	if (write && (flags & FI_INJECT)) {
 		len = req_inject(req, iov, count);
-		if (len < 0) {
-			ret = len;
-			goto out_put;
-		}
+		if (len < 0)
+			return ep_abort(ep, req, len);
 		ret = dp_put(ep->kep, h, key, raddr, req->inject, len, (uintptr_t)req);
 	} else if (write) {
 		ret = dp_put(ep->kep, h, key, raddr, count ? iov[0].iov_base : NULL,
@@ -649,18 +656,10 @@ static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
 		ret = dp_get(ep->kep, h, key, raddr, count ? iov[0].iov_base : NULL,
 			     count ? iov[0].iov_len : 0, (uintptr_t)req);
 	}
-	if (ret) {
-		ret = dpf_errno(ret);
-		goto out_put;
-	}
+	if (ret)
+		return ep_abort(ep, req, dpf_errno(ret));
 	dpf_unlock(ep->dom);
 	return 0;
-
-out_put:
-	req_put(ep, req);
-out_unlock:
-	dpf_unlock(ep->dom);
-	return ret;
 }
 
 #define to_ep(fep) container_of(fep, struct dpf_ep, ep)

@@ -206,18 +206,7 @@ static int dpf_eq_control(struct fid *fid, int command, void *arg)
 {
 	struct dpf_eq *eq = container_of(fid, struct dpf_eq, eq.fid);
 
-	switch (command) {
-	case FI_GETWAIT:
-		if (eq->fd < 0)
-			return -FI_ENODATA;
-		*(int *)arg = eq->fd;
-		return 0;
-	case FI_GETWAITOBJ:
-		*(enum fi_wait_obj *)arg = eq->wait_obj;
-		return 0;
-	default:
-		return -FI_ENOSYS;
-	}
+	return dpf_wait_control(command, arg, eq->wait_obj, eq->fd);
 }
 
 static struct fi_ops dpf_eq_fi_ops = {

@@ -117,6 +117,12 @@ int dpf_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		struct fid_eq **eqp, void *context);
 int dpf_eq_trywait(struct fid *fid);
 
+/* ---- dp_wait.c -------------------------------------------------------- */
+
+int dpf_wait_control(int command, void *arg, enum fi_wait_obj wait_obj, int fd);
+int64_t dpf_deadline(int timeout);
+int dpf_time_left(int64_t deadline);
+
 /* ---- dp_domain.c ------------------------------------------------------ */
 
 struct dpf_domain {
