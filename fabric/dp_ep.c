@@ -48,10 +48,19 @@ static fi_addr_t dpf_cqe_src(const struct dpf_ep *ep, uint32_t cqe_flags,
 	return ep->rpeers[src_av];
 }
 
-/* Remote CQ data with RMA: the kernel's PUT carries none yet. */
-static ssize_t dpf_check_cq_data(uint64_t flags)
+/*
+ * Remote CQ data with RMA: on writes only (fi_writedata), offered like
+ * the sends' (the domain's cq_data_size) when the module completes a PUT
+ * at its target too (DMAPLANE_CAP_PUT_DATA).
+ */
+static ssize_t dpf_check_cq_data(const struct dpf_ep *ep, bool write, uint64_t flags)
 {
-	return (flags & FI_REMOTE_CQ_DATA) ? -FI_EINVAL : 0;
+	if (!(flags & FI_REMOTE_CQ_DATA))
+		return 0;
+	if (!write || !ep->put_data ||
+	    !(ep->info->domain_attr && ep->info->domain_attr->cq_data_size))
+		return -FI_EINVAL;
+	return 0;
 }
 
 /* ---- requests ------------------------------------------------------------ */
@@ -207,14 +216,41 @@ static struct dpf_cntr *req_cntr(const struct dpf_ep *ep,
 	}
 }
 
+/*
+ * A peer's fi_writedata into one of this endpoint's regions: no request
+ * of ours, a completion with the data on the receive CQ.
+ */
+static void ep_complete_remote_write(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
+{
+	uint64_t flags = FI_RMA | FI_REMOTE_WRITE;
+	struct dpf_cq_slot *s;
+
+	if (!ep->rx_cq)
+		return;
+	s = dpf_cq_push(ep->rx_cq);	/* room was checked by the caller */
+	s->op_context = NULL;
+	s->len = cqe->len;
+	s->data = dpf_cqe_data(cqe->flags, cqe->data, &flags);
+	s->src = dpf_cqe_src(ep, cqe->flags, cqe->src_av);
+	s->flags = flags;
+}
+
 static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
 {
 	struct dpf_req *req = (struct dpf_req *)(uintptr_t)cqe->ctx;
-	struct dpf_cq *cq = req_cq(ep, req);
-	struct dpf_cntr *cntr = req_cntr(ep, req);
+	struct dpf_cq *cq;
+	struct dpf_cntr *cntr;
 	struct dpf_cq_slot *s;
 	int status = cqe->status;
-	uint64_t flags = req->cq_flags;
+	uint64_t flags;
+
+	if (cqe->flags & DMAPLANE_CQE_F_REMOTE) {
+		ep_complete_remote_write(ep, cqe);
+		return;
+	}
+	cq = req_cq(ep, req);
+	cntr = req_cntr(ep, req);
+	flags = req->cq_flags;
 
 	if (req->posted)
 		recv_unlink(ep, req);
@@ -623,9 +659,11 @@ static ssize_t ep_trecv_claimed(struct dpf_ep *ep, const struct fi_msg_tagged *m
 
 static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
 		      size_t count, fi_addr_t addr, uint64_t raddr, uint64_t key,
-		      void *context, uint64_t flags, bool no_comp)
+		      void *context, uint64_t flags, uint64_t data, bool no_comp)
 {
+	struct dmaplane_op op;
 	struct dpf_req *req;
+	const void *buf;
 	uint32_t h;
 	ssize_t ret;
 	int len;
@@ -635,7 +673,7 @@ static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
 	/* One local buffer: the kernel's PUT and GET take no vectors. */
 	if (count > 1 || (count && !iov))
 		return -FI_EINVAL;
-	ret = dpf_check_cq_data(flags);
+	ret = dpf_check_cq_data(ep, write, flags);
 	if (ret)
 		return ret;
 
@@ -644,18 +682,24 @@ static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
 		       no_comp, &req);
 	if (ret)
 		return ret;
+	buf = count ? iov[0].iov_base : NULL;
+	len = count ? iov[0].iov_len : 0;
 	if (write && (flags & FI_INJECT)) {
 		len = req_inject(req, iov, count);
 		if (len < 0)
 			return ep_abort(ep, req, len);
-		ret = dp_put(ep->kep, h, key, raddr, req->inject, len, (uintptr_t)req);
-	} else if (write) {
-		ret = dp_put(ep->kep, h, key, raddr, count ? iov[0].iov_base : NULL,
-			     count ? iov[0].iov_len : 0, (uintptr_t)req);
-	} else {
-		ret = dp_get(ep->kep, h, key, raddr, count ? iov[0].iov_base : NULL,
-			     count ? iov[0].iov_len : 0, (uintptr_t)req);
+		buf = req->inject;
 	}
+	dp_prep_rma(&op, write ? DMAPLANE_OP_PUT : DMAPLANE_OP_GET, h, key, raddr,
+		    buf, len, (uintptr_t)req);
+	if (flags & FI_REMOTE_CQ_DATA) {
+		/* The target's completion carries @data (DMAPLANE_CQE_F_REMOTE). */
+		dp_prep_set_flags(&op, DMAPLANE_OP_F_DATA);
+		op.data = data;
+	}
+	ret = dp_submit(ep->kep, &op, 1);
+	if (ret > 0)
+		ret = 0;
 	if (ret)
 		return ep_abort(ep, req, dpf_errno(ret));
 	dpf_unlock(ep->dom);
@@ -873,7 +917,7 @@ static ssize_t dpf_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
 
 	(void)desc;
 	return ep_rma(to_ep(fep), false, &iov, 1, src, addr, key, context,
-		      to_ep(fep)->tx_op_flags, false);
+		      to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_readv(struct fid_ep *fep, const struct iovec *iov,
@@ -882,7 +926,7 @@ static ssize_t dpf_readv(struct fid_ep *fep, const struct iovec *iov,
 {
 	(void)desc;
 	return ep_rma(to_ep(fep), false, iov, count, src, addr, key, context,
-		      to_ep(fep)->tx_op_flags, false);
+		      to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_rma_msg(struct fid_ep *fep, bool write,
@@ -894,7 +938,7 @@ static ssize_t dpf_rma_msg(struct fid_ep *fep, bool write,
 		return -FI_EINVAL;
 	return ep_rma(to_ep(fep), write, msg->msg_iov, msg->iov_count, msg->addr,
 		      msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->context,
-		      flags, false);
+		      flags, msg->data, false);
 }
 
 static ssize_t dpf_readmsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
@@ -911,7 +955,7 @@ static ssize_t dpf_write(struct fid_ep *fep, const void *buf, size_t len,
 
 	(void)desc;
 	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, context,
-		      to_ep(fep)->tx_op_flags, false);
+		      to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_writev(struct fid_ep *fep, const struct iovec *iov,
@@ -920,7 +964,7 @@ static ssize_t dpf_writev(struct fid_ep *fep, const struct iovec *iov,
 {
 	(void)desc;
 	return ep_rma(to_ep(fep), true, iov, count, dest, addr, key, context,
-		      to_ep(fep)->tx_op_flags, false);
+		      to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_writemsg(struct fid_ep *fep, const struct fi_msg_rma *msg,
@@ -935,25 +979,28 @@ static ssize_t dpf_rma_inject(struct fid_ep *fep, const void *buf, size_t len,
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
 	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, NULL,
-		      FI_INJECT, true);
+		      FI_INJECT, 0, true);
 }
 
 static ssize_t dpf_writedata(struct fid_ep *fep, const void *buf, size_t len,
 			     void *desc, uint64_t data, fi_addr_t dest,
 			     uint64_t addr, uint64_t key, void *context)
 {
-	(void)fep; (void)buf; (void)len; (void)desc; (void)data; (void)dest;
-	(void)addr; (void)key; (void)context;
-	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	(void)desc;
+	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, context,
+		      to_ep(fep)->tx_op_flags | FI_REMOTE_CQ_DATA, data, false);
 }
 
 static ssize_t dpf_rma_injectdata(struct fid_ep *fep, const void *buf,
 				  size_t len, uint64_t data, fi_addr_t dest,
 				  uint64_t addr, uint64_t key)
 {
-	(void)fep; (void)buf; (void)len; (void)data; (void)dest; (void)addr;
-	(void)key;
-	return dpf_check_cq_data(FI_REMOTE_CQ_DATA);
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, NULL,
+		      FI_INJECT | FI_REMOTE_CQ_DATA, data, true);
 }
 
 static struct fi_ops_rma dpf_rma_ops = {
@@ -1235,6 +1282,7 @@ static unsigned int ring_entries(const struct dpf_ep *ep)
 static int ep_enable(struct dpf_ep *ep)
 {
 	uint64_t auth_key = ep->dom->auth_key;
+	struct dmaplane_info di;
 	size_t i;
 	int ret;
 
@@ -1254,6 +1302,7 @@ static int ep_enable(struct dpf_ep *ep)
 		return dpf_errno(ret);
 	}
 	ep->enabled = true;
+	ep->put_data = !dp_info(ep->kep, &di) && (di.caps & DMAPLANE_CAP_PUT_DATA);
 	/* Names inserted before the endpoint was enabled; refusals show later. */
 	for (i = 0; i < ep->av->count; i++)
 		if (ep->av->used[i])

@@ -277,6 +277,7 @@ struct dpf_ep {
 	struct fi_info *info;
 	struct dp_ep *kep;		/* the kernel endpoint */
 	bool enabled;
+	bool put_data;			/* the module has DMAPLANE_CAP_PUT_DATA */
 	uint64_t caps;
 	uint64_t tx_op_flags, rx_op_flags;
 	size_t tx_size, rx_size;

@@ -623,6 +623,9 @@ int dmaplane_cq_mmap(struct dmaplane_cq *cq, struct vm_area_struct *vma);
 void dmaplane_msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 			   int status, u64 len, u64 msg_len, u64 tag, u64 src);
 void dmaplane_msg_post(struct dmaplane_ep *ep, struct dmaplane_cqe *cqe);
+int dmaplane_ep_reserve_remote(struct dmaplane_ep *ep);
+void dmaplane_put_data_complete(struct dmaplane_ep *ep, int status, u64 src,
+				u64 len, u64 data);
 int dmaplane_ubuf_iter(struct dmaplane_ubuf *b, int dir, u64 len,
 		       struct iov_iter *iter, struct dmaplane_region_map *map);
 int dmaplane_ubuf_iter_end(struct dmaplane_region_map *map);

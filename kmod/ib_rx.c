@@ -106,11 +106,13 @@ static int rx_cancel(struct dmaplane_conn *c, const struct dmaplane_wire_cancel 
 static int rx_rma(struct dmaplane_conn *c, const struct dmaplane_wire_rma *r)
 {
 	const struct dmaplane_wire_seglist *sl = (const void *)(r + 1);
-	bool write = r->write;
-	u64 len = le64_to_cpu(r->len);
+	u64 src = dmaplane_src_value(c->slot, le64_to_cpu(r->src));
+	bool data = r->flags & DMAPLANE_WIRE_RMA_DATA;
+	struct dmaplane_ep *dest, *target = NULL;
 	struct dmaplane_region *reg = NULL;
 	struct dmaplane_xfer *x = NULL;
-	struct dmaplane_ep *dest;
+	u64 len = le64_to_cpu(r->len);
+	bool write = r->write;
 	int status;
 
 	dest = dmaplane_ep_get_by_uid(le64_to_cpu(r->dst));
@@ -129,7 +131,21 @@ static int rx_rma(struct dmaplane_conn *c, const struct dmaplane_wire_rma *r)
 		status = le64_to_cpu(r->roffset) > reg->len ? -ERANGE : 0;
 	else
 		status = 1;
-	dmaplane_ep_put(dest);
+	/* A PUT with data needs room on the target's ring, or is not done. */
+	if (status >= 0 && data) {
+		if (dmaplane_ep_reserve_remote(dest))
+			status = -EAGAIN;
+		else
+			target = dest;
+	}
+	if (!target)
+		dmaplane_ep_put(dest);
+	if (!status && target) {
+		/* Nothing to move: the target completes at once. */
+		dmaplane_put_data_complete(target, 0, src, 0, le64_to_cpu(r->data));
+		dmaplane_ep_put(target);
+		target = NULL;
+	}
 	if (status <= 0)
 		goto out_fin;
 
@@ -144,13 +160,27 @@ static int rx_rma(struct dmaplane_conn *c, const struct dmaplane_wire_rma *r)
 	x->cookie = le64_to_cpu(r->cookie);
 	x->len = len;
 	x->done = dmaplane_rma_done;
+	if (target) {
+		/* The target's completion waits for the data (rma_done). */
+		x->ep = target;
+		target = NULL;
+		x->src = src;
+		x->cq_data = le64_to_cpu(r->data);
+		x->cqe_flags = DMAPLANE_CQE_F_DATA;
+	}
 	status = dmaplane_xfer_region_pages(x, le64_to_cpu(r->roffset), len);
 	if (!status)
 		status = dmaplane_xfer_start(x, sl->segs, le32_to_cpu(sl->nsegs));
 	if (!status)
 		return 0;
+	if (x->ep)	/* the target's credit back */
+		dmaplane_put_data_complete(x->ep, status, src, 0, 0);
 	dmaplane_xfer_free(x);
 out_fin:
+	if (target) {
+		dmaplane_put_data_complete(target, status, src, 0, 0);
+		dmaplane_ep_put(target);
+	}
 	dmaplane_region_put(reg);
 	dmaplane_send_fin(c, le64_to_cpu(r->cookie), status);
 	return 0;

@@ -631,6 +631,10 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 	r->auth_key = cpu_to_le64(ep->auth_key);
 	r->uid = cpu_to_le32(from_kuid(&init_user_ns, ep->uid));
 	r->write = op->opcode == DMAPLANE_OP_PUT;
+	if (op->flags & DMAPLANE_OP_F_DATA) {
+		r->flags = DMAPLANE_WIRE_RMA_DATA;
+		r->data = cpu_to_le64(op->data);
+	}
 	ret = sreg_build(c, s, buf);
 	if (!ret)
 		ret = sreg_submit(c, s, tx, &sl->nsegs, sl->segs, &r->cookie);

@@ -81,6 +81,8 @@ static int check_rma(const void *body, u32 len)
 	u32 nsegs;
 
 	if (len < sizeof(*r) + sizeof(*sl) || r->write > 1 ||
+	    r->flags & ~DMAPLANE_WIRE_RMA_DATA ||
+	    (r->flags && !r->write) || (!r->flags && r->data) ||
 	    memchr_inv(r->pad, 0, sizeof(r->pad)) || sl->pad ||
 	    le64_to_cpu(r->src) >> DMAPLANE_SRC_NODE_SHIFT ||
 	    le64_to_cpu(r->dst) >> DMAPLANE_SRC_NODE_SHIFT)

@@ -27,7 +27,7 @@
 #include <linux/types.h>
 
 #define DMAPLANE_WIRE_MAGIC	0x4c504d44	/* "DMPL" */
-#define DMAPLANE_WIRE_VERSION	3
+#define DMAPLANE_WIRE_VERSION	4
 /*
  * A receive buffer is two pieces: the first DMAPLANE_WIRE_HDR_BYTES
  * (header + &struct dmaplane_wire_msg) and DMAPLANE_WIRE_EAGER_MAX bytes
@@ -212,7 +212,10 @@ struct dmaplane_wire_cancel {
  * @auth_key: the initiator's auth key
  * @uid: the initiator's uid
  * @write: 1 for PUT (data goes to the target), 0 for GET
+ * @flags: %DMAPLANE_WIRE_RMA_DATA (PUT only) or zero
  * @pad: zero
+ * @data: remote completion data for the target, with
+ *	%DMAPLANE_WIRE_RMA_DATA; else zero
  */
 struct dmaplane_wire_rma {
 	__le64 cookie;
@@ -224,8 +227,13 @@ struct dmaplane_wire_rma {
 	__le64 auth_key;
 	__le32 uid;
 	__u8 write;
-	__u8 pad[3];
+	__u8 flags;
+	__u8 pad[2];
+	__le64 data;
 };
+
+/* A PUT whose target completes too (DMAPLANE_OP_F_DATA) */
+#define DMAPLANE_WIRE_RMA_DATA	1
 
 /**
  * struct dmaplane_wire_seglist - the initiator's buffer of an RMA_REQ

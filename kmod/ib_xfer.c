@@ -494,5 +494,8 @@ void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status)
 
 void dmaplane_rma_done(struct dmaplane_xfer *x)
 {
+	/* A PUT with data: the target's own completion, once the data is in. */
+	if (x->ep && (x->cqe_flags & DMAPLANE_CQE_F_DATA))
+		dmaplane_put_data_complete(x->ep, x->status, x->src, x->len, x->cq_data);
 	dmaplane_send_fin(x->conn, x->cookie, x->status ? -EIO : 0);
 }

@@ -156,8 +156,8 @@ static void recv_complete(struct dmaplane_ep *ep, u64 ctx, int status,
  * dmaplane_msg_post() - post a completion that finished later, in another
  *	context (the transport)
  * @ep: the operation's endpoint (referenced by the caller)
- * @cqe: the completion; for a RECV, the receiver's handle of the sender
- *	is filled in here
+ * @cqe: the completion; for a RECV (and a peer's PUT with data), the
+ *	receiver's handle of the sender is filled in here
  *
  * An endpoint whose file is gone gets its ring credit back instead.
  */
@@ -167,7 +167,7 @@ void dmaplane_msg_post(struct dmaplane_ep *ep, struct dmaplane_cqe *cqe)
 		dmaplane_cq_unreserve(ep->cq);
 		return;
 	}
-	if (cqe->opcode == DMAPLANE_OP_RECV)
+	if (cqe->opcode == DMAPLANE_OP_RECV || (cqe->flags & DMAPLANE_CQE_F_REMOTE))
 		recv_src_av(ep, cqe);
 	cqe_post(ep, cqe);
 }
@@ -1030,8 +1030,46 @@ out_put_dest:
  * region of that very endpoint, with the access the operation needs, and
  * the range must lie inside it.
  */
+/**
+ * dmaplane_ep_reserve_remote() - ring credit for a peer's PUT with data
+ * @ep: the target endpoint
+ *
+ * Return: 0, or -EAGAIN (ring full, or no ring yet), -ECONNRESET (closed).
+ */
+int dmaplane_ep_reserve_remote(struct dmaplane_ep *ep)
+{
+	struct dmaplane_cq *cq = dmaplane_ep_cq(ep);
+
+	return cq ? dmaplane_cq_reserve(cq) : -EAGAIN;
+}
+
+/**
+ * dmaplane_put_data_complete() - the target's side of a PUT with data
+ * @ep: the target endpoint, its credit taken by dmaplane_ep_reserve_remote()
+ * @status: the PUT's outcome: its own completion when the bytes are in,
+ *	else the credit back
+ * @src: the initiator's source value
+ * @len: bytes written
+ * @data: the remote completion data
+ */
+void dmaplane_put_data_complete(struct dmaplane_ep *ep, int status, u64 src,
+				u64 len, u64 data)
+{
+	struct dmaplane_cqe cqe = {
+		.len = len, .msg_len = len, .src = src, .data = data,
+		.opcode = DMAPLANE_OP_PUT,
+		.flags = DMAPLANE_CQE_F_DATA | DMAPLANE_CQE_F_REMOTE,
+	};
+
+	if (status)
+		dmaplane_cq_unreserve(ep->cq);
+	else
+		dmaplane_msg_post(ep, &cqe);
+}
+
 static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
+	bool data = op->flags & DMAPLANE_OP_F_DATA, target = false;
 	bool put = op->opcode == DMAPLANE_OP_PUT;
 	struct dmaplane_region *r = NULL;
 	struct dmaplane_region_map map;
@@ -1073,6 +1111,18 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 				      DMAPLANE_ACCESS_REMOTE_READ)))
 		status = -EACCES;
 	else
+		status = 0;
+	/* A PUT with data needs room on the target's ring, or is not done. */
+	if (!status && data) {
+		if (dmaplane_ep_reserve_remote(dest)) {
+			dmaplane_region_put(r);
+			dmaplane_cq_unreserve(ep->cq);
+			ret = -EAGAIN;
+			goto out_put_dest;
+		}
+		target = true;
+	}
+	if (!status)
 		status = dmaplane_ubuf_iter(&b, put ? ITER_SOURCE : ITER_DEST,
 					    op->len, &iter, &map);
 	if (!status) {
@@ -1081,6 +1131,8 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		status = status ?: ret;
 		ret = 0;
 	}
+	if (target)
+		dmaplane_put_data_complete(dest, status, ep->ep_uid, op->len, op->data);
 	dmaplane_region_put(r);
 	msg_complete(ep, op->opcode, op->ctx, status, status ? 0 : op->len,
 		     op->len, 0, 0);
@@ -1101,6 +1153,9 @@ static int check_op(const struct dmaplane_op *op, u32 op_size)
 			(op_size >= DMAPLANE_OP_SIZE_V1 ? DMAPLANE_OP_F_DATA : 0);
 	else if (op->opcode == DMAPLANE_OP_RECV)
 		flags = DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_CLAIMED | DMAPLANE_OP_F_REGION;
+	else if (op->opcode == DMAPLANE_OP_PUT)
+		flags = DMAPLANE_OP_F_REGION |
+			(op_size >= DMAPLANE_OP_SIZE_V1 ? DMAPLANE_OP_F_DATA : 0);
 	else
 		flags = DMAPLANE_OP_F_REGION;
 

@@ -115,6 +115,10 @@ static const struct wire_case wire_cases[] = {
 	  .poke = { P64(RMA(auth_key), U64_MAX), P32(RMA(uid), U32_MAX) } },
 	{ "rma_req largest src and dst", WT(RMA_REQ), .n = 1,
 	  .poke = { P64(RMA(src), UID_LIMIT - 1), P64(RMA(dst), UID_LIMIT - 1) } },
+	{ "rma_req put with data", WT(RMA_REQ), .n = 1,
+	  .poke = { P8(RMA(flags), DMAPLANE_WIRE_RMA_DATA), P64(RMA(data), U64_MAX) } },
+	{ "rma_req put with data 0", WT(RMA_REQ), .n = 1,
+	  .poke = { P8(RMA(flags), DMAPLANE_WIRE_RMA_DATA) } },
 	{ "rma_req any segment addr and rkey", WT(RMA_REQ), .n = 1,
 	  .poke = { P64(RSEG(0, addr), U64_MAX), P32(RSEG(0, rkey), U32_MAX) } },
 	{ "resolve", WT(RESOLVE) },
@@ -304,7 +308,13 @@ static const struct wire_case wire_cases[] = {
 	{ "rma_req write 255", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(write), 255) },
 	  .want = BAD },
 	{ "rma_req pad[0]", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(pad), 1) }, .want = BAD },
-	{ "rma_req pad[2]", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(pad) + 2, 0x80) },
+	{ "rma_req unknown flag", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(flags), 2) },
+	  .want = BAD },
+	{ "rma_req get with data", WT(RMA_REQ), .n = 1,
+	  .poke = { P8(RMA(write), 0), P8(RMA(flags), DMAPLANE_WIRE_RMA_DATA) }, .want = BAD },
+	{ "rma_req data without its flag", WT(RMA_REQ), .n = 1, .poke = { P64(RMA(data), 1) },
+	  .want = BAD },
+	{ "rma_req pad[1]", WT(RMA_REQ), .n = 1, .poke = { P8(RMA(pad) + 1, 0x80) },
 	  .want = BAD },
 	{ "rma_req src 2^47", WT(RMA_REQ), .n = 1, .poke = { P64(RMA(src), UID_LIMIT) },
 	  .want = BAD },
@@ -537,7 +547,7 @@ static void wire_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_seg), 16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_rts), 16);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_fin), 16);
-	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_rma), 64);
+	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_rma), 72);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_seglist), 8);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_resolve), 32);
 	KUNIT_EXPECT_EQ(test, sizeof(struct dmaplane_wire_nack), 16);
@@ -551,6 +561,8 @@ static void wire_layout(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_cm, node_id), 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_hdr, seq), 8);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_rma, write), 60);
+	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_rma, flags), 61);
+	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_rma, data), 64);
 	KUNIT_EXPECT_EQ(test, offsetof(struct dmaplane_wire_seglist, segs), 8);
 	/* Buffer sizes: a 72-byte header piece, then a 16 KiB payload piece. */
 	KUNIT_EXPECT_EQ(test, DMAPLANE_WIRE_HDR_BYTES, 72);

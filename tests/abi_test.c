@@ -466,4 +466,115 @@ TEST_F(abi, prep_put_get_and_flags)
 	ASSERT_EQ(0, dp_mr_dereg(mr));
 }
 
+/*
+ * A PUT with data completes on the target's ring too (fi_writedata): the
+ * exact completion, with and without a handle of the initiator, zero
+ * bytes, and the rejected forms.
+ */
+TEST_F(abi, put_with_data_completes_at_target)
+{
+	uint64_t region[64], local[64];
+	struct dmaplane_submit sub = { 0 };
+	struct dmaplane_info info;
+	struct dmaplane_cqe c;
+	struct dmaplane_op op;
+	struct dp_mr *mr;
+	uint32_t b2a = 0;
+
+	ASSERT_EQ(0, dp_info(self->a, &info));
+	ASSERT_TRUE(info.caps & DMAPLANE_CAP_PUT_DATA);
+	memset(region, 0, sizeof(region));
+	dp_test_fill(local, sizeof(local), 61);
+	ASSERT_EQ(0, dp_mr_reg(self->b, region, sizeof(region), DMAPLANE_ACCESS_ALL, &mr));
+	for (int round = 0; round < 3; round++) {
+		uint64_t len = round == 2 ? 0 : sizeof(local) - 8;
+
+		if (round == 1)		/* b knows a now: the completion names it */
+			ASSERT_EQ(0, dp_test_connect(self->b, self->a, &b2a));
+		dp_prep_put(&op, self->a2b, dp_mr_key(mr), 8, local, len, 40 + round);
+		op.flags |= DMAPLANE_OP_F_DATA;
+		op.data = 0xfeed000000000000ull + round;
+		ASSERT_EQ(1, dp_submit(self->a, &op, 1));
+		ASSERT_EQ(1, dp_wait(self->a, &c, 1, 10000));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(40 + round, c.ctx);
+		EXPECT_EQ(DMAPLANE_OP_PUT, c.opcode);
+		EXPECT_EQ(0, c.flags);		/* the initiator's own: no data */
+		ASSERT_EQ(1, dp_wait(self->b, &c, 1, 10000));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(0, c.ctx);
+		EXPECT_EQ(DMAPLANE_OP_PUT, c.opcode);
+		EXPECT_EQ(DMAPLANE_CQE_F_DATA | DMAPLANE_CQE_F_REMOTE |
+			  (round ? DMAPLANE_CQE_F_SRC_AV : 0), c.flags);
+		EXPECT_EQ(0xfeed000000000000ull + round, c.data);
+		EXPECT_EQ(len, c.len);
+		EXPECT_EQ(self->a_uid, c.src);
+		EXPECT_EQ(round ? b2a : 0, c.src_av);
+		EXPECT_EQ(0, dp_poll(self->b, &c, 1));
+	}
+	EXPECT_EQ(0, region[0]);
+	EXPECT_EQ(0, memcmp(region + 1, local, sizeof(local) - 8));
+	/* A plain PUT leaves the target's ring alone. */
+	dp_prep_put(&op, self->a2b, dp_mr_key(mr), 0, local, 8, 1);
+	ASSERT_EQ(1, dp_submit(self->a, &op, 1));
+	ASSERT_EQ(1, dp_wait(self->a, &c, 1, 10000));
+	EXPECT_EQ(0, dp_wait(self->b, &c, 1, 100));
+	/* Data on a GET, data without its flag, data in a 72-byte op. */
+	dp_prep_get(&op, self->a2b, dp_mr_key(mr), 0, local, 8, 1);
+	op.flags |= DMAPLANE_OP_F_DATA;
+	EXPECT_EQ(-EINVAL, dp_submit(self->a, &op, 1));
+	dp_prep_put(&op, self->a2b, dp_mr_key(mr), 0, local, 8, 1);
+	op.data = 5;
+	EXPECT_EQ(-EINVAL, dp_submit(self->a, &op, 1));
+	op.flags |= DMAPLANE_OP_F_DATA;
+	op.data = 0;
+	sub.ops = (uintptr_t)&op;
+	sub.nr = 1;
+	sub.op_size = DMAPLANE_OP_SIZE_V0;
+	EXPECT_EQ(-EINVAL, dp_test_ioctl(dp_fd(self->a), DMAPLANE_IOCTL_SUBMIT, &sub));
+	ASSERT_EQ(0, dp_mr_dereg(mr));
+}
+
+/*
+ * The target's ring must have room: a PUT with data into a full one
+ * writes nothing and fails with -EAGAIN; every accepted one completes.
+ */
+TEST_F(abi, put_with_data_into_full_target_ring)
+{
+	uint64_t region[4] = { 0 }, v;
+	struct dmaplane_cqe c;
+	struct dmaplane_op op;
+	struct dp_ep *t = dp_test_ep_new(0, 16);
+	struct dp_mr *mr;
+	uint32_t a2t;
+	int n = 0, ret;
+
+	ASSERT_NE(NULL, t);
+	ASSERT_EQ(0, dp_test_connect(self->a, t, &a2t));
+	ASSERT_EQ(0, dp_mr_reg(t, region, sizeof(region), DMAPLANE_ACCESS_ALL, &mr));
+	for (;;) {
+		v = 1000 + n;
+		dp_prep_put(&op, a2t, dp_mr_key(mr), 0, &v, sizeof(v), n);
+		op.flags |= DMAPLANE_OP_F_DATA;
+		op.data = n;
+		ret = dp_submit(self->a, &op, 1);
+		if (ret != 1)
+			break;
+		ASSERT_EQ(1, dp_wait(self->a, &c, 1, 10000));
+		ASSERT_EQ(0, c.status);
+		ASSERT_LT(++n, 1000);
+	}
+	EXPECT_EQ(-EAGAIN, ret);
+	EXPECT_EQ(16, n);
+	EXPECT_EQ(1000 + n - 1, region[0]);	/* the refused one wrote nothing */
+	for (int i = 0; i < n; i++) {
+		ASSERT_EQ(1, dp_wait(t, &c, 1, 10000));
+		EXPECT_EQ(i, c.data);
+		EXPECT_EQ(DMAPLANE_CQE_F_DATA | DMAPLANE_CQE_F_REMOTE, c.flags);
+	}
+	EXPECT_EQ(0, dp_poll(self->a, &c, 1));
+	ASSERT_EQ(0, dp_mr_dereg(mr));
+	dp_close(t);
+}
+
 TEST_HARNESS_MAIN

@@ -102,6 +102,11 @@
  * registered memory
  */
 #define DMAPLANE_CAP_REGION_BUF	_BITULL(10)
+/**
+ * DMAPLANE_CAP_PUT_DATA - a PUT with %DMAPLANE_OP_F_DATA completes on the
+ * target's ring too (%DMAPLANE_CQE_F_REMOTE), on one node and across nodes
+ */
+#define DMAPLANE_CAP_PUT_DATA	_BITULL(11)
 
 /**
  * struct dmaplane_info - argument of %DMAPLANE_IOCTL_GET_INFO
@@ -597,8 +602,16 @@ struct dmaplane_cq_head {
 /**
  * DMAPLANE_OP_F_DATA - SEND: &dmaplane_op.data is remote completion data:
  * the receive that takes the message completes with it in
- * &dmaplane_cqe.data and %DMAPLANE_CQE_F_DATA set (fi_tsenddata).  Needs
- * an operation of at least %DMAPLANE_OP_SIZE_V1 bytes.
+ * &dmaplane_cqe.data and %DMAPLANE_CQE_F_DATA set (fi_tsenddata).  PUT
+ * (with %DMAPLANE_CAP_PUT_DATA): once the bytes are in the target's
+ * region, the region's owner gets a completion of its own, as an RDMA
+ * write with immediate data (fi_writedata): opcode %DMAPLANE_OP_PUT,
+ * %DMAPLANE_CQE_F_REMOTE and %DMAPLANE_CQE_F_DATA set, @data, the bytes
+ * written in @len, the initiator in @src (and @src_av), @ctx zero.  The
+ * target's ring must have room for it when the PUT arrives: otherwise the
+ * PUT writes nothing and fails with -EAGAIN (on one node at submission,
+ * across nodes in the initiator's completion).  Needs an operation of at
+ * least %DMAPLANE_OP_SIZE_V1 bytes.
  */
 #define DMAPLANE_OP_F_DATA	_BITUL(2)
 /**
@@ -701,17 +714,19 @@ struct dmaplane_submit {
  *	&dmaplane_name.ep_uid in the low %DMAPLANE_SRC_NODE_SHIFT bits
  *	(DMAPLANE_SRC_EP_UID()) and its node's slot above them
  *	(DMAPLANE_SRC_NODE_SLOT(); 0 for this node, so for a sender on this
- *	node @src is its ep_uid).  Zero for SEND, PUT, GET and a cancelled
- *	RECV.
+ *	node @src is its ep_uid).  %DMAPLANE_CQE_F_REMOTE: the initiator
+ *	of the PUT.  Zero for SEND, PUT, GET and a cancelled RECV.
  * @status: 0, or a negative errno: -EMSGSIZE (truncated: the buffer got
  *	@len bytes, the rest was dropped, as MPI_ERR_TRUNCATE), -ECONNRESET
  *	(the peer went away), -EFAULT (a buffer was not accessible), ...
- * @data: RECV with %DMAPLANE_CQE_F_DATA: the remote completion data the
- *	sender gave (%DMAPLANE_OP_F_DATA); else zero.
+ * @data: with %DMAPLANE_CQE_F_DATA: the remote completion data the
+ *	sender of the message (or the initiator of the PUT) gave
+ *	(%DMAPLANE_OP_F_DATA); else zero.
  * @opcode: ``DMAPLANE_OP_*`` of the operation.
  * @flags: ``DMAPLANE_CQE_F_*``.
  * @pad: zero.
- * @src_av: RECV with %DMAPLANE_CQE_F_SRC_AV: the receiver's address
+ * @src_av: with %DMAPLANE_CQE_F_SRC_AV (a RECV, or a completion with
+ *	%DMAPLANE_CQE_F_REMOTE): the receiver's address
  *	handle (%DMAPLANE_IOCTL_AV_INSERT) that names the sender, looked up
  *	by the kernel when the receive completes; without the flag (the
  *	receiver holds no handle of the sender), zero.
@@ -740,6 +755,11 @@ struct dmaplane_cqe {
 #define DMAPLANE_CQE_F_DATA	_BITUL(0)
 /** DMAPLANE_CQE_F_SRC_AV - &dmaplane_cqe.src_av names the sender */
 #define DMAPLANE_CQE_F_SRC_AV	_BITUL(1)
+/**
+ * DMAPLANE_CQE_F_REMOTE - not one of this endpoint's operations: a peer's
+ * PUT with %DMAPLANE_OP_F_DATA into one of its regions (ctx is zero)
+ */
+#define DMAPLANE_CQE_F_REMOTE	_BITUL(2)
 
 /**
  * DMAPLANE_IOCTL_EP_SETUP - set the security domain and create the ring.

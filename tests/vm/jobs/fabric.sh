@@ -116,7 +116,7 @@ pair fi_pingpong-all-sizes $PP fi_pingpong -p dmaplane -e rdm -I 10 -S all
 if [ ! -x "$H$FT/fi_rdm_tagged_pingpong" ]; then
 	for t in fi_rdm_tagged_pingpong fi_rdm_tagged_bw fi_rdm_tagged_peek \
 		fi_recv_cancel fi_unexpected_msg fi_rdm fi_rdm_pingpong \
-		fi_msg_inject fi_rma_bw fi_getinfo_test fi_cq_test fi_mr_test \
+		fi_msg_inject fi_rma_bw fi_rma_bw-writedata fi_getinfo_test fi_cq_test fi_mr_test \
 		fi_dom_test fi_eq_test fi_cq_data; do
 		skip $t "no fabtests in $FT (fabric/build-fabtests.sh)"
 	done
@@ -133,6 +133,8 @@ else
 	pair fi_msg_inject $OOB $FT/fi_msg_inject -p dmaplane -e rdm -E -S 512
 	pair fi_rma_bw-write $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o write -I 5 -W 16 -S $SIZES
 	pair fi_rma_bw-read $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o read -I 5 -W 16 -S $SIZES
+	# fi_writedata: the target's CQ gets the data (DMAPLANE_CAP_PUT_DATA).
+	pair fi_rma_bw-writedata $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o writedata -I 5 -W 16 -S $SIZES
 	one fi_getinfo_test $FT/fi_getinfo_test -p dmaplane
 	one fi_cq_test $FT/fi_cq_test -p dmaplane
 	one fi_mr_test $FT/fi_mr_test -p dmaplane
