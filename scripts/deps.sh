@@ -5,7 +5,8 @@
 # Usage: scripts/deps.sh [build|vm|all|bench]   (default: all)
 # vm/all include libfabric-dev and -bin and the autotools, for the
 # libfabric provider, fi_pingpong and fabtests (built from
-# ../shared/external) in make check.
+# ../shared/external) in make check, and Open MPI (mpirun, mpicc) for the
+# MPI programs make check runs over the provider (fabric/tests/mpi_*.c).
 # bench: all, plus the peers make bench and make bench2 run beside
 # dp-bench (UCX's ucx_perftest, Open MPI and NetPIPE; across two VMs also
 # perftest's ib_*_lat/bw, libfabric's fi_pingpong, iperf3 and qperf, with
@@ -20,7 +21,8 @@ vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
 	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64
 	linux-source-6.12 linux-image-6.12-amd64 linux-headers-6.12-amd64 dkms
 	iproute2 procps binutils libibverbs-dev librdmacm-dev ibverbs-providers
-	libfabric-dev libfabric-bin autoconf automake libtool"
+	libfabric-dev libfabric-bin autoconf automake libtool openmpi-bin
+	libopenmpi-dev"
 bench_pkgs="ucx-utils openmpi-bin netpipe-openmpi perftest libfabric-bin iperf3
 	qperf rdma-core ibverbs-providers librdmacm1"
 

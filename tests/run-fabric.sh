@@ -25,9 +25,11 @@ make -s BUILD="$BUILD" lib tools examples fabric >"$out/build.log" 2>&1 ||
 fabric/build-fabtests.sh >"$out/fabtests.log" 2>&1 ||
 	echo "fabtests not built (see $out/fabtests.log): their checks are skipped"
 if command -v mpicc >/dev/null; then
-	mpicc -Wall -Wextra -O2 -o "$BUILD/fabric/mpi_ping_pong" \
-		fabric/tests/mpi_ping_pong.c >"$out/mpicc.log" 2>&1 ||
-		echo "mpi_ping_pong not built (see $out/mpicc.log)"
+	for p in mpi_ping_pong mpi_p2p mpi_coll mpi_osc; do
+		mpicc -Wall -Wextra -O2 -o "$BUILD/fabric/$p" fabric/tests/$p.c \
+			>>"$out/mpicc.log" 2>&1 ||
+			echo "$p not built (see $out/mpicc.log)"
+	done
 fi
 build_ko $run "$KSRC" >"$out/ko.log" 2>&1 || { tail -30 "$out/ko.log"; exit 1; }
 make_initramfs "$out/i.cpio.gz" "$BUILD/ko-$run" \

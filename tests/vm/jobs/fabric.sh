@@ -10,7 +10,9 @@
 # Kernel command line: dmaplane.fabric_build=<host path of build/>
 # (tests/run-fabric.sh sets it); dmaplane.fabric_only=NAME,NAME runs only
 # those checks; dmaplane.fi_log=LEVEL sets FI_LOG_LEVEL (warn);
-# dmaplane.fabric_timeout=S bounds each program (300 s).
+# dmaplane.fabric_timeout=S bounds each program (300 s);
+# dmaplane.mpi_timeout=S each mpirun (900 s: under TCG, with 4 ranks on 2
+# vCPUs, mpirun's start and MPI_Init/MPI_Finalize alone take minutes).
 . /dmaplane/jobs/lib.sh
 . /dmaplane/bench/hostroot.sh
 
@@ -19,6 +21,7 @@ FT=$B/fabtests/bin
 ONLY=$(cmdline dmaplane.fabric_only "")
 LOG=$(cmdline dmaplane.fi_log warn)
 TMO=$(cmdline dmaplane.fabric_timeout 300)
+MPI_TMO=$(cmdline dmaplane.mpi_timeout 900)
 PP=47592	# fi_pingpong's control port
 OOB=3000	# fabtests' out-of-band port (-E)
 # fabtests' benchmarks allocate window (64) x their largest size twice per
@@ -42,12 +45,12 @@ case_result hostroot 0
 chmod 0666 /dev/dmaplane
 
 # fab: a command in the host's root with the provider found through
-# FI_PROVIDER_PATH and libdmaplane beside it; bounded by $TMO.
+# FI_PROVIDER_PATH and libdmaplane beside it; bounded by $TMO (or $tmo).
 fab() {
 	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
 		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
 		FI_LOG_LEVEL="$LOG" \
-		timeout -k 5 $TMO "$@"
+		timeout -k 5 "${tmo:-$TMO}" "$@"
 }
 
 # one NAME COMMAND...: a program that needs no peer
@@ -146,26 +149,59 @@ else
 fi
 
 # Open MPI 4.1 (Debian's, built with the ofi MTL) over the provider, when
-# installed on the host and the test program was built (tests/run-fabric.sh):
+# installed on the host and the test programs were built (tests/run-fabric.sh):
 # the MTL's default tag mode, which puts the source rank into remote CQ
-# data (cq_data_size 8 since ABI 1.0).
+# data (cq_data_size 8 since ABI 1.0).  openmpi: mpi_ping_pong, 2 ranks;
+# openmpi-p2p, -coll, -osc: mpi_p2p, mpi_coll and mpi_osc (one-sided
+# through osc/pt2pt), 4 ranks.  Each passes when mpirun exits 0, rank 0
+# printed "<program>: ok" and every rank's ofi MTL chose dmaplane and no
+# other provider (mtl_base_verbose's "mtl:ofi:provider: NAME" lines).
 # (/usr/bin/mpirun is a link through /etc/alternatives: test it in the chroot)
-if chroot $H test -x /usr/bin/mpirun && [ -x "$H$B/fabric/mpi_ping_pong" ]; then
-	if want openmpi; then
-		echo "# fabric/openmpi: mpirun -np 2 --mca pml cm --mca mtl ofi (dmaplane)"
-		fab mpirun --allow-run-as-root --oversubscribe -np 2 \
-			-x FI_PROVIDER_PATH -x LD_LIBRARY_PATH -x FI_LOG_LEVEL \
-			--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
-			--mca mtl_base_verbose 10 \
-			"$B/fabric/mpi_ping_pong" >/tmp/mpi.$$ 2>&1
-		rc=$?
-		sed 's/^/#   /' /tmp/mpi.$$
-		grep -q 'mpi_ping_pong: ok' /tmp/mpi.$$ || rc=1
-		case_result openmpi $rc "rc=$rc: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+# mpi NAME NP PROGRAM [MPIRUN-OPTIONS...]
+mpi() {
+	name=$1
+	np=$2
+	prog=$3
+	shift 3
+	want "$name" || return 0
+	if ! chroot $H test -x /usr/bin/mpirun; then
+		skip "$name" "no mpirun on the host"
+		return 0
 	fi
-else
-	skip openmpi "no mpirun on the host or no build/fabric/mpi_ping_pong"
-fi
+	if [ ! -x "$H$B/fabric/$prog" ]; then
+		skip "$name" "no build/fabric/$prog (mpicc in tests/run-fabric.sh)"
+		return 0
+	fi
+	echo "# fabric/$name: mpirun -np $np --mca pml cm --mca mtl ofi (dmaplane) $* $prog"
+	t0=$(date +%s)
+	tmo=$MPI_TMO
+	fab mpirun --allow-run-as-root --oversubscribe -np "$np" \
+		-x FI_PROVIDER_PATH -x LD_LIBRARY_PATH -x FI_LOG_LEVEL \
+		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
+		--mca mtl_base_verbose 10 "$@" \
+		"$B/fabric/$prog" >/tmp/mpi.$$ 2>&1
+	rc=$?
+	tmo=
+	t1=$(date +%s)
+	sed 's/^/#   /' /tmp/mpi.$$
+	why=
+	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
+	# (Open MPI 4.1.4 prints the domain's name there: dmaplane's is "dmaplane")
+	grep -o 'mtl:ofi:provider: [^ ]*' /tmp/mpi.$$ >/tmp/prov.$$
+	provs=$(sort /tmp/prov.$$ | uniq -c | tr -s ' ' | tr '\n' ',')
+	if [ "$(grep -cx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$)" != "$np" ] ||
+		grep -qvx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$; then
+		rc=1
+		why="$why providers:$provs want $np x dmaplane; "
+	fi
+	echo "# fabric/$name: $((t1 - t0)) s"
+	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+}
+
+mpi openmpi 2 mpi_ping_pong
+mpi openmpi-p2p 4 mpi_p2p
+mpi openmpi-coll 4 mpi_coll
+mpi openmpi-osc 4 mpi_osc --mca osc pt2pt
 
 grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats
 case_result endpoints-released $? "$(cat /sys/kernel/debug/dmaplane/stats)"
