@@ -32,7 +32,7 @@
 # Kernel command line: dmaplane.fabric_build=<host path of build/>;
 # dmaplane.fabric_only=NAME,NAME runs only those checks (on both nodes);
 # dmaplane.fi_log=LEVEL sets FI_LOG_LEVEL (warn); dmaplane.fabric_timeout=S
-# bounds each program (300 s).
+# bounds each program (180 s).
 . /dmaplane/jobs/lib.sh
 . /dmaplane/bench/hostroot.sh
 
@@ -40,11 +40,14 @@ B=$(cmdline dmaplane.fabric_build "")
 FT=$B/fabtests/bin
 ONLY=$(cmdline dmaplane.fabric_only "")
 LOG=$(cmdline dmaplane.fi_log warn)
-TMO=$(cmdline dmaplane.fabric_timeout 300)
+TMO=$(cmdline dmaplane.fabric_timeout 180)
 SRV=10.77.0.2
 PP=47592	# fi_pingpong's control port
 OOB=3000	# fabtests' out-of-band port (-E)
-SIZES=r:64,524224,1048576	# as jobs/fabric.sh (memory of the VM)
+# Across the nodes a 64 KiB message takes ~0.3 s and a small one ~50 ms
+# under TCG (soft-RoCE, the host's 2 cores shared with other VMs; ~5 ms in
+# one VM): 64 B (inject) and 64 KiB, and fewer iterations than fabric.sh.
+SIZES=r:64,65472,65536
 step=0
 
 want() {	# NAME: is this check to run?
@@ -60,6 +63,7 @@ if ! hostroot_mount; then
 	exit 1
 fi
 case_result hostroot 0
+hostname dmaplane-node$DMAPLANE_NODE	# (Open MPI: two nodes, two names)
 check insmod load_dmaplane
 chmod 0666 /dev/dmaplane
 check peer-add $D/dpctl peer add "$DMAPLANE_PEER_IP"
@@ -181,8 +185,14 @@ skip() {
 echo "# node $DMAPLANE_NODE: provider $B/fabric/libdmaplane-fi.so, peer $DMAPLANE_PEER_IP"
 echo "# node $DMAPLANE_NODE: $($D/dpctl -j peer list 2>&1)"
 
-pair fi_pingpong $PP fi_pingpong -p dmaplane -e rdm -I 100
-pair fi_pingpong-all-sizes $PP fi_pingpong -p dmaplane -e rdm -I 10 -S all
+pair fi_pingpong $PP fi_pingpong -p dmaplane -e rdm -I 20 -S 1024
+pair fi_pingpong-64k $PP fi_pingpong -p dmaplane -e rdm -I 10 -S 65536
+# -S all (64 B .. 8 MiB): ~10 minutes across the nodes, only when named
+# by dmaplane.fabric_only.
+case ",$ONLY," in
+*,fi_pingpong-all-sizes,*)
+	pair fi_pingpong-all-sizes $PP fi_pingpong -p dmaplane -e rdm -I 2 -S all ;;
+esac
 
 if [ ! -x "$H$FT/fi_rdm_tagged_pingpong" ]; then
 	for t in fi_rdm_tagged_pingpong fi_rdm_tagged_bw fi_rdm_tagged_peek \
@@ -192,7 +202,7 @@ if [ ! -x "$H$FT/fi_rdm_tagged_pingpong" ]; then
 	done
 else
 	pair fi_rdm_tagged_pingpong $OOB $FT/fi_rdm_tagged_pingpong -p dmaplane -E -I 10 -S $SIZES
-	pair fi_rdm_tagged_bw $OOB $FT/fi_rdm_tagged_bw -p dmaplane -E -I 5 -W 16 -S $SIZES
+	pair fi_rdm_tagged_bw $OOB $FT/fi_rdm_tagged_bw -p dmaplane -E -I 5 -W 4 -S $SIZES
 	pair fi_rdm_tagged_peek $OOB $FT/fi_rdm_tagged_peek -p dmaplane -E
 	pair fi_recv_cancel $OOB $FT/fi_recv_cancel -p dmaplane -e rdm -E
 	pair fi_unexpected_msg $OOB $FT/fi_unexpected_msg -p dmaplane -e rdm -E -I 10 -S 4096
@@ -200,9 +210,86 @@ else
 	pair fi_cq_data $OOB $FT/fi_cq_data -p dmaplane -e rdm -E
 	pair fi_rdm_pingpong $OOB $FT/fi_rdm_pingpong -p dmaplane -E -I 10 -S $SIZES
 	pair fi_msg_inject $OOB $FT/fi_msg_inject -p dmaplane -e rdm -E -S 512
-	pair fi_rma_bw-write $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o write -I 5 -W 16 -S $SIZES
-	pair fi_rma_bw-read $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o read -I 5 -W 16 -S $SIZES
+	pair fi_rma_bw-write $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o write -I 5 -W 4 -S $SIZES
+	pair fi_rma_bw-read $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o read -I 5 -W 4 -S $SIZES
 fi
+
+# Open MPI across the nodes, only when dmaplane.fabric_only names openmpi:
+# mpirun on node 0, one rank per node (tests/mpi_ping_pong.c takes exactly
+# two ranks).  There is no ssh in the VMs: mpirun's rsh launcher runs
+# /tmp/rsh-agent HOST ORTED-COMMAND..., which hands the command line to a
+# listener on node 1 (busybox nc on port $MPIPORT) that runs it with sh in
+# the chroot, as sshd would; node 0 says "done" to the listener at the end.
+MPIPORT=19190
+mpi_node1() {
+	end=$(($(date +%s) + TMO + 240))
+	n=0
+	while [ "$(date +%s)" -lt $end ]; do
+		cmd=$(timeout $((end - $(date +%s) + 1)) nc -l -p $MPIPORT </dev/null 2>/dev/null)
+		[ -z "$cmd" ] && continue
+		[ "$cmd" = done ] && break
+		n=$((n + 1))
+		echo "# fabric2/openmpi: node 1 runs: $cmd"
+		chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
+			TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
+			FI_LOG_LEVEL="$LOG" \
+			timeout -k 5 $TMO sh -c "$cmd" >/tmp/orted.$n 2>&1 </dev/null &
+	done
+	[ "$cmd" = done ] || echo "# fabric2/openmpi: node 0 never said done"
+	for i in $(seq 60); do
+		pgrep -x orted >/dev/null 2>&1 || break
+		sleep 1
+	done
+	pgrep -x orted >/dev/null 2>&1 && { echo "# orted still running: killed"; pkill -x orted; }
+	for i in $(seq $n); do
+		sed "s/^/#   orted $i: /" /tmp/orted.$i
+	done
+	case_result openmpi-node1 $([ $n -gt 0 ]; echo $?) "no orted command came from node 0"
+}
+
+mpi_node0() {
+	cat >$H/tmp/rsh-agent <<-EOF
+	#!/bin/sh
+	# mpirun's plm_rsh_agent: \$1 is the host, the rest a shell command line
+	host=\$1
+	shift
+	for i in \$(seq 30); do
+		printf '%s\\n' "\$*" | busybox nc -w 5 "\$host" $MPIPORT && exit 0
+		sleep 1
+	done
+	exit 1
+	EOF
+	chmod 0755 $H/tmp/rsh-agent
+	echo "# fabric2/openmpi: mpirun -np 2 --host 10.77.0.1:1,10.77.0.2:1 (dmaplane)"
+	fab mpirun --allow-run-as-root -np 2 --host 10.77.0.1:1,10.77.0.2:1 \
+		--mca plm_rsh_agent /tmp/rsh-agent --mca plm_rsh_no_tree_spawn 1 \
+		--mca oob_tcp_if_include eth0 --mca btl self,tcp \
+		--mca btl_tcp_if_include eth0 \
+		-x FI_PROVIDER_PATH -x LD_LIBRARY_PATH -x FI_LOG_LEVEL \
+		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
+		--mca mtl_base_verbose 10 \
+		"$B/fabric/mpi_ping_pong" >/tmp/mpi.$$ 2>&1
+	rc=$?
+	for i in $(seq 30); do
+		echo done | nc -w 5 $SRV $MPIPORT >/dev/null 2>&1 && break
+		sleep 1
+	done
+	sed 's/^/#   /' /tmp/mpi.$$
+	grep -q 'mpi_ping_pong: ok' /tmp/mpi.$$ || rc=1
+	grep -q 'mtl:ofi:provider: dmaplane' /tmp/mpi.$$ || rc=1
+	case_result openmpi $rc "rc=$rc: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+}
+
+case ",$ONLY," in
+*,openmpi,*)
+	if ! chroot $H test -x /usr/bin/mpirun || [ ! -x "$H$B/fabric/mpi_ping_pong" ]; then
+		skip openmpi "no mpirun on the host or no build/fabric/mpi_ping_pong"
+	elif [ "$DMAPLANE_NODE" = 1 ]; then
+		mpi_node1
+	else
+		mpi_node0
+	fi ;;
+esac
 
 # The end: every endpoint released (the peer's connection stays), the
 # module unloaded, kmemleak.  Node 1 is done with its servers by the time
