@@ -157,7 +157,7 @@ pair() {
 	ready=$(fetch $sp $((TMO + 120)))
 	if [ "$ready" != ready ]; then
 		case_result "$name" 1 "server on $SRV not ready: '${ready:-no answer}'"
-		echo done | nc -w 5 $SRV $((sp + 1)) >/dev/null 2>&1
+		echo "done" | nc -w 5 $SRV $((sp + 1)) >/dev/null 2>&1
 		fetch $((sp + 2)) 120 >/dev/null
 		return
 	fi
@@ -166,7 +166,7 @@ pair() {
 	sed 's/^/#   client: /' /tmp/cli.$$
 	ok=
 	for i in $(seq 60); do
-		echo done | nc -w 5 $SRV $((sp + 1)) >/dev/null 2>&1 && { ok=1; break; }
+		echo "done" | nc -w 5 $SRV $((sp + 1)) >/dev/null 2>&1 && { ok=1; break; }
 		sleep 1
 	done
 	[ -n "$ok" ] || echo "# node 1 never took 'done' for $name"
@@ -227,7 +227,7 @@ mpi_node1() {
 	while [ "$(date +%s)" -lt $end ]; do
 		cmd=$(timeout $((end - $(date +%s) + 1)) nc -l -p $MPIPORT </dev/null 2>/dev/null)
 		[ -z "$cmd" ] && continue
-		[ "$cmd" = done ] && break
+		[ "$cmd" = "done" ] && break
 		n=$((n + 1))
 		echo "# fabric2/openmpi: node 1 runs: $cmd"
 		chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
@@ -235,7 +235,7 @@ mpi_node1() {
 			FI_LOG_LEVEL="$LOG" \
 			timeout -k 5 $TMO sh -c "$cmd" >/tmp/orted.$n 2>&1 </dev/null &
 	done
-	[ "$cmd" = done ] || echo "# fabric2/openmpi: node 0 never said done"
+	[ "$cmd" = "done" ] || echo "# fabric2/openmpi: node 0 never said done"
 	for i in $(seq 60); do
 		pgrep -x orted >/dev/null 2>&1 || break
 		sleep 1
@@ -244,7 +244,8 @@ mpi_node1() {
 	for i in $(seq $n); do
 		sed "s/^/#   orted $i: /" /tmp/orted.$i
 	done
-	case_result openmpi-node1 $([ $n -gt 0 ]; echo $?) "no orted command came from node 0"
+	[ $n -gt 0 ]
+	case_result openmpi-node1 $? "no orted command came from node 0"
 }
 
 mpi_node0() {
@@ -271,7 +272,7 @@ mpi_node0() {
 		"$B/fabric/mpi_ping_pong" >/tmp/mpi.$$ 2>&1
 	rc=$?
 	for i in $(seq 30); do
-		echo done | nc -w 5 $SRV $MPIPORT >/dev/null 2>&1 && break
+		echo "done" | nc -w 5 $SRV $MPIPORT >/dev/null 2>&1 && break
 		sleep 1
 	done
 	sed 's/^/#   /' /tmp/mpi.$$
