@@ -229,6 +229,9 @@ mpi_node1() {
 		[ -z "$cmd" ] && continue
 		[ "$cmd" = "done" ] && break
 		n=$((n + 1))
+		# orted in the foreground: its output in /tmp/orted.N, its
+		# life bounded by timeout
+		cmd=$(echo "$cmd" | sed 's/ --daemonize//')
 		echo "# fabric2/openmpi: node 1 runs: $cmd"
 		chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
 			TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
@@ -268,7 +271,7 @@ mpi_node0() {
 		--mca btl_tcp_if_include eth0 \
 		-x FI_PROVIDER_PATH -x LD_LIBRARY_PATH -x FI_LOG_LEVEL \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
-		--mca mtl_base_verbose 10 \
+		--mca mtl_base_verbose 10 --mca plm_base_verbose 5 \
 		"$B/fabric/mpi_ping_pong" >/tmp/mpi.$$ 2>&1
 	rc=$?
 	for i in $(seq 30); do
