@@ -221,7 +221,24 @@ fi
 # listener on node 1 (busybox nc on port $MPIPORT) that runs it with sh in
 # the chroot, as sshd would; node 0 says "done" to the listener at the end.
 MPIPORT=19190
+# rsh_agent: on both nodes (orted on node 1 checks that plm_rsh_agent exists)
+rsh_agent() {
+	cat >$H/tmp/rsh-agent <<-EOF
+	#!/bin/sh
+	# mpirun's plm_rsh_agent: \$1 is the host, the rest a shell command line
+	host=\$1
+	shift
+	for i in \$(seq 30); do
+		printf '%s\\n' "\$*" | busybox nc -w 5 "\$host" $MPIPORT && exit 0
+		sleep 1
+	done
+	exit 1
+	EOF
+	chmod 0755 $H/tmp/rsh-agent
+}
+
 mpi_node1() {
+	rsh_agent
 	end=$(($(date +%s) + TMO + 240))
 	n=0
 	while [ "$(date +%s)" -lt $end ]; do
@@ -252,18 +269,7 @@ mpi_node1() {
 }
 
 mpi_node0() {
-	cat >$H/tmp/rsh-agent <<-EOF
-	#!/bin/sh
-	# mpirun's plm_rsh_agent: \$1 is the host, the rest a shell command line
-	host=\$1
-	shift
-	for i in \$(seq 30); do
-		printf '%s\\n' "\$*" | busybox nc -w 5 "\$host" $MPIPORT && exit 0
-		sleep 1
-	done
-	exit 1
-	EOF
-	chmod 0755 $H/tmp/rsh-agent
+	rsh_agent
 	echo "# fabric2/openmpi: mpirun -np 2 --host 10.77.0.1:1,10.77.0.2:1 (dmaplane)"
 	fab mpirun --allow-run-as-root -np 2 --host 10.77.0.1:1,10.77.0.2:1 \
 		--mca plm_rsh_agent /tmp/rsh-agent --mca plm_rsh_no_tree_spawn 1 \
