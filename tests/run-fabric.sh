@@ -6,6 +6,11 @@
 # over 9p (Debian's fi_pingpong and the build tree are used from there).
 # Prints one PASS/FAIL/SKIP line per check (tests/vm/results.py).
 #
+# With FABRIC_NODES=2 (tests/run-fabric2.sh) the same build boots two VMs
+# (run-vm.sh -n 2) running tests/vm/jobs/fabric2.sh instead: servers on
+# node 1, clients on node 0, the module connecting the nodes over
+# soft-RoCE.
+#
 # Usage: tests/run-fabric.sh [KVER [KERNEL-ARGS]]   (6.1 by default; the
 # kernel is built by tests/vm/build-kernel.sh unless cached; KERNEL-ARGS
 # such as dmaplane.fabric_only=fi_pingpong,fi_rdm reach the job)
@@ -14,7 +19,13 @@ set -u
 cd "$(dirname "$0")/.."
 . tests/vm/common.sh
 kver=${1:-6.1}
-run=fabric$kver${FABRIC_RUN:+-$FABRIC_RUN}	# FABRIC_RUN=NAME: concurrent runs
+nodes=${FABRIC_NODES:-1}
+case $nodes in
+1) job=fabric label=fabric dir=fabric ;;
+2) job=fabric2 label=fabric2 dir=fabric2node- ;;
+*) echo "run-fabric: FABRIC_NODES is 1 or 2" >&2; exit 2 ;;
+esac
+run=$dir$kver${FABRIC_RUN:+-$FABRIC_RUN}	# FABRIC_RUN=NAME: concurrent runs
 out=$BUILD/$run
 rm -rf "$out"
 mkdir -p "$out"
@@ -36,6 +47,6 @@ make_initramfs "$out/i.cpio.gz" "$BUILD/ko-$run" \
 	tests/vm/bench:/dmaplane/bench >"$out/initramfs.log" 2>&1 ||
 	{ tail -20 "$out/initramfs.log"; exit 1; }
 tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/i.cpio.gz" \
-	-j fabric -n 1 -t "${FABRIC_VM_TIMEOUT:-1800}" -m 3072 -o "$out/vm" -R \
+	-j $job -n $nodes -t "${FABRIC_VM_TIMEOUT:-1800}" -m 3072 -o "$out/vm" -R \
 	-a "dmaplane.fabric_build=$(pwd)/$BUILD ${2:-}"
-python3 tests/vm/results.py --ksrc "$KSRC" --label fabric "$out/vm" 1
+python3 tests/vm/results.py --ksrc "$KSRC" --label $label "$out/vm" $nodes
