@@ -24,14 +24,29 @@
  * notifier.  Regions still pointing at a DEAD entry are invalid: their
  * copies fail with -EFAULT, and deregistering them just drops the entry.
  *
+ * A VALID entry may also be SUSPECT: an MMU_NOTIFY_CLEAR event hit it.
+ * CLEAR means a real loss of the pages (MADV_DONTNEED, a COW, reclaim)
+ * but also comes from splitting a huge PMD, which the kernel does over
+ * the whole PMD window at every VMA split at an address that is not
+ * PMD-aligned, huge page or not (6.1 __split_huge_pmd()): a neighbour
+ * mapped into and unmapped from the VMA leaves the pinned pages where
+ * they were.  So CLEAR does not kill; the entry is verified instead
+ * (mr_entry_verify(): are the pinned pages still the ones the process
+ * maps there?) before it is used or reported (copies, pages for DMA,
+ * MR_QUERY, cache hits), and soon by the cache's verify work, so that a
+ * real loss is reported without any use.  A suspect entry that fails
+ * the verification is invalidated and killed as on any other event.
+ *
  * Locks, outermost first:
  *
  * - dmaplane_mr_caches_lock (mutex): the table of caches and each
  *   cache's @users count, and the ep->mr_cache pointers.
  * - entry->pages_sem (rwsem): entry->pages against unpinning.  Copies
- *   hold it for reading; the teardown work takes it for writing before it
- *   unpins.  Never taken by the notifier callback, so copies may fault on
- *   user memory (and enter reclaim) while holding it.
+ *   and verifications hold it for reading; the teardown work takes it for
+ *   writing before it unpins.  Never taken by the notifier callback, so
+ *   copies may fault on user memory (and enter reclaim) while holding it,
+ *   and verifications may wait for an invalidation to end and take the
+ *   mm's mmap_lock under it.
  * - cache->lock (spinlock): the tree, the LRU and dead lists, entry
  *   states and user counts, the region lists of the entries and the
  *   notifier sequence numbers.  Taken by the notifier callback, which may
@@ -86,16 +101,19 @@ static LIST_HEAD(dmaplane_mr_caches);
  * @node: entry in dmaplane_mr_caches, under dmaplane_mr_caches_lock
  * @mm: the address space (mmgrab()ed); NULL for KUnit caches, whose
  *	entries hold kernel pages
- * @lock: protects @tree, @lru, @dead, @nr_entries, @nr_unused,
- *	@closing and the state, users and regions of every entry
+ * @lock: protects @tree, @lru, @dead, @suspects, @nr_entries,
+ *	@nr_unused, @closing and the state, suspicion, users and regions of
+ *	every entry
  * @tree: VALID entries by page range
  * @lru: VALID entries no region uses, least recently used first
  * @dead: DEAD entries waiting for @teardown_work
+ * @suspects: suspect VALID entries waiting for @verify_work
  * @nr_entries: entries in @tree
  * @nr_unused: entries on @lru
  * @max_unused: bound of @nr_unused (mr_cache_max_entries at creation)
  * @closing: the last endpoint is gone: entries are not kept when unused
  * @teardown_work: tears down the entries on @dead
+ * @verify_work: verifies the entries on @suspects
  * @invalidations: registrations (regions) invalidated by the notifiers
  * @cache_hits: registrations served from the cache
  */
@@ -108,11 +126,13 @@ struct dmaplane_mr_cache {
 	struct rb_root_cached tree;
 	struct list_head lru;
 	struct list_head dead;
+	struct list_head suspects;
 	unsigned int nr_entries;
 	unsigned int nr_unused;
 	unsigned int max_unused;
 	bool closing;
 	struct work_struct teardown_work;
+	struct work_struct verify_work;
 	atomic64_t invalidations;
 	atomic64_t cache_hits;
 };
@@ -128,12 +148,16 @@ enum mr_entry_state {
  * @it: [start, last] of the range; in cache->tree while VALID
  * @lru: on cache->lru while VALID and unused, else empty
  * @dead: on cache->dead from the kill until the teardown work takes it
+ * @suspect_node: on cache->suspects while @suspect until the verify work
+ *	takes it
  * @regions: the &struct dmaplane_mr using it, under cache->lock
  * @notifier: MMU interval notifier covering the range
  * @cache: the cache (referenced)
  * @ref: regions using it plus the pin reference (see the top comment)
  * @users: number of @regions, under cache->lock
  * @state: &enum mr_entry_state, under cache->lock
+ * @suspect: VALID, but hit by MMU_NOTIFY_CLEAR since its last
+ *	verification (see the top comment), under cache->lock
  * @write: pinned with FOLL_WRITE
  * @notifier_live: @notifier is inserted
  * @pinned: @pages are pinned user pages (else KUnit kernel pages)
@@ -146,12 +170,14 @@ struct dmaplane_mr_entry {
 	struct interval_tree_node it;
 	struct list_head lru;
 	struct list_head dead;
+	struct list_head suspect_node;
 	struct list_head regions;
 	struct mmu_interval_notifier notifier;
 	struct dmaplane_mr_cache *cache;
 	struct kref ref;
 	unsigned int users;
 	enum mr_entry_state state;
+	bool suspect;
 	bool write;
 	bool notifier_live;
 	bool pinned;
@@ -190,7 +216,7 @@ static void mr_cache_release(struct kref *ref)
 {
 	struct dmaplane_mr_cache *c = container_of(ref, struct dmaplane_mr_cache, ref);
 
-	WARN_ON_ONCE(c->nr_entries || !list_empty(&c->dead));
+	WARN_ON_ONCE(c->nr_entries || !list_empty(&c->dead) || !list_empty(&c->suspects));
 	if (c->mm)
 		mmdrop(c->mm);
 	kfree(c);
@@ -202,6 +228,7 @@ static void mr_cache_kref_put(struct dmaplane_mr_cache *c)
 }
 
 static void mr_cache_teardown_work(struct work_struct *work);
+static void mr_cache_verify_work(struct work_struct *work);
 
 static struct dmaplane_mr_cache *mr_cache_alloc(struct mm_struct *mm)
 {
@@ -220,8 +247,10 @@ static struct dmaplane_mr_cache *mr_cache_alloc(struct mm_struct *mm)
 	c->tree = RB_ROOT_CACHED;
 	INIT_LIST_HEAD(&c->lru);
 	INIT_LIST_HEAD(&c->dead);
+	INIT_LIST_HEAD(&c->suspects);
 	c->max_unused = READ_ONCE(mr_cache_max_entries);
 	INIT_WORK(&c->teardown_work, mr_cache_teardown_work);
+	INIT_WORK(&c->verify_work, mr_cache_verify_work);
 	atomic64_set(&c->invalidations, 0);
 	atomic64_set(&c->cache_hits, 0);
 	return c;
@@ -246,6 +275,8 @@ static void mr_entry_kill_locked(struct dmaplane_mr_cache *c,
 		list_del_init(&e->lru);
 		c->nr_unused--;
 	}
+	WRITE_ONCE(e->suspect, false);
+	list_del_init(&e->suspect_node);
 	e->state = MR_ENTRY_DEAD;
 	list_add_tail(&e->dead, &c->dead);
 	/* Each queued execution holds a cache reference. */
@@ -385,6 +416,151 @@ static void mr_cache_teardown_work(struct work_struct *work)
 	mr_cache_kref_put(c);
 }
 
+/*
+ * get_user_pages_remote() lost its vmas argument in 6.5, in the same
+ * series as pin_user_pages_remote(), whose probe tells which one this is.
+ */
+#if defined(DMAPLANE_HAVE_PIN_USER_PAGES_REMOTE)
+#define mr_get_user_pages_remote(mm, start, nr, flags, pages) \
+	get_user_pages_remote(mm, start, nr, flags, pages, NULL)
+#else
+#define mr_get_user_pages_remote(mm, start, nr, flags, pages) \
+	get_user_pages_remote(mm, start, nr, flags, pages, NULL, NULL)
+#endif
+
+/* Pages looked up at a time by a verification. */
+#define MR_VERIFY_CHUNK	32
+
+/*
+ * Whether the process maps the pinned pages of @e at their addresses now.
+ * A read-only look at the page tables: FOLL_NOFAULT so that nothing is
+ * faulted in (hugetlb VMAs of 6.1 fault anyway, which only replaces a
+ * page that is gone already), no FOLL_WRITE (that would break COW and
+ * find another page), FOLL_FORCE for PROT_NONE (mprotect or NUMA hinting)
+ * mappings of the same pages.
+ *
+ * Return: 1 when it does, 0 when not, -EINTR when a fatal signal of the
+ * caller stopped the lookup (nothing is known then).
+ */
+static int mr_entry_pages_mapped(struct dmaplane_mr_entry *e)
+{
+	struct mm_struct *mm = e->cache->mm;
+	struct page *pages[MR_VERIFY_CHUNK];
+	unsigned long done = 0;
+	bool same = true;
+	int ret = 0;
+	long i, n;
+
+	if (!mmget_not_zero(mm))
+		return false;
+	while (same && done < e->npages) {
+		n = min_t(unsigned long, e->npages - done, MR_VERIFY_CHUNK);
+		mmap_read_lock(mm);
+		n = mr_get_user_pages_remote(mm, e->it.start + (done << PAGE_SHIFT), n,
+					     FOLL_NOFAULT | FOLL_FORCE, pages);
+		mmap_read_unlock(mm);
+		if (n <= 0) {
+			/* GUP stops at a fatal signal, mapped or not. */
+			if (fatal_signal_pending(current))
+				ret = -EINTR;
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (pages[i] != e->pages[done + i])
+				same = false;
+			put_page(pages[i]);
+		}
+		done += n;
+		cond_resched();
+	}
+	mmput(mm);
+	if (ret)
+		return ret;
+	return same && done == e->npages;
+}
+
+/*
+ * Resolve the suspicion on @e (see the top comment): clear it when the
+ * process still maps the pinned pages, else invalidate and kill @e.
+ * Called with e->pages_sem held for reading and e->pages set; sleeps.
+ *
+ * Return: true when @e is VALID and not suspect; false when it is DEAD,
+ * or still suspect because the caller got a fatal signal (the verify
+ * work, which gets none, resolves it).
+ */
+static bool mr_entry_verify(struct dmaplane_mr_entry *e)
+{
+	struct dmaplane_mr_cache *c = e->cache;
+	unsigned long seq;
+	int same;
+	bool ok;
+
+	lockdep_assert_held(&e->pages_sem);
+	might_sleep();
+
+	spin_lock(&c->lock);
+	while (e->state == MR_ENTRY_VALID && e->suspect) {
+		spin_unlock(&c->lock);
+		/* Waits for an invalidation of the range to end. */
+		seq = mmu_interval_read_begin(&e->notifier);
+		same = mr_entry_pages_mapped(e);
+		if (same < 0)
+			return false;
+		spin_lock(&c->lock);
+		if (mmu_interval_read_retry(&e->notifier, seq)) {
+			spin_unlock(&c->lock);
+			cond_resched();
+			spin_lock(&c->lock);
+			continue;
+		}
+		if (same) {
+			WRITE_ONCE(e->suspect, false);
+			list_del_init(&e->suspect_node);
+		} else {
+			mr_entry_invalidate_locked(c, e);
+		}
+	}
+	ok = e->state == MR_ENTRY_VALID;
+	spin_unlock(&c->lock);
+	return ok;
+}
+
+/* Verify @e if it is suspect; e->pages_sem held for reading. */
+static bool mr_entry_check(struct dmaplane_mr_entry *e)
+{
+	if (!READ_ONCE(e->suspect))
+		return true;
+	return e->pages && mr_entry_verify(e);
+}
+
+static void mr_cache_verify_work(struct work_struct *work)
+{
+	struct dmaplane_mr_cache *c =
+		container_of(work, struct dmaplane_mr_cache, verify_work);
+	struct dmaplane_mr_entry *e;
+
+	for (;;) {
+		spin_lock(&c->lock);
+		e = list_first_entry_or_null(&c->suspects, struct dmaplane_mr_entry,
+					     suspect_node);
+		if (e) {
+			/* Still VALID: its pin reference is there. */
+			list_del_init(&e->suspect_node);
+			kref_get(&e->ref);
+		}
+		spin_unlock(&c->lock);
+		if (!e)
+			break;
+		down_read(&e->pages_sem);
+		mr_entry_check(e);
+		up_read(&e->pages_sem);
+		kref_put(&e->ref, mr_entry_free);
+		cond_resched();
+	}
+	/* The reference taken when this execution was queued. */
+	mr_cache_kref_put(c);
+}
+
 static bool mr_invalidate(struct mmu_interval_notifier *mni,
 			  const struct mmu_notifier_range *range,
 			  unsigned long cur_seq)
@@ -398,10 +574,12 @@ static bool mr_invalidate(struct mmu_interval_notifier *mni,
 	 * hinting, fork's write protection: pinned anonymous pages are
 	 * copied for the child, never write-protected in the parent) or of
 	 * soft-dirty bits leaves the same pages mapped at the same place:
-	 * the registration stays valid.  Any other event overlapping the
-	 * range (munmap, mremap, MADV_DONTNEED, migration, exit) means the
-	 * process may no longer see these pages.  Only non-sleeping
-	 * bookkeeping here: this may run with
+	 * the registration stays valid.  A CLEAR (MADV_DONTNEED, COW,
+	 * reclaim, but also a huge PMD split over a whole PMD window: see the
+	 * top comment) makes the entry suspect, to be verified.  Any other
+	 * event overlapping the range (munmap, mremap, migration, exit)
+	 * means the process may no longer see these pages.  Only
+	 * non-sleeping bookkeeping here: this may run with
 	 * !mmu_notifier_range_blockable(range).
 	 */
 	switch (range->event) {
@@ -414,7 +592,15 @@ static bool mr_invalidate(struct mmu_interval_notifier *mni,
 	}
 	spin_lock(&c->lock);
 	mmu_interval_set_seq(mni, cur_seq);
-	mr_entry_invalidate_locked(c, e);
+	if (range->event != MMU_NOTIFY_CLEAR) {
+		mr_entry_invalidate_locked(c, e);
+	} else if (e->state == MR_ENTRY_VALID && !e->suspect) {
+		WRITE_ONCE(e->suspect, true);
+		list_add_tail(&e->suspect_node, &c->suspects);
+		/* Each queued execution holds a cache reference. */
+		if (queue_work(dmaplane_mr_wq, &c->verify_work))
+			kref_get(&c->ref);
+	}
 	spin_unlock(&c->lock);
 	return true;
 }
@@ -489,7 +675,7 @@ static int mr_region_copy(struct dmaplane_region *r, u64 off,
 		return -EACCES;
 
 	down_read(&e->pages_sem);
-	if (!e->pages || READ_ONCE(r->invalid)) {
+	if (!e->pages || READ_ONCE(r->invalid) || !mr_entry_check(e)) {
 		ret = -EFAULT;
 		goto out_unlock;
 	}
@@ -514,11 +700,12 @@ static int mr_region_copy(struct dmaplane_region *r, u64 off,
 		pos += n;
 	}
 	/*
-	 * The notifier marks the region invalid before the pages leave the
-	 * address space: if it has not by now, the copy saw the process's
-	 * pages throughout.  Otherwise report the collision.
+	 * The notifier marks the region invalid, or its entry suspect, before
+	 * the pages leave the address space: if neither happened by now, or
+	 * the verification finds the pages still mapped, the copy saw the
+	 * process's pages throughout.  Otherwise report the collision.
 	 */
-	if (!ret && READ_ONCE(r->invalid))
+	if (!ret && (READ_ONCE(r->invalid) || !mr_entry_check(e)))
 		ret = -EFAULT;
 out_unlock:
 	up_read(&e->pages_sem);
@@ -542,7 +729,8 @@ static int mr_region_pages(struct dmaplane_region *r, u64 off, u64 len,
 	 * maps, as a copy would (the notifier marks the region first).
 	 */
 	down_read(&e->pages_sem);
-	if (!e->pages || READ_ONCE(r->invalid) || WARN_ON_ONCE(last >= e->npages)) {
+	if (!e->pages || READ_ONCE(r->invalid) || WARN_ON_ONCE(last >= e->npages) ||
+	    !mr_entry_check(e)) {
 		ret = -EFAULT;
 	} else {
 		*npages = last - first + 1;
@@ -574,15 +762,39 @@ static struct dmaplane_mr *mr_alloc(u64 addr, u64 len, u32 access)
 	return mr;
 }
 
-/* Serve @mr from the cache; false on a miss. */
+/* Resolve a suspicion on the entry of @mr before reporting its state. */
+static void mr_region_check(struct dmaplane_mr *mr)
+{
+	struct dmaplane_mr_entry *e = mr->entry;
+
+	if (!e || !READ_ONCE(e->suspect))
+		return;
+	down_read(&e->pages_sem);
+	mr_entry_check(e);
+	up_read(&e->pages_sem);
+}
+
+/* Serve @mr from the cache, verifying a suspect entry first; false on a miss. */
 static bool mr_try_cached(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr)
 {
 	unsigned long start = mr->addr & PAGE_MASK;
 	unsigned long last = PAGE_ALIGN(mr->addr + mr->region.len) - 1;
 	struct dmaplane_mr_entry *e;
 
-	spin_lock(&c->lock);
-	e = mr_cache_find_locked(c, start, last, dmaplane_access_writes(mr->region.access));
+	for (;;) {
+		spin_lock(&c->lock);
+		e = mr_cache_find_locked(c, start, last,
+					 dmaplane_access_writes(mr->region.access));
+		if (!e || !e->suspect)
+			break;
+		/* VALID, so the pin reference keeps it while we sleep. */
+		kref_get(&e->ref);
+		spin_unlock(&c->lock);
+		down_read(&e->pages_sem);
+		mr_entry_check(e);
+		up_read(&e->pages_sem);
+		kref_put(&e->ref, mr_entry_free);
+	}
 	if (e) {
 		mr_attach_locked(c, e, mr);
 		atomic64_inc(&c->cache_hits);
@@ -604,6 +816,7 @@ static struct dmaplane_mr_entry *mr_entry_alloc(struct dmaplane_mr_cache *c,
 	e->it.last = start + (npages << PAGE_SHIFT) - 1;
 	INIT_LIST_HEAD(&e->lru);
 	INIT_LIST_HEAD(&e->dead);
+	INIT_LIST_HEAD(&e->suspect_node);
 	INIT_LIST_HEAD(&e->regions);
 	kref_init(&e->ref);	/* the pin reference */
 	e->state = MR_ENTRY_PINNING;
@@ -967,6 +1180,8 @@ int dmaplane_ioctl_mr_query(struct dmaplane_ep *ep, void __user *uarg)
 	if (IS_ERR(r))
 		return PTR_ERR(r);
 
+	if (r->kind == DMAPLANE_REGION_USER)
+		mr_region_check(to_mr(r));
 	arg.addr = r->kind == DMAPLANE_REGION_USER ? to_mr(r)->addr : 0;
 	arg.len = r->len;
 	arg.state = READ_ONCE(r->invalid) ? DMAPLANE_MR_STATE_INVALID :

@@ -545,6 +545,225 @@ TEST_F(mr, mprotect_keeps_registration_valid)
 }
 
 /*
+ * Neighbours in the same 2 MiB window.  6.1 splits the huge PMD around
+ * every address a VMA is split at that is not 2 MiB-aligned, and fires
+ * MMU_NOTIFY_CLEAR over the whole 2 MiB window for it, huge page there or
+ * not (__split_huge_pmd()).  Mapping, merging and unmapping a neighbour in
+ * the VMA of registered pages, next to them, leaves those pages mapped
+ * where they were: the registration must stay valid and usable, and
+ * nothing may be counted as invalidated.  The window is 2 MiB-aligned;
+ * the registration covers [256 KiB, 1280 KiB) of it, the neighbour
+ * [1536 KiB, 1600 KiB).
+ */
+#define NB_HUGE		(2ul << 20)
+#define NB_REG_OFF	(256ul << 10)
+#define NB_REG_LEN	(1ul << 20)
+#define NB_OFF		(1536ul << 10)
+#define NB_LEN		(64ul << 10)
+#define NB_RMA_MS	5000
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+struct nb {
+	unsigned char *raw, *win;
+	struct dp_ep *init, *target;
+	struct dp_mr *mr;
+	uint32_t to_target;
+	long inval, pinned;
+};
+
+/* AnonHugePages of the VMA holding @addr, in KiB, or -1. */
+static long nb_anon_huge_kb(const void *addr)
+{
+	unsigned long start, end, a = (uintptr_t)addr;
+	char line[256];
+	long val = -1;
+	bool in = false;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
+			in = start <= a && a < end;
+			continue;
+		}
+		if (in && !strncmp(line, "AnonHugePages:", 14)) {
+			sscanf(line + 14, " %ld", &val);
+			break;
+		}
+	}
+	fclose(f);
+	return val;
+}
+
+/*
+ * Map 6 MiB with @advice (MADV_HUGEPAGE, MADV_NOHUGEPAGE) on all of it,
+ * fill the 2 MiB-aligned window in it and register part of the window.
+ * False (and nothing set up) when @advice is not available.
+ */
+static bool nb_setup(struct __test_metadata *_metadata, struct nb *n, int advice)
+{
+	memset(n, 0, sizeof(*n));
+	n->raw = mmap(NULL, 3 * NB_HUGE, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (n->raw == MAP_FAILED) {
+		n->raw = NULL;
+		return false;
+	}
+	if (!have_madvise() || madvise(n->raw, 3 * NB_HUGE, advice)) {
+		munmap(n->raw, 3 * NB_HUGE);
+		n->raw = NULL;
+		return false;
+	}
+	n->win = (unsigned char *)(((uintptr_t)n->raw + NB_HUGE - 1) & ~(NB_HUGE - 1));
+	memset(n->win, 3, NB_HUGE);
+	TH_LOG("AnonHugePages of the VMA: %ld KiB", nb_anon_huge_kb(n->win));
+	n->target = dp_test_ep_new(0, 0);
+	n->init = dp_test_ep_new(0, 0);
+	if (!n->target || !n->init)
+		return true;	/* checked by the caller */
+	if (dp_test_connect(n->init, n->target, &n->to_target))
+		return true;
+	n->pinned = dp_test_stat("pinned_pages");
+	if (dp_mr_reg(n->target, n->win + NB_REG_OFF, NB_REG_LEN, RW, &n->mr))
+		n->mr = NULL;
+	n->inval = dp_test_stat("invalidations");
+	return true;
+}
+
+static void nb_teardown(struct nb *n)
+{
+	if (n->mr)
+		dp_mr_dereg(n->mr);
+	if (n->init)
+		dp_close(n->init);
+	if (n->target)
+		dp_close(n->target);
+	if (n->raw)
+		munmap(n->raw, 3 * NB_HUGE);
+}
+
+/* The registration is valid, nothing was invalidated, and RMA works. */
+static void nb_expect_valid(struct __test_metadata *_metadata, struct nb *n,
+			    const char *after)
+{
+	unsigned char buf[5000], back[5000];
+	struct dmaplane_mr_query q;
+	struct dp_mr *again = NULL;
+
+	/* The verify work runs without any use of the registration. */
+	usleep(100000);
+	EXPECT_EQ(n->inval, dp_test_stat("invalidations")) TH_LOG("after %s", after);
+	ASSERT_EQ(0, dp_mr_query(n->mr, &q));
+	EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state) TH_LOG("after %s", after);
+	EXPECT_EQ(n->inval, dp_test_stat("invalidations")) TH_LOG("after %s", after);
+	dp_test_fill(buf, sizeof(buf), 11);
+	EXPECT_EQ(0, dp_test_rma(n->init, 1, n->to_target, dp_mr_key(n->mr), 4095,
+				 buf, sizeof(buf), NB_RMA_MS)) TH_LOG("put after %s", after);
+	EXPECT_EQ(0, memcmp(n->win + NB_REG_OFF + 4095, buf, sizeof(buf)));
+	memset(back, 0, sizeof(back));
+	EXPECT_EQ(0, dp_test_rma(n->init, 0, n->to_target, dp_mr_key(n->mr), 4095,
+				 back, sizeof(back), NB_RMA_MS)) TH_LOG("get after %s", after);
+	EXPECT_EQ(0, memcmp(back, buf, sizeof(buf)));
+	/* Still served from the cache: no new pin. */
+	ASSERT_EQ(0, dp_mr_reg(n->target, n->win + NB_REG_OFF + 8192, 8192, RO, &again));
+	EXPECT_EQ(n->pinned + (long)(NB_REG_LEN / pgsz()), dp_test_stat("pinned_pages"));
+	EXPECT_EQ(0, dp_mr_dereg(again));
+}
+
+/* Unmap the neighbour, map it again (merged into the VMA), unmap it. */
+static void nb_map_unmap(struct __test_metadata *_metadata, int advice)
+{
+	struct nb n;
+	void *p;
+
+	if (!nb_setup(_metadata, &n, advice))
+		SKIP(return, "no madvise(%d)", advice);
+	ASSERT_NE(NULL, n.target);
+	ASSERT_NE(NULL, n.init);
+	ASSERT_NE(NULL, n.mr);
+	EXPECT_EQ(n.pinned + (long)(NB_REG_LEN / pgsz()), dp_test_stat("pinned_pages"));
+
+	ASSERT_EQ(0, munmap(n.win + NB_OFF, NB_LEN));
+	nb_expect_valid(_metadata, &n, "munmap of the neighbour");
+	p = mmap(n.win + NB_OFF, NB_LEN, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ASSERT_EQ((void *)(n.win + NB_OFF), p);
+	/* Same flags as its neighbours: merged into their VMA. */
+	ASSERT_EQ(0, madvise(p, NB_LEN, advice));
+	memset(p, 4, NB_LEN);
+	nb_expect_valid(_metadata, &n, "mmap of the neighbour");
+	ASSERT_EQ(0, munmap(n.win + NB_OFF, NB_LEN));
+	nb_expect_valid(_metadata, &n, "second munmap of the neighbour");
+	/* Merged again: an unaligned split on the other side, too. */
+	p = mmap(n.win + NB_OFF, NB_LEN, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	ASSERT_EQ((void *)(n.win + NB_OFF), p);
+	/* Same flags as its neighbours: merged into their VMA. */
+	ASSERT_EQ(0, madvise(p, NB_LEN, advice));
+	ASSERT_EQ(0, munmap(n.win + 4096, 4096));
+	nb_expect_valid(_metadata, &n, "munmap below the registration");
+	nb_teardown(&n);
+}
+
+TEST_F(mr, neighbour_in_2mib_window_keeps_registration_valid)
+{
+	nb_map_unmap(_metadata, MADV_NOHUGEPAGE);
+}
+
+TEST_F(mr, neighbour_in_2mib_window_keeps_thp_registration_valid)
+{
+	nb_map_unmap(_metadata, MADV_HUGEPAGE);
+}
+
+/*
+ * MADV_DONTNEED next to the registered pages, in their 2 MiB window (a
+ * partial zap of a huge page splits it: MMU_NOTIFY_CLEAR over the window),
+ * keeps the registration valid; on one of its pages it invalidates it,
+ * reported without any use of the registration.
+ */
+static void nb_dontneed(struct __test_metadata *_metadata, int advice)
+{
+	struct dmaplane_mr_query q;
+	unsigned char buf[64];
+	struct nb n;
+
+	if (!nb_setup(_metadata, &n, advice))
+		SKIP(return, "no madvise(%d)", advice);
+	ASSERT_NE(NULL, n.target);
+	ASSERT_NE(NULL, n.init);
+	ASSERT_NE(NULL, n.mr);
+
+	ASSERT_EQ(0, madvise(n.win + NB_OFF, NB_LEN, MADV_DONTNEED));
+	nb_expect_valid(_metadata, &n, "MADV_DONTNEED of the neighbour");
+	ASSERT_EQ(0, madvise(n.win + NB_REG_OFF - 4096, 4096, MADV_DONTNEED));
+	nb_expect_valid(_metadata, &n, "MADV_DONTNEED of the page below");
+
+	ASSERT_EQ(0, madvise(n.win + NB_REG_OFF + 5 * 4096, 4096, MADV_DONTNEED));
+	/* The verify work finds the loss: counted and reported, unused. */
+	EXPECT_EQ(n.inval + 1, wait_stat("invalidations", n.inval + 1));
+	ASSERT_EQ(0, dp_mr_query(n.mr, &q));
+	EXPECT_EQ(DMAPLANE_MR_STATE_INVALID, q.state);
+	EXPECT_EQ(n.inval + 1, dp_test_stat("invalidations"));
+	EXPECT_EQ(-EFAULT, dp_test_rma(n.init, 1, n.to_target, dp_mr_key(n.mr), 0,
+				       buf, sizeof(buf), NB_RMA_MS));
+	nb_teardown(&n);
+}
+
+TEST_F(mr, dontneed_next_to_registration_keeps_it_valid)
+{
+	nb_dontneed(_metadata, MADV_NOHUGEPAGE);
+}
+
+TEST_F(mr, dontneed_next_to_thp_registration_keeps_it_valid)
+{
+	nb_dontneed(_metadata, MADV_HUGEPAGE);
+}
+
+/*
  * A shared mapping of a regular file (ramfs here: page cache, not shmem)
  * cannot be registered for writing: the device would write pages behind
  * the file system's back.  Reading is fine, and so are private file
