@@ -325,7 +325,7 @@ int dmaplane_region_iter(struct dmaplane_region *r, u64 off, u64 len, bool to_re
 	ret = r->ops->pages(r, off, len, &map->pages, &map->npages, &first_off);
 	if (ret)
 		return ret;
-	map->bvec = kvmalloc_array(map->npages, sizeof(*map->bvec), GFP_KERNEL);
+	map->bvec = kvmalloc_array(map->npages, sizeof(*map->bvec), GFP_KERNEL_ACCOUNT);
 	if (!map->bvec) {
 		dmaplane_region_iter_end(map);
 		return -ENOMEM;
