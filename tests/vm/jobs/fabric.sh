@@ -116,28 +116,14 @@ grep -E 'caps|mem_tag_format|mr_mode|inject_size|cq_data_size|threading' /tmp/in
 pair fi_pingpong $PP fi_pingpong -p dmaplane -e rdm -I 100
 pair fi_pingpong-all-sizes $PP fi_pingpong -p dmaplane -e rdm -I 10 -S all
 
-if [ ! -x "$H$FT/fi_rdm_tagged_pingpong" ]; then
-	for t in fi_rdm_tagged_pingpong fi_rdm_tagged_bw fi_rdm_tagged_peek \
-		fi_recv_cancel fi_unexpected_msg fi_rdm fi_rdm_pingpong \
-		fi_msg_inject fi_rma_bw fi_rma_bw-writedata fi_getinfo_test fi_cq_test fi_mr_test \
-		fi_dom_test fi_eq_test fi_cq_data; do
+. /dmaplane/jobs/fabtests.sh
+WINDOW=16
+fabtests_pairs
+if [ ! -x "$H$FT/fi_getinfo_test" ]; then
+	for t in fi_getinfo_test fi_cq_test fi_mr_test fi_dom_test fi_eq_test; do
 		skip $t "no fabtests in $FT (fabric/build-fabtests.sh)"
 	done
 else
-	pair fi_rdm_tagged_pingpong $OOB $FT/fi_rdm_tagged_pingpong -p dmaplane -E -I 10 -S $SIZES
-	pair fi_rdm_tagged_bw $OOB $FT/fi_rdm_tagged_bw -p dmaplane -E -I 5 -W 16 -S $SIZES
-	pair fi_rdm_tagged_peek $OOB $FT/fi_rdm_tagged_peek -p dmaplane -E
-	pair fi_recv_cancel $OOB $FT/fi_recv_cancel -p dmaplane -e rdm -E
-	pair fi_unexpected_msg $OOB $FT/fi_unexpected_msg -p dmaplane -e rdm -E -I 10 -S 4096
-	pair fi_rdm $OOB $FT/fi_rdm -p dmaplane -E
-	# fi_senddata: 8 bytes of remote CQ data in the receiver's completion.
-	pair fi_cq_data $OOB $FT/fi_cq_data -p dmaplane -e rdm -E
-	pair fi_rdm_pingpong $OOB $FT/fi_rdm_pingpong -p dmaplane -E -I 10 -S $SIZES
-	pair fi_msg_inject $OOB $FT/fi_msg_inject -p dmaplane -e rdm -E -S 512
-	pair fi_rma_bw-write $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o write -I 5 -W 16 -S $SIZES
-	pair fi_rma_bw-read $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o read -I 5 -W 16 -S $SIZES
-	# fi_writedata: the target's CQ gets the data (DMAPLANE_CAP_PUT_DATA).
-	pair fi_rma_bw-writedata $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o writedata -I 5 -W 16 -S $SIZES
 	one fi_getinfo_test $FT/fi_getinfo_test -p dmaplane
 	one fi_cq_test $FT/fi_cq_test -p dmaplane
 	one fi_mr_test $FT/fi_mr_test -p dmaplane
