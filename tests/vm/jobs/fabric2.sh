@@ -194,33 +194,28 @@ case ",$ONLY," in
 	pair fi_pingpong-all-sizes $PP fi_pingpong -p dmaplane -e rdm -I 2 -S all ;;
 esac
 
-if [ ! -x "$H$FT/fi_rdm_tagged_pingpong" ]; then
-	for t in fi_rdm_tagged_pingpong fi_rdm_tagged_bw fi_rdm_tagged_peek \
-		fi_recv_cancel fi_unexpected_msg fi_rdm fi_cq_data \
-		fi_rdm_pingpong fi_msg_inject fi_rma_bw-write fi_rma_bw-read; do
-		skip $t "no fabtests in $FT (fabric/build-fabtests.sh)"
-	done
-else
-	pair fi_rdm_tagged_pingpong $OOB $FT/fi_rdm_tagged_pingpong -p dmaplane -E -I 10 -S $SIZES
-	pair fi_rdm_tagged_bw $OOB $FT/fi_rdm_tagged_bw -p dmaplane -E -I 5 -W 4 -S $SIZES
-	pair fi_rdm_tagged_peek $OOB $FT/fi_rdm_tagged_peek -p dmaplane -E
-	pair fi_recv_cancel $OOB $FT/fi_recv_cancel -p dmaplane -e rdm -E
-	pair fi_unexpected_msg $OOB $FT/fi_unexpected_msg -p dmaplane -e rdm -E -I 10 -S 4096
-	pair fi_rdm $OOB $FT/fi_rdm -p dmaplane -E
-	pair fi_cq_data $OOB $FT/fi_cq_data -p dmaplane -e rdm -E
-	pair fi_rdm_pingpong $OOB $FT/fi_rdm_pingpong -p dmaplane -E -I 10 -S $SIZES
-	pair fi_msg_inject $OOB $FT/fi_msg_inject -p dmaplane -e rdm -E -S 512
-	pair fi_rma_bw-write $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o write -I 5 -W 4 -S $SIZES
-	pair fi_rma_bw-read $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o read -I 5 -W 4 -S $SIZES
-fi
+. /dmaplane/jobs/fabtests.sh
+WINDOW=4
+fabtests_pairs
 
-# Open MPI across the nodes, only when dmaplane.fabric_only names openmpi:
-# mpirun on node 0, one rank per node (tests/mpi_ping_pong.c takes exactly
-# two ranks).  There is no ssh in the VMs: mpirun's rsh launcher runs
+# Open MPI across the nodes, only when dmaplane.fabric_only names the
+# checks: openmpi (mpi_ping_pong, which takes exactly two ranks: one per
+# node), openmpi-p2p, openmpi-coll and openmpi-osc (mpi_p2p, mpi_coll,
+# mpi_osc with 4 ranks, 2 per node: ranks on one node talk through the
+# module on that node, across the nodes over its transport).  mpirun runs
+# on node 0.  There is no ssh in the VMs: mpirun's rsh launcher runs
 # /tmp/rsh-agent HOST ORTED-COMMAND..., which hands the command line to a
 # listener on node 1 (busybox nc on port $MPIPORT) that runs it with sh in
-# the chroot, as sshd would; node 0 says "done" to the listener at the end.
+# the chroot, as sshd would; node 0 says "done" to the listener at the end
+# of the last mpirun.  dmaplane.mpi_timeout=S bounds each mpirun (900 s).
 MPIPORT=19190
+MPI_TMO=$(cmdline dmaplane.mpi_timeout 900)
+MPI_CHECKS="openmpi:2:1:mpi_ping_pong openmpi-p2p:4:2:mpi_p2p"
+MPI_CHECKS="$MPI_CHECKS openmpi-coll:4:2:mpi_coll openmpi-osc:4:2:mpi_osc"
+mpi_wanted=
+for c in $MPI_CHECKS; do
+	case ",$ONLY," in *",${c%%:*},"*) mpi_wanted="$mpi_wanted $c" ;; esac
+done
 # rsh_agent: on both nodes (orted on node 1 checks that plm_rsh_agent exists)
 rsh_agent() {
 	cat >$H/tmp/rsh-agent <<-EOF
@@ -237,9 +232,11 @@ rsh_agent() {
 	chmod 0755 $H/tmp/rsh-agent
 }
 
+# mpi_node1 N: run the orted command lines node 0's mpiruns send (one per
+# mpirun, N of them at most) until node 0 says "done"
 mpi_node1() {
 	rsh_agent
-	end=$(($(date +%s) + TMO + 240))
+	end=$(($(date +%s) + $1 * (MPI_TMO + 60) + 240))
 	n=0
 	while [ "$(date +%s)" -lt $end ]; do
 		cmd=$(timeout $((end - $(date +%s) + 1)) nc -l -p $MPIPORT </dev/null 2>/dev/null)
@@ -253,7 +250,7 @@ mpi_node1() {
 		chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
 			TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
 			FI_LOG_LEVEL="$LOG" \
-			timeout -k 5 $TMO sh -c "$cmd" >/tmp/orted.$n 2>&1 </dev/null &
+			timeout -k 5 $MPI_TMO sh -c "$cmd" >/tmp/orted.$n 2>&1 </dev/null &
 	done
 	[ "$cmd" = "done" ] || echo "# fabric2/openmpi: node 0 never said done"
 	for i in $(seq 60); do
@@ -268,38 +265,70 @@ mpi_node1() {
 	case_result openmpi-node1 $? "no orted command came from node 0"
 }
 
+# mpi_node0 NAME NP PER-NODE PROGRAM: one mpirun, NP ranks, PER-NODE on
+# each node; passes when mpirun exits 0, rank 0 printed "PROGRAM: ok" and
+# every rank's ofi MTL chose dmaplane and no other provider
 mpi_node0() {
-	rsh_agent
-	echo "# fabric2/openmpi: mpirun -np 2 --host 10.77.0.1:1,10.77.0.2:1 (dmaplane)"
-	fab mpirun --allow-run-as-root -np 2 --host 10.77.0.1:1,10.77.0.2:1 \
+	name=$1
+	np=$2
+	per=$3
+	prog=$4
+	if [ ! -x "$H$B/fabric/$prog" ]; then
+		skip "$name" "no build/fabric/$prog (mpicc in tests/run-fabric.sh)"
+		return 0
+	fi
+	echo "# fabric2/$name: mpirun -np $np --host 10.77.0.1:$per,10.77.0.2:$per (dmaplane) $prog"
+	t0=$(date +%s)
+	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
+		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
+		FI_LOG_LEVEL="$LOG" \
+		timeout -k 5 $MPI_TMO mpirun --allow-run-as-root -np $np \
+		--host 10.77.0.1:$per,10.77.0.2:$per \
 		--mca plm_rsh_agent /tmp/rsh-agent --mca plm_rsh_no_tree_spawn 1 \
 		--mca oob_tcp_if_include eth0 --mca btl self,tcp \
 		--mca btl_tcp_if_include eth0 \
 		-x FI_PROVIDER_PATH -x LD_LIBRARY_PATH -x FI_LOG_LEVEL \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
+		--mca osc pt2pt \
 		--mca mtl_base_verbose 10 --mca plm_base_verbose 5 \
-		"$B/fabric/mpi_ping_pong" >/tmp/mpi.$$ 2>&1
+		"$B/fabric/$prog" >/tmp/mpi.$$ 2>&1
 	rc=$?
-	for i in $(seq 30); do
-		echo "done" | nc -w 5 $SRV $MPIPORT >/dev/null 2>&1 && break
-		sleep 1
-	done
+	t1=$(date +%s)
 	sed 's/^/#   /' /tmp/mpi.$$
-	grep -q 'mpi_ping_pong: ok' /tmp/mpi.$$ || rc=1
-	grep -q 'mtl:ofi:provider: dmaplane' /tmp/mpi.$$ || rc=1
-	case_result openmpi $rc "rc=$rc: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+	why=
+	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
+	# node 0's mpirun prints every rank's lines, node 1's included
+	grep -o 'mtl:ofi:provider: [^ ]*' /tmp/mpi.$$ >/tmp/prov.$$
+	if [ "$(grep -cx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$)" != "$np" ] ||
+		grep -qvx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$; then
+		rc=1
+		why="$why providers: $(sort /tmp/prov.$$ | uniq -c | tr -s ' ' | tr '\n' ,) want $np x dmaplane; "
+	fi
+	echo "# fabric2/$name: $((t1 - t0)) s"
+	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
 }
 
-case ",$ONLY," in
-*,openmpi,*)
-	if ! chroot $H test -x /usr/bin/mpirun || [ ! -x "$H$B/fabric/mpi_ping_pong" ]; then
-		skip openmpi "no mpirun on the host or no build/fabric/mpi_ping_pong"
+if [ -n "$mpi_wanted" ]; then
+	if ! chroot $H test -x /usr/bin/mpirun; then
+		for c in $mpi_wanted; do
+			skip "${c%%:*}" "no mpirun on the host"
+		done
 	elif [ "$DMAPLANE_NODE" = 1 ]; then
-		mpi_node1
+		mpi_node1 $(echo $mpi_wanted | wc -w)
 	else
-		mpi_node0
-	fi ;;
-esac
+		rsh_agent
+		for c in $mpi_wanted; do
+			IFS=: read -r name np per prog <<-EOF
+			$c
+			EOF
+			mpi_node0 "$name" "$np" "$per" "$prog"
+		done
+		for i in $(seq 30); do
+			echo "done" | nc -w 5 $SRV $MPIPORT >/dev/null 2>&1 && break
+			sleep 1
+		done
+	fi
+fi
 
 # The end: every endpoint released (the peer's connection stays), the
 # module unloaded, kmemleak.  Node 1 is done with its servers by the time
