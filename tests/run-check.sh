@@ -194,8 +194,8 @@ if pkg-config --exists libfabric; then
 	# does not).
 	checks=fi_pingpong,fi_rdm_tagged_pingpong,fi_rdm_tagged_bw,fi_rdm_tagged_peek
 	checks=$checks,fi_recv_cancel,fi_unexpected_msg,fi_rdm,fi_rdm_pingpong
-	checks=$checks,fi_msg_inject,fi_rma_bw-write,fi_rma_bw-read,fi_cq_test
-	checks=$checks,fi_mr_test,fi_dom_test,fi_eq_test,fi_cq_data
+	checks=$checks,fi_msg_inject,fi_rma_bw-write,fi_rma_bw-read,fi_rma_bw-writedata
+	checks=$checks,fi_cq_test,fi_mr_test,fi_dom_test,fi_eq_test,fi_cq_data
 	# Open MPI over the provider (fabric/tests/mpi_*.c; they skip without
 	# mpirun/mpicc), np 4: about 10 min of guest time under TCG, mostly
 	# mpirun's start (the np 2 mpi_ping_pong, which mpi_p2p covers, runs
