@@ -39,6 +39,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/sched/mm.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
@@ -58,7 +59,13 @@ module_param(unexp_max, uint, 0644);
 MODULE_PARM_DESC(unexp_max, "Unexpected messages an endpoint may hold");
 
 #define MAX_SUBMIT	256
-#define COPY_CHUNK	16	/* pages pinned at a time by remote copies */
+/*
+ * Remote copies pin COPY_PAGES pages per pin_user_pages_remote() call
+ * (the array is on the stack: 512 bytes) and reschedule every
+ * COPY_RESCHED bytes.
+ */
+#define COPY_PAGES	64
+#define COPY_RESCHED	SZ_1M
 
 /* Runs the endpoints' delivery work (unbound: one stuck endpoint blocks one worker). */
 static struct workqueue_struct *deliver_wq;
@@ -198,22 +205,49 @@ void dmaplane_msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 }
 
 /*
+ * Pages @pages[0..@nr) that follow each other in one folio, from the
+ * first: a single copy_page_{to,from}_iter() call covers them (both take
+ * any offset within a compound page), so a transparent huge page is
+ * copied in one call rather than one per 4 KiB.
+ */
+static long folio_run(struct page **pages, long nr)
+{
+	struct folio *folio = page_folio(pages[0]);
+	long i;
+
+	if (!folio_test_large(folio))
+		return 1;
+	for (i = 1; i < nr; i++)
+		if (pages[i] != nth_page(pages[0], i) ||
+		    page_folio(pages[i]) != folio)
+			break;
+	return i;
+}
+
+/*
  * Copy between @len bytes at @uaddr in @mm (not the current address
- * space) and @iter, pinning at most COPY_CHUNK pages at a time.
+ * space) and @iter, pinning at most COPY_PAGES pages at a time.  Each run
+ * of pages of one folio is copied in one call; unpinning (and dirtying,
+ * when the pages were written) is done once per folio of a batch by
+ * unpin_user_pages_dirty_lock().  The CPU is offered to others every
+ * COPY_RESCHED bytes rather than every batch: often enough for a large
+ * copy, and a receiver polling its ring on the same CPU gets it less
+ * often while the copy it waits for is still running.
  */
 static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 		       struct iov_iter *iter, bool to_remote)
 {
-	struct page *pages[COPY_CHUNK];
+	struct page *pages[COPY_PAGES];
+	u64 copied = 0;
 	int ret = 0;
 
 	if (!mmget_not_zero(mm))
 		return -ECONNRESET;
 	while (len) {
 		unsigned long off = offset_in_page(uaddr);
-		unsigned long nr = min_t(u64, COPY_CHUNK,
+		unsigned long nr = min_t(u64, COPY_PAGES,
 					 DIV_ROUND_UP(off + len, PAGE_SIZE));
-		long pinned, i;
+		long pinned, i, run;
 
 		mmap_read_lock(mm);
 		pinned = dmaplane_pin_user_pages_remote(mm, uaddr & PAGE_MASK, nr,
@@ -224,10 +258,11 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 			ret = pinned ? pinned : -EFAULT;
 			break;
 		}
-		for (i = 0; i < pinned && len; i++) {
-			size_t n = min_t(u64, PAGE_SIZE - off, len);
-			size_t done;
+		for (i = 0; i < pinned && len; i += run) {
+			size_t n, done;
 
+			run = folio_run(pages + i, pinned - i);
+			n = min_t(u64, run * PAGE_SIZE - off, len);
 			if (to_remote)
 				done = copy_page_from_iter(pages[i], off, n, iter);
 			else
@@ -238,15 +273,19 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 			}
 			uaddr += n;
 			len -= n;
+			copied += n;
 			off = 0;
 		}
 		unpin_user_pages_dirty_lock(pages, pinned, to_remote);
 		if (ret)
 			break;
-		cond_resched();
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
 			break;
+		}
+		if (copied >= COPY_RESCHED) {
+			cond_resched();
+			copied = 0;
 		}
 	}
 	mmput(mm);

@@ -115,6 +115,113 @@ TEST_F(pair, unexpected_messages_all_sizes)
 		one_message(_metadata, self, sizes[i], 0);
 }
 
+#define HUGE_SZ	(2UL << 20)
+#define THP_MAP	(3 * HUGE_SZ)
+
+/*
+ * 6 MiB, 2 MiB aligned: transparent huge pages in the first 4 MiB (when
+ * the kernel has them), 4 KiB pages in the last 2 MiB.  The mapping
+ * (with its alignment slack) goes to @map, @maplen.
+ */
+static char *map_thp_then_small(void **map, size_t *maplen)
+{
+	size_t len = THP_MAP + HUGE_SZ;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *a;
+
+	if (p == MAP_FAILED)
+		return NULL;
+	*map = p;
+	*maplen = len;
+	a = (char *)(((uintptr_t)p + HUGE_SZ - 1) & ~(HUGE_SZ - 1));
+	madvise(a, 2 * HUGE_SZ, MADV_HUGEPAGE);
+	madvise(a + 2 * HUGE_SZ, HUGE_SZ, MADV_NOHUGEPAGE);
+	memset(a, 0x5a, THP_MAP);
+	return a;
+}
+
+/* AnonHugePages of this process in kB, for the log (-1: unknown). */
+static long anon_huge_kb(void)
+{
+	FILE *f = fopen("/proc/self/smaps_rollup", "r");
+	char line[128];
+	long kb = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
+			break;
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* The first byte in [@from, @to) of @p that is not 0x5a, or @to. */
+static size_t untouched(const char *p, size_t from, size_t to)
+{
+	while (from < to && (unsigned char)p[from] == 0x5a)
+		from++;
+	return from;
+}
+
+/*
+ * Rendezvous messages between buffers backed by huge pages, at offsets
+ * that are not page aligned and differ between sender and receiver,
+ * across a 2 MiB boundary and across the end of a huge page into small
+ * ones: the remote copy takes a run of a folio's pages at a time, in
+ * both directions (a posted receive is written by the sender's call, an
+ * unexpected message is read by the receiver's).
+ */
+TEST_F(pair, huge_page_buffers_at_odd_offsets)
+{
+	static const struct { size_t soff, doff, len; } cases[] = {
+		{ 4096 * 3 + 123, 77, 3 << 20 },		/* across 2 MiB */
+		{ HUGE_SZ - 1, HUGE_SZ + 4095, HUGE_SZ + 2 },	/* huge -> small */
+		{ 2 * HUGE_SZ - 12345, 5, HUGE_SZ },		/* sender: huge -> small */
+		{ 1, HUGE_SZ / 2 + 3, THP_MAP - HUGE_SZ / 2 - 128 },
+		{ HUGE_SZ - 100, HUGE_SZ - 100, 200 + EAGER },	/* 1 page each side */
+	};
+	void *smap, *dmap;
+	size_t slen, dlen;
+	char *src = map_thp_then_small(&smap, &slen);
+	char *dst = map_thp_then_small(&dmap, &dlen);
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	TH_LOG("AnonHugePages with both buffers mapped: %ld kB", anon_huge_kb());
+	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		for (int expected = 0; expected < 2; expected++) {
+			size_t soff = cases[i].soff, doff = cases[i].doff;
+			size_t len = cases[i].len;
+			uint64_t seed = 1000 + 2 * i + expected;
+			struct dmaplane_cqe c;
+
+			ASSERT_LE(soff + len, THP_MAP);
+			ASSERT_LE(doff + len + 64, THP_MAP);
+			dp_test_fill(src + soff, len, seed);
+			memset(dst, 0x5a, THP_MAP);
+			if (expected)
+				ASSERT_EQ(0, dp_recv(self->b, self->b2a, i, 0,
+						     dst + doff, len, 7));
+			ASSERT_EQ(0, dp_send(self->a, self->a2b, i, src + soff,
+					     len, 9));
+			if (!expected)
+				ASSERT_EQ(0, dp_recv(self->b, self->b2a, i, 0,
+						     dst + doff, len, 7));
+			ASSERT_EQ(1, wait1(self->b, &c));
+			EXPECT_EQ(0, c.status);
+			EXPECT_EQ(len, c.len);
+			ASSERT_EQ(1, wait1(self->a, &c));
+			EXPECT_EQ(0, c.status);
+			EXPECT_EQ(-1, dp_test_check(dst + doff, len, seed))
+				TH_LOG("case %u, %s", i, expected ? "expected" : "unexpected");
+			EXPECT_EQ(doff, untouched(dst, 0, doff));
+			EXPECT_EQ(THP_MAP, untouched(dst, doff + len, THP_MAP));
+		}
+	}
+	munmap(smap, slen);
+	munmap(dmap, dlen);
+}
+
 static void truncated(struct __test_metadata *_metadata,
 		      FIXTURE_DATA(pair) *self, uint64_t len, uint64_t room,
 		      int expected)
