@@ -115,7 +115,12 @@ np() {
 echo
 echo "# NetPIPE $npver (NPopenmpi), Open MPI $mpiver, 2 ranks on this VM"
 np vader --mca pml ob1 --mca btl self,vader --mca btl_vader_single_copy_mechanism cma
-np ucx --mca pml ucx
+# UCX on one node: its shared-memory transports (with rxe0 on lo in this
+# VM UCX also picks ud_verbs, whose endpoints timed out under TCG:
+# "UD endpoint ... unhandled timeout error", abort).  Open MPI 4.1's pml
+# ucx declines unless UCX offers one of pml_ucx_tls (verbs, mlx5, ...) on
+# one of pml_ucx_devices (mlx*): "any" lifts that.
+np ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any -x UCX_TLS=sm,self
 if [ -n "$B" ] && [ -e "$H$B/fabric/libdmaplane-fi.so" ]; then
 	np dmaplane -x FI_PROVIDER_PATH -x LD_LIBRARY_PATH \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
@@ -128,7 +133,7 @@ fi
 # half round trip in seconds per line.
 echo
 echo "# NetPIPE ping-pong; usec: half the round trip; MB/s: 10^6 bytes/s;"
-echo "# vader: --mca pml ob1 --mca btl self,vader; ucx: --mca pml ucx;"
+echo "# vader: --mca pml ob1 --mca btl self,vader; ucx: --mca pml ucx, UCX_TLS=sm,self;"
 echo "# dmaplane: --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane"
 echo "# dp/x: dmaplane's usec over x's (lower is better), then MB/s over x's (higher is better)"
 touch $H/tmp/np-vader.out $H/tmp/np-ucx.out $H/tmp/np-dmaplane.out
