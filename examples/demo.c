@@ -8,21 +8,41 @@
 
 #include <dmaplane.h>
 
-static const char *const cap_names[] = {
-	"info", "arena", "mr", "dmabuf-export", "dmabuf-import", "msg",
+/* Every DMAPLANE_CAP_* bit of uapi/linux/dmaplane.h, by name. */
+static const struct {
+	unsigned long long bit;
+	const char *name;
+} cap_names[] = {
+	{ DMAPLANE_CAP_INFO, "info" },
+	{ DMAPLANE_CAP_ARENA, "arena" },
+	{ DMAPLANE_CAP_MR, "mr" },
+	{ DMAPLANE_CAP_DMABUF_EXPORT, "dmabuf-export" },
+	{ DMAPLANE_CAP_DMABUF_IMPORT, "dmabuf-import" },
+	{ DMAPLANE_CAP_MSG, "msg" },
+	{ DMAPLANE_CAP_RMA, "rma" },
+	{ DMAPLANE_CAP_REMOTE, "remote" },
+	{ DMAPLANE_CAP_CQ_DATA, "cq-data" },
+	{ DMAPLANE_CAP_SRC_AV, "src-av" },
+	{ DMAPLANE_CAP_REGION_BUF, "region-buf" },
+	{ DMAPLANE_CAP_PUT_DATA, "put-data" },
 };
 
 static void print_caps(unsigned long long caps)
 {
-	unsigned int i;
+	unsigned int i, j;
 
 	for (i = 0; i < 64; i++) {
-		if (!(caps & (1ULL << i)))
+		unsigned long long bit = 1ULL << i;
+
+		if (!(caps & bit))
 			continue;
-		if (i < sizeof(cap_names) / sizeof(cap_names[0]))
-			printf(" %s", cap_names[i]);
-		else
-			printf(" bit%u", i);
+		for (j = 0; j < sizeof(cap_names) / sizeof(cap_names[0]); j++)
+			if (cap_names[j].bit == bit)
+				break;
+		if (j < sizeof(cap_names) / sizeof(cap_names[0]))
+			printf(" %s", cap_names[j].name);
+		else	/* a module newer than this program */
+			printf(" unknown-bit%u", i);
 	}
 	printf("\n");
 }

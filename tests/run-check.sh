@@ -14,7 +14,8 @@
 #  5. test kernel VMs, 6.1 and 6.12 (KASAN, lockdep, kmemleak): KUnit +
 #     kselftest suite
 #  6. stock kernel VMs (linux-image-amd64 and linux-image-6.12-amd64): the
-#     kselftest suite
+#     kselftest suite; make bench's job as a smoke run on 6.1 (every
+#     dp-bench mode and peer with tiny sizes, tests/run-bench.sh smoke)
 #  6b. fault injection (every allocation of every ioctl path failed once),
 #     100 kill rounds and 200,000 fuzzed ioctls, on the 6.1 test kernel
 #  7. two VMs over a socket netdev: link, soft-RoCE, module on both nodes,
@@ -176,6 +177,18 @@ section "stock kernel $stock VM: kselftest suite"
 run_vm stock "/boot/vmlinuz-$stock" "$BUILD/ko-stock" suite 1 600
 section "stock kernel $stock612 VM: kselftest suite"
 run_vm stock-6.12 "/boot/vmlinuz-$stock612" "$BUILD/ko-stock612" suite 1 600
+section "stock kernel $stock VM: make bench's job, smoke run (every dp-bench mode and peer, tiny sizes)"
+# tests/run-bench.sh smoke: a case per dp-bench mode (non-zero exit or an
+# "error"/"n/a" dmaplane cell fails it) and per peer (ucx_perftest,
+# NetPIPE over Open MPI's vader, UCX and the provider; skipped when not
+# installed, scripts/deps.sh bench).
+rm -rf "$BUILD/bench-smoke/vm"
+if ! DMAPLANE_BENCH_KO=$BUILD/ko-stock tests/run-bench.sh smoke >"$out/benchsmoke.log" 2>&1 &&
+	[ ! -e "$BUILD/bench-smoke/vm/results-0.log" ]; then
+	record FAIL benchsmoke "no VM run: $(tail -20 "$out/benchsmoke.log")"
+else
+	judge --label benchsmoke "$BUILD/bench-smoke/vm" 1
+fi
 section "two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
 run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
 section "two VMs: kill loop across the nodes (100 rounds)"

@@ -1,10 +1,25 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
-# make bench: load dmaplane (and, on the stock kernel, the soft-RoCE
-# modules shipped with it), add an rxe device on lo and run dp-bench.
+# make bench (tests/run-bench.sh), and make check's smoke run of it
+# (tests/run-bench.sh smoke: dmaplane.bench_smoke=1 on the kernel command
+# line, every mode and every peer with tiny sizes and iterations): load
+# dmaplane after the RDMA core modules it needs (Debian's kernel has them
+# as modules), the soft-RoCE modules shipped with the kernel, add an rxe
+# device on lo and run every dp-bench mode, then the peers
+# (bench/peers.sh).
+#
+# Each dp-bench mode is a case, dp-bench-MODE: it fails when dp-bench
+# exits non-zero (a dmaplane measurement failed) or a dmaplane column of
+# its table says "error" or "n/a" (dmaplane_errors).  peers.sh adds a case
+# per peer.  dmaplane.fabric_build=<host path of build/> lets peers.sh
+# run NetPIPE over the libfabric provider.
 . /dmaplane/jobs/lib.sh
 
-for m in crc32_generic udp_tunnel ip6_udp_tunnel ib_core ib_uverbs rdma_rxe; do
+SMOKE=$(cmdline dmaplane.bench_smoke 0)
+export SMOKE
+
+check insmod load_dmaplane
+for m in crc32_generic udp_tunnel ip6_udp_tunnel ib_uverbs rdma_rxe; do
 	[ -e $D/kmods/$m.ko ] && insmod $D/kmods/$m.ko
 done
 ip link set lo up
@@ -13,26 +28,102 @@ if rdma link add rxe0 type rxe netdev lo; then
 else
 	echo "# no rxe device: ibv_reg_mr column will be n/a"
 fi
-check insmod insmod $D/dmaplane.ko
+
+# dmaplane_errors: the rows of dp-bench's tables (stdin) whose dmaplane
+# cell says "error" or "n/a".  Sizes print as two words ("64 KiB") under
+# one header word ("size"), hence the offset.
+dmaplane_errors() {
+	awk '
+	/^(size|N) / {
+		cols = ""
+		if ($2 == "thp") {	# bwdiag: the three dp-* columns
+			cols = " 3 4 5"
+		} else {
+			for (i = 1; i <= NF; i++)
+				if ($i ~ /^(dmaplane|dp_cold|dp_cached|latency)$/)
+					cols = cols " " i
+		}
+		next
+	}
+	/^# dmaplane: n\/a/ { print; next }	# rlat, rbw, rrate
+	/^#/ { next }
+	NF == 0 { cols = ""; next }
+	$1 == "dmaplane" && ($2 == "error" || $2 == "n/a") { print; next }
+	$3 == "dmaplane" && $4 ~ /^error/ { print; next }	# overlap
+	cols != "" {
+		off = $2 ~ /^(B|KiB|MiB|GiB)$/ ? 1 : 0
+		n = split(cols, c, " ")
+		for (k = 1; k <= n; k++) {
+			v = $(c[k] + off)
+			if (v == "error" || v == "n/a") {
+				print
+				break
+			}
+		}
+	}'
+}
+
+# bench MODE ARGS...: dp-bench MODE, bounded; case dp-bench-MODE.
+# rlat, rbw and rrate run their server on this node (--peer 127.0.0.1:
+# the remote modes' code over dmaplane's local transport).
+bench() {
+	mode=$1
+	shift
+	spid=
+	case $mode in
+	rlat|rbw|rrate)
+		$D/dp-bench "$mode" --server -p 20990 2>/tmp/server.log &
+		spid=$!
+		set -- --peer 127.0.0.1 -p 20990 "$@"
+		;;
+	esac
+	timeout "$TMO" $D/dp-bench "$mode" "$@" >/tmp/bench.out 2>/tmp/bench.err
+	rc=$?
+	if [ -n "$spid" ]; then
+		kill "$spid" 2>/dev/null
+		wait "$spid"
+		sed 's/^/# server: /' /tmp/server.log
+	fi
+	cat /tmp/bench.out
+	sed 's/^/# stderr: /' /tmp/bench.err
+	bad=$(dmaplane_errors </tmp/bench.out)
+	[ $rc = 0 ] && [ -z "$bad" ]
+	case_result "dp-bench-$mode" $? "rc=$rc $(echo $bad)"
+	echo
+}
+
 echo "# kernel $(uname -r), $(nproc) CPUs, QEMU TCG"
 echo "DMAPLANE-BENCH-BEGIN"
-$D/dp-bench reg -m ${DMAPLANE_BENCH_MAX:-1073741824} -n 5
-rc=$?
-echo
-$D/dp-bench lat -n 200 || rc=$?
-echo
-$D/dp-bench bw -n 50 || rc=$?
-echo
-$D/dp-bench rate -n 200 || rc=$?
-echo
-$D/dp-bench overlap -n 5 || rc=$?
-echo
-$D/dp-bench scaling -n 200 || rc=$?
-echo
-$D/dp-bench bwdiag -n 3 || rc=$?
-echo
+if [ "$SMOKE" = 1 ]; then
+	# make check: every mode, a few iterations, small messages (the
+	# sizes in a mode's table up to -m)
+	echo "# smoke run: tiny sizes and iterations, the numbers mean nothing"
+	TMO=120
+	bench reg -m 1048576 -n 2
+	bench lat -m 65536 -n 5
+	bench bw -m 65536 -n 2
+	bench rate -n 5
+	bench overlap -m 1048576 -n 1
+	bench scaling -n 5
+	bench bwdiag -m 1048576 -n 1
+	bench rlat -m 1024 -n 5
+	bench rbw -m 16384 -n 2
+	bench rrate -n 5
+else
+	TMO=1800
+	bench reg -m "${DMAPLANE_BENCH_MAX:-1073741824}" -n 5
+	bench lat -n 200
+	bench bw -n 50
+	bench rate -n 200
+	bench overlap -n 5
+	bench scaling -n 200
+	bench bwdiag -n 3
+	bench rlat -n 200
+	bench rbw -n 10
+	bench rrate -n 200
+fi
 sh $D/bench/peers.sh
+fails=$((fails + $?))
 echo "DMAPLANE-BENCH-END"
-case_result dp-bench-reg $rc
-rmmod dmaplane
+check rmmod rmmod dmaplane
 exit $fails
