@@ -99,6 +99,7 @@ struct kv_cfg {
 	int rank;
 	char *addrs[MAX_SERVERS];	/* per server: host:port or a ZeroMQ endpoint */
 	int naddrs;
+	int corrupt;		/* testing: a server spoils the value it takes then */
 };
 
 struct kv_result {
@@ -328,6 +329,7 @@ struct server {
 	struct kv_hdr reply[NSLOT];	/* headers of replies in flight */
 	unsigned int nreply;
 	int done;
+	int pushes;
 };
 
 /* The stored value of @key for size @z, or NULL when the key is not ours. */
@@ -402,6 +404,8 @@ static int srv_add(struct server *sv, int z, uint64_t key, const void *val)
 	}
 	for (uint64_t i = 0; i < val_len(sv->cfg, z) / 4; i++)
 		p[i] += g[i];
+	if (++sv->pushes == sv->cfg->corrupt)
+		p[0] ^= 1;	/* --test-corrupt: the workers must notice */
 	return 0;
 }
 
@@ -1223,6 +1227,9 @@ static void usage(FILE *f)
 "                      dmaplane: HOST:PORT of the TCP name exchange (server:\n"
 "                      *:PORT); zmq: a ZeroMQ endpoint (tcp://HOST:PORT,\n"
 "                      ipc:///PATH; server: tcp://*:PORT)\n"
+"      --test-corrupt N  testing the check: every server spoils one element\n"
+"                      of the value it adds at its Nth added key value; the\n"
+"                      run must then fail\n"
 "  -v, --verbose       progress on stderr\n"
 "  -h, --help          this text\n"
 "\n"
@@ -1386,6 +1393,7 @@ int main(int argc, char **argv)
 		{ "role", required_argument, NULL, 'R' },
 		{ "rank", required_argument, NULL, 'r' },
 		{ "addr", required_argument, NULL, 'a' },
+		{ "test-corrupt", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
@@ -1431,6 +1439,7 @@ int main(int argc, char **argv)
 			if (parse_addrs(&cfg, optarg))
 				goto bad;
 			break;
+		case 'C': cfg.corrupt = atoi(optarg); break;
 		case 'v': verbose = 1; break;
 		case 'h':
 			usage(stdout);
@@ -1442,7 +1451,7 @@ int main(int argc, char **argv)
 	if (optind != argc || cfg.servers < 1 || cfg.servers > MAX_SERVERS ||
 	    cfg.workers < 1 || cfg.workers > MAX_WORKERS || cfg.keys < 1 ||
 	    cfg.keys > MAX_KEYS || cfg.iters < 1 || cfg.warmup < 0 || cfg.pushes < 1 ||
-	    cfg.window < 1 || cfg.window > MAX_WINDOW || cfg.rank < 0)
+	    cfg.window < 1 || cfg.window > MAX_WINDOW || cfg.rank < 0 || cfg.corrupt < 0)
 		goto bad;
 	for (int z = 0; z < cfg.nsizes; z++)
 		if (cfg.sizes[z] % (4ull * cfg.keys)) {
