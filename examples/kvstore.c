@@ -109,6 +109,32 @@ struct kv_result {
 };
 
 static int verbose;
+static int busy_poll;		/* --busy-poll: wait for messages spinning */
+
+/*
+ * dp_wait(), or with --busy-poll dp_poll() in a loop (no sleep, no
+ * wake-up: what a latency benchmark usually does).
+ */
+static int ep_wait(struct dp_ep *ep, struct dmaplane_cqe *c, unsigned int max,
+		   int timeout_ms)
+{
+	struct timespec t0, t;
+	int n;
+
+	if (!busy_poll)
+		return dp_wait(ep, c, max, timeout_ms);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (unsigned int i = 0;; i++) {
+		n = dp_poll(ep, c, max);
+		if (n)
+			return n;
+		if (i & 1023)
+			continue;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= timeout_ms)
+			return 0;
+	}
+}
 
 static double now(void)
 {
@@ -437,7 +463,7 @@ static int dps_reap(struct dp_server *d, int timeout_ms)
 {
 	struct dmaplane_cqe c[64];
 	unsigned int room = 4096 - (d->tail - d->head);
-	int n = dp_wait(d->ep, c, room < 64 ? room : 64, timeout_ms);
+	int n = ep_wait(d->ep, c, room < 64 ? room : 64, timeout_ms);
 
 	if (n < 0)
 		return n;
@@ -574,14 +600,32 @@ static int zerr(void)
 }
 
 /*
- * Receive one frame of exactly @len bytes; @more: another must follow (1),
- * must not (0), either (-1).
+ * The first frame of a message (the rest of a multipart message is there
+ * with it): zmq_recv(), or with --busy-poll in a loop that does not block.
  */
-static int z_recv_exact(void *sock, void *buf, size_t len, int more)
+static int z_recv_first(void *sock, void *buf, size_t len)
+{
+	double t0 = now();
+	int n;
+
+	if (!busy_poll)
+		return zmq_recv(sock, buf, len, 0);
+	while ((n = zmq_recv(sock, buf, len, ZMQ_DONTWAIT)) < 0 &&
+	       zmq_errno() == EAGAIN)
+		if (now() - t0 > TIMEOUT_MS / 1000.0)
+			break;
+	return n;
+}
+
+/*
+ * Receive one frame of exactly @len bytes; @more: another must follow (1),
+ * must not (0), either (-1); @first: the message's first frame.
+ */
+static int z_recv_exact(void *sock, void *buf, size_t len, int more, int first)
 {
 	int64_t rcvmore;
 	size_t sz = sizeof(rcvmore);
-	int n = zmq_recv(sock, buf, len, 0);
+	int n = first ? z_recv_first(sock, buf, len) : zmq_recv(sock, buf, len, 0);
 
 	if (n < 0)
 		return zerr();
@@ -634,14 +678,14 @@ static int run_zmq_server(const struct kv_cfg *cfg, int s, const char *addr)
 	}
 	while (sv->done < cfg->workers) {
 		struct kv_hdr h, *r;
-		int idlen = zmq_recv(sock, id, sizeof(id), 0);
+		int idlen = z_recv_first(sock, id, sizeof(id));
 		uint64_t vlen;
 
 		if (idlen < 0 || idlen > (int)sizeof(id)) {
 			ret = idlen < 0 ? zerr() : -EPROTO;
 			break;
 		}
-		ret = z_recv_exact(sock, &h, sizeof(h), -1);
+		ret = z_recv_exact(sock, &h, sizeof(h), -1, 0);
 		if (!ret)
 			ret = srv_check_hdr(sv, &h);
 		if (ret)
@@ -651,7 +695,7 @@ static int run_zmq_server(const struct kv_cfg *cfg, int s, const char *addr)
 			continue;
 		}
 		vlen = val_len(cfg, h.size_idx);
-		ret = z_recv_exact(sock, keys, cfg->keys * 8, h.op == OP_PUSH);
+		ret = z_recv_exact(sock, keys, cfg->keys * 8, h.op == OP_PUSH, 0);
 		for (int j = 0; !ret && h.op == OP_PUSH && j < cfg->keys; j++) {
 			zmq_msg_t m;
 
@@ -746,7 +790,7 @@ enum { CTX_W_SEND = 1, CTX_W_REPLY };
 static int dpw_reap(struct worker *wk, int timeout_ms)
 {
 	struct dmaplane_cqe c[64];
-	int n = dp_wait(wk->ep, c, 64, timeout_ms);
+	int n = ep_wait(wk->ep, c, 64, timeout_ms);
 
 	if (n < 0)
 		return n;
@@ -926,12 +970,12 @@ static int zw_wait_one(struct worker *wk)
 	struct kv_hdr h;
 	int ret;
 
-	ret = z_recv_exact(sock, &h, sizeof(h), vals);
+	ret = z_recv_exact(sock, &h, sizeof(h), vals, 1);
 	if (!ret && h.op != (uint32_t)wk->fifo[i].op)
 		ret = -EPROTO;
 	for (int j = 0; !ret && vals && j < cfg->keys; j++)
 		ret = z_recv_exact(sock, wk->fifo[i].dst + j * vlen, vlen,
-				   j < cfg->keys - 1);
+				   j < cfg->keys - 1, 0);
 	wk->out--;
 	return ret;
 }
@@ -1185,9 +1229,9 @@ static void report(const struct kv_cfg *cfg, const struct kv_result *res, int nw
 	for (int z = 0; z < cfg->nsizes; z++) {
 		struct kv_sum t = sum_size(cfg, res, nw, z);
 
-		printf("kvstore transport=%s size=%llu keys=%d servers=%d workers=%d window=%d rounds=%d pushes=%d lat_us=%.1f lat_p99_us=%.1f bw_MBps=%.1f pushes_per_s=%.0f verified=yes\n",
+		printf("kvstore transport=%s size=%llu keys=%d servers=%d workers=%d window=%d wait=%s rounds=%d pushes=%d lat_us=%.1f lat_p99_us=%.1f bw_MBps=%.1f pushes_per_s=%.0f verified=yes\n",
 		       tr, (unsigned long long)cfg->sizes[z], cfg->keys, cfg->servers,
-		       nw, cfg->window, res[z].rounds, res[z].pushes, t.med, t.p99,
+		       nw, cfg->window, busy_poll ? "poll" : "block", res[z].rounds, res[z].pushes, t.med, t.p99,
 		       t.bw, t.pps);
 	}
 	fflush(stdout);
@@ -1218,6 +1262,9 @@ static void usage(FILE *f)
 "  -p, --pushes N      pushes of the rate phase (default 2000, scaled as -n,\n"
 "                      at least 4 * window)\n"
 "  -q, --window N      pushes in flight without an ack (default 16, max %d)\n"
+"  -B, --busy-poll     wait for completions and messages by polling in a loop\n"
+"                      (dp_poll, zmq_recv ZMQ_DONTWAIT) instead of sleeping\n"
+"                      (dp_wait, zmq_recv); for one process per CPU\n"
 "  -P, --port N        one node: first TCP port (dmaplane name exchange,\n"
 "                      zmq-tcp); default from the process id\n"
 "      --role ROLE     run one role only: server or worker (across nodes)\n"
@@ -1394,6 +1441,7 @@ int main(int argc, char **argv)
 		{ "rank", required_argument, NULL, 'r' },
 		{ "addr", required_argument, NULL, 'a' },
 		{ "test-corrupt", required_argument, NULL, 'C' },
+		{ "busy-poll", no_argument, NULL, 'B' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
@@ -1405,7 +1453,7 @@ int main(int argc, char **argv)
 	};
 	int c, t;
 
-	while ((c = getopt_long(argc, argv, "t:s:w:k:S:n:W:p:q:P:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:s:w:k:S:n:W:p:q:P:Bvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			for (t = 0; t <= T_ZMQ && strcmp(optarg, transport_names[t]); t++)
@@ -1440,6 +1488,7 @@ int main(int argc, char **argv)
 				goto bad;
 			break;
 		case 'C': cfg.corrupt = atoi(optarg); break;
+		case 'B': busy_poll = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h':
 			usage(stdout);
