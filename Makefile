@@ -46,6 +46,7 @@ PC         := $(BUILD)/dmaplane.pc
 
 TOOLS      := $(BUILD)/dpctl $(BUILD)/dp-bench
 EXAMPLES   := $(BUILD)/dp-demo $(BUILD)/dp-pingpong $(BUILD)/dp-ring
+EXAMPLES   += $(BUILD)/dp-kvstore
 
 # kselftest harness header, from the test kernel's source tree.
 KSFT_DIR   ?=
@@ -128,6 +129,17 @@ $(BUILD)/dp-pingpong: examples/pingpong.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
 $(BUILD)/dp-ring: examples/ring.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
+
+# dp-kvstore has a ZeroMQ transport beside dmaplane's when libzmq is there
+# (libzmq3-dev); without it, dmaplane's only.
+HAVE_ZMQ   := $(shell pkg-config --exists libzmq 2>/dev/null && echo y)
+ZMQ_FLAGS  := $(if $(HAVE_ZMQ),-DHAVE_ZMQ $(shell pkg-config --cflags libzmq))
+ZMQ_LIBS   := $(if $(HAVE_ZMQ),$(shell pkg-config --libs libzmq))
+
+$(BUILD)/dp-kvstore: examples/kvstore.c $(LIB_LINKS)
+	@$(if $(HAVE_ZMQ),:,echo "dp-kvstore: no libzmq (apt-get install libzmq3-dev): dmaplane transport only")
+	$(CC) $(CPPFLAGS_U) $(ZMQ_FLAGS) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) \
+		-ldmaplane $(ZMQ_LIBS) -lm
 
 fabric: $(FABRIC_SO)
 
