@@ -441,8 +441,37 @@ static ssize_t ep_abort(struct dpf_ep *ep, struct dpf_req *req, ssize_t ret)
 	return ret;
 }
 
-static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
-		       fi_addr_t dest, uint64_t tag, bool tagged, void *context,
+/*
+ * A local buffer in memory the application registered on this endpoint
+ * (fi_mr_desc() of an enabled FI_MR_ENDPOINT region bound here): the
+ * operation names the kernel region and the offset in it
+ * (DMAPLANE_OP_F_REGION), so the kernel takes the region's pages instead of
+ * pinning the user range for each operation.  Anything else (no
+ * descriptor, another endpoint's, a buffer not inside it, a receive into a
+ * region without local write access, a module without
+ * DMAPLANE_CAP_REGION_BUF) leaves the operation on the user address.
+ * Called with the domain locked (mr->kmr changes under it).
+ */
+static void ep_desc_region(struct dpf_ep *ep, void *desc, bool write,
+			   struct dmaplane_op *op)
+{
+	struct dpf_mr *mr = desc;
+	uintptr_t base, addr = (uintptr_t)op->addr;
+
+	if (!mr || !ep->region_buf || mr->ep != ep || !mr->kmr ||
+	    (op->flags & DMAPLANE_OP_F_IOV))
+		return;
+	if (write && !(mr->access & (FI_RECV | FI_READ)))
+		return;
+	base = (uintptr_t)mr->buf;
+	if (addr < base || op->len > mr->len || addr - base > mr->len - op->len)
+		return;
+	op->addr = addr - base;
+	dp_prep_set_region(op, dp_mr_handle(mr->kmr));
+}
+
+static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, void *desc,
+		       size_t count, fi_addr_t dest, uint64_t tag, bool tagged, void *context,
 		       uint64_t flags, uint64_t data, bool no_comp)
 {
 	struct dmaplane_op op;
@@ -496,6 +525,8 @@ static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 		dp_prep_send(&op, h, tag, buf, n, (uintptr_t)req);
 	if (!(flags & FI_INJECT) && count > 1)
 		dp_prep_set_flags(&op, DMAPLANE_OP_F_IOV);
+	else if (!(flags & FI_INJECT) && count == 1)
+		ep_desc_region(ep, desc, false, &op);
 	ret = dp_submit(ep->kep, &op, 1);
 	if (ret > 0)
 		ret = 0;
@@ -505,8 +536,8 @@ static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 	return 0;
 }
 
-static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, size_t count,
-		       fi_addr_t src, uint64_t tag, uint64_t ignore, bool tagged,
+static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, void *desc,
+		       size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, bool tagged,
 		       void *context, uint64_t flags)
 {
 	struct dpf_req *req;
@@ -538,10 +569,16 @@ static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, size_t count,
 	if (ret)
 		return ret;
 	req->buf = count ? iov[0].iov_base : NULL;
-	if (count <= 1)
-		ret = dp_recv(ep->kep, h, tag, ignore, req->buf,
-			      count ? iov[0].iov_len : 0, (uintptr_t)req);
-	else
+	if (count <= 1) {
+		struct dmaplane_op op;
+
+		dp_prep_recv(&op, h, tag, ignore, req->buf,
+			     count ? iov[0].iov_len : 0, (uintptr_t)req);
+		ep_desc_region(ep, desc, true, &op);
+		ret = dp_submit(ep->kep, &op, 1);
+		if (ret > 0)
+			ret = 0;
+	} else
 		ret = dp_recvv(ep->kep, h, tag, ignore, iov, count, (uintptr_t)req);
 	if (ret)
 		return ep_abort(ep, req, dpf_errno(ret));
@@ -658,7 +695,7 @@ static ssize_t ep_trecv_claimed(struct dpf_ep *ep, const struct fi_msg_tagged *m
 }
 
 static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
-		      size_t count, fi_addr_t addr, uint64_t raddr, uint64_t key,
+		      void *desc, size_t count, fi_addr_t addr, uint64_t raddr, uint64_t key,
 		      void *context, uint64_t flags, uint64_t data, bool no_comp)
 {
 	struct dmaplane_op op;
@@ -692,6 +729,8 @@ static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
 	}
 	dp_prep_rma(&op, write ? DMAPLANE_OP_PUT : DMAPLANE_OP_GET, h, key, raddr,
 		    buf, len, (uintptr_t)req);
+	if (!(write && (flags & FI_INJECT)))
+		ep_desc_region(ep, count ? desc : NULL, !write, &op);
 	if (flags & FI_REMOTE_CQ_DATA) {
 		/* The target's completion carries @data (DMAPLANE_CQE_F_REMOTE). */
 		dp_prep_set_flags(&op, DMAPLANE_OP_F_DATA);
@@ -707,6 +746,8 @@ static ssize_t ep_rma(struct dpf_ep *ep, bool write, const struct iovec *iov,
 }
 
 #define to_ep(fep) container_of(fep, struct dpf_ep, ep)
+/* The descriptor of a one-buffer operation's buffer (see ep_desc_region()) */
+#define DESC0(desc, count) ((count) == 1 && (desc) ? (desc)[0] : NULL)
 
 /* ---- fi_ops_msg ---------------------------------------------------------- */
 
@@ -715,23 +756,22 @@ static ssize_t dpf_recv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
-	(void)desc;
-	return ep_recv(to_ep(fep), &iov, 1, src, 0, 0, false, context,
+	return ep_recv(to_ep(fep), &iov, desc, 1, src, 0, 0, false, context,
 		       to_ep(fep)->rx_op_flags);
 }
 
 static ssize_t dpf_recvv(struct fid_ep *fep, const struct iovec *iov,
 			 void **desc, size_t count, fi_addr_t src, void *context)
 {
-	(void)desc;
-	return ep_recv(to_ep(fep), iov, count, src, 0, 0, false, context,
+	return ep_recv(to_ep(fep), iov, DESC0(desc, count), count, src, 0, 0, false, context,
 		       to_ep(fep)->rx_op_flags);
 }
 
 static ssize_t dpf_recvmsg(struct fid_ep *fep, const struct fi_msg *msg,
 			   uint64_t flags)
 {
-	return ep_recv(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr, 0, 0,
+	return ep_recv(to_ep(fep), msg->msg_iov, DESC0(msg->desc, msg->iov_count),
+		       msg->iov_count, msg->addr, 0, 0,
 		       false, msg->context, flags);
 }
 
@@ -740,23 +780,22 @@ static ssize_t dpf_send(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	(void)desc;
-	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, context,
+	return ep_send(to_ep(fep), &iov, desc, 1, dest, 0, false, context,
 		       to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_sendv(struct fid_ep *fep, const struct iovec *iov,
 			 void **desc, size_t count, fi_addr_t dest, void *context)
 {
-	(void)desc;
-	return ep_send(to_ep(fep), iov, count, dest, 0, false, context,
+	return ep_send(to_ep(fep), iov, DESC0(desc, count), count, dest, 0, false, context,
 		       to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_sendmsg(struct fid_ep *fep, const struct fi_msg *msg,
 			   uint64_t flags)
 {
-	return ep_send(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr, 0,
+	return ep_send(to_ep(fep), msg->msg_iov, DESC0(msg->desc, msg->iov_count),
+		       msg->iov_count, msg->addr, 0,
 		       false, msg->context, flags, msg->data, false);
 }
 
@@ -765,7 +804,7 @@ static ssize_t dpf_inject(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, NULL, FI_INJECT, 0,
+	return ep_send(to_ep(fep), &iov, NULL, 1, dest, 0, false, NULL, FI_INJECT, 0,
 		       true);
 }
 
@@ -774,8 +813,7 @@ static ssize_t dpf_senddata(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	(void)desc;
-	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, context,
+	return ep_send(to_ep(fep), &iov, desc, 1, dest, 0, false, context,
 		       to_ep(fep)->tx_op_flags | FI_REMOTE_CQ_DATA, data, false);
 }
 
@@ -784,7 +822,7 @@ static ssize_t dpf_injectdata(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_send(to_ep(fep), &iov, 1, dest, 0, false, NULL,
+	return ep_send(to_ep(fep), &iov, NULL, 1, dest, 0, false, NULL,
 		       FI_INJECT | FI_REMOTE_CQ_DATA, data, true);
 }
 
@@ -809,8 +847,7 @@ static ssize_t dpf_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
-	(void)desc;
-	return ep_recv(to_ep(fep), &iov, 1, src, tag, ignore, true, context,
+	return ep_recv(to_ep(fep), &iov, desc, 1, src, tag, ignore, true, context,
 		       to_ep(fep)->rx_op_flags);
 }
 
@@ -818,8 +855,7 @@ static ssize_t dpf_trecvv(struct fid_ep *fep, const struct iovec *iov,
 			  void **desc, size_t count, fi_addr_t src, uint64_t tag,
 			  uint64_t ignore, void *context)
 {
-	(void)desc;
-	return ep_recv(to_ep(fep), iov, count, src, tag, ignore, true, context,
+	return ep_recv(to_ep(fep), iov, DESC0(desc, count), count, src, tag, ignore, true, context,
 		       to_ep(fep)->rx_op_flags);
 }
 
@@ -836,7 +872,8 @@ static ssize_t dpf_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
 		return ep_trecv_claimed(ep, msg, flags);
 	if (flags & FI_DISCARD)
 		return -FI_EINVAL;	/* only with FI_PEEK or FI_CLAIM */
-	return ep_recv(ep, msg->msg_iov, msg->iov_count, msg->addr, msg->tag,
+	return ep_recv(ep, msg->msg_iov, DESC0(msg->desc, msg->iov_count),
+		       msg->iov_count, msg->addr, msg->tag,
 		       msg->ignore, true, msg->context, flags);
 }
 
@@ -845,8 +882,7 @@ static ssize_t dpf_tsend(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	(void)desc;
-	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, context,
+	return ep_send(to_ep(fep), &iov, desc, 1, dest, tag, true, context,
 		       to_ep(fep)->tx_op_flags, 0, false);
 }
 
@@ -854,15 +890,15 @@ static ssize_t dpf_tsendv(struct fid_ep *fep, const struct iovec *iov,
 			  void **desc, size_t count, fi_addr_t dest, uint64_t tag,
 			  void *context)
 {
-	(void)desc;
-	return ep_send(to_ep(fep), iov, count, dest, tag, true, context,
+	return ep_send(to_ep(fep), iov, DESC0(desc, count), count, dest, tag, true, context,
 		       to_ep(fep)->tx_op_flags, 0, false);
 }
 
 static ssize_t dpf_tsendmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
 			    uint64_t flags)
 {
-	return ep_send(to_ep(fep), msg->msg_iov, msg->iov_count, msg->addr,
+	return ep_send(to_ep(fep), msg->msg_iov, DESC0(msg->desc, msg->iov_count),
+		       msg->iov_count, msg->addr,
 		       msg->tag, true, msg->context, flags, msg->data, false);
 }
 
@@ -871,7 +907,7 @@ static ssize_t dpf_tinject(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, NULL, FI_INJECT, 0,
+	return ep_send(to_ep(fep), &iov, NULL, 1, dest, tag, true, NULL, FI_INJECT, 0,
 		       true);
 }
 
@@ -881,8 +917,7 @@ static ssize_t dpf_tsenddata(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	(void)desc;
-	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, context,
+	return ep_send(to_ep(fep), &iov, desc, 1, dest, tag, true, context,
 		       to_ep(fep)->tx_op_flags | FI_REMOTE_CQ_DATA, data, false);
 }
 
@@ -891,7 +926,7 @@ static ssize_t dpf_tinjectdata(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_send(to_ep(fep), &iov, 1, dest, tag, true, NULL,
+	return ep_send(to_ep(fep), &iov, NULL, 1, dest, tag, true, NULL,
 		       FI_INJECT | FI_REMOTE_CQ_DATA, data, true);
 }
 
@@ -915,8 +950,7 @@ static ssize_t dpf_read(struct fid_ep *fep, void *buf, size_t len, void *desc,
 {
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
-	(void)desc;
-	return ep_rma(to_ep(fep), false, &iov, 1, src, addr, key, context,
+	return ep_rma(to_ep(fep), false, &iov, desc, 1, src, addr, key, context,
 		      to_ep(fep)->tx_op_flags, 0, false);
 }
 
@@ -924,8 +958,7 @@ static ssize_t dpf_readv(struct fid_ep *fep, const struct iovec *iov,
 			 void **desc, size_t count, fi_addr_t src, uint64_t addr,
 			 uint64_t key, void *context)
 {
-	(void)desc;
-	return ep_rma(to_ep(fep), false, iov, count, src, addr, key, context,
+	return ep_rma(to_ep(fep), false, iov, DESC0(desc, count), count, src, addr, key, context,
 		      to_ep(fep)->tx_op_flags, 0, false);
 }
 
@@ -936,7 +969,8 @@ static ssize_t dpf_rma_msg(struct fid_ep *fep, bool write,
 		return -FI_EINVAL;
 	if (msg->rma_iov[0].len != iov_len(msg->msg_iov, msg->iov_count))
 		return -FI_EINVAL;
-	return ep_rma(to_ep(fep), write, msg->msg_iov, msg->iov_count, msg->addr,
+	return ep_rma(to_ep(fep), write, msg->msg_iov, DESC0(msg->desc, msg->iov_count),
+		       msg->iov_count, msg->addr,
 		      msg->rma_iov[0].addr, msg->rma_iov[0].key, msg->context,
 		      flags, msg->data, false);
 }
@@ -953,8 +987,7 @@ static ssize_t dpf_write(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	(void)desc;
-	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, context,
+	return ep_rma(to_ep(fep), true, &iov, desc, 1, dest, addr, key, context,
 		      to_ep(fep)->tx_op_flags, 0, false);
 }
 
@@ -962,8 +995,7 @@ static ssize_t dpf_writev(struct fid_ep *fep, const struct iovec *iov,
 			  void **desc, size_t count, fi_addr_t dest,
 			  uint64_t addr, uint64_t key, void *context)
 {
-	(void)desc;
-	return ep_rma(to_ep(fep), true, iov, count, dest, addr, key, context,
+	return ep_rma(to_ep(fep), true, iov, DESC0(desc, count), count, dest, addr, key, context,
 		      to_ep(fep)->tx_op_flags, 0, false);
 }
 
@@ -978,7 +1010,7 @@ static ssize_t dpf_rma_inject(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, NULL,
+	return ep_rma(to_ep(fep), true, &iov, NULL, 1, dest, addr, key, NULL,
 		      FI_INJECT, 0, true);
 }
 
@@ -988,8 +1020,7 @@ static ssize_t dpf_writedata(struct fid_ep *fep, const void *buf, size_t len,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	(void)desc;
-	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, context,
+	return ep_rma(to_ep(fep), true, &iov, desc, 1, dest, addr, key, context,
 		      to_ep(fep)->tx_op_flags | FI_REMOTE_CQ_DATA, data, false);
 }
 
@@ -999,7 +1030,7 @@ static ssize_t dpf_rma_injectdata(struct fid_ep *fep, const void *buf,
 {
 	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
 
-	return ep_rma(to_ep(fep), true, &iov, 1, dest, addr, key, NULL,
+	return ep_rma(to_ep(fep), true, &iov, NULL, 1, dest, addr, key, NULL,
 		      FI_INJECT | FI_REMOTE_CQ_DATA, data, true);
 }
 
@@ -1302,7 +1333,10 @@ static int ep_enable(struct dpf_ep *ep)
 		return dpf_errno(ret);
 	}
 	ep->enabled = true;
-	ep->put_data = !dp_info(ep->kep, &di) && (di.caps & DMAPLANE_CAP_PUT_DATA);
+	if (!dp_info(ep->kep, &di)) {
+		ep->put_data = di.caps & DMAPLANE_CAP_PUT_DATA;
+		ep->region_buf = di.caps & DMAPLANE_CAP_REGION_BUF;
+	}
 	/* Names inserted before the endpoint was enabled; refusals show later. */
 	for (i = 0; i < ep->av->count; i++)
 		if (ep->av->used[i])

@@ -278,6 +278,7 @@ struct dpf_ep {
 	struct dp_ep *kep;		/* the kernel endpoint */
 	bool enabled;
 	bool put_data;			/* the module has DMAPLANE_CAP_PUT_DATA */
+	bool region_buf;		/* ... and DMAPLANE_CAP_REGION_BUF */
 	uint64_t caps;
 	uint64_t tx_op_flags, rx_op_flags;
 	size_t tx_size, rx_size;
