@@ -64,31 +64,6 @@ static int child_status(pid_t pid)
 	return WEXITSTATUS(status);
 }
 
-/* A field of /proc/self/smaps for the VMA that starts at @addr, or -1. */
-static long smaps_field_kb(void *addr, const char *field)
-{
-	char line[256];
-	unsigned long start, end;
-	long val = -1;
-	bool in = false;
-	FILE *f = fopen("/proc/self/smaps", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
-			in = start == (unsigned long)addr;
-			continue;
-		}
-		if (in && !strncmp(line, field, strlen(field))) {
-			sscanf(line + strlen(field), " %ld", &val);
-			break;
-		}
-	}
-	fclose(f);
-	return val;
-}
-
 FIXTURE(arena) {
 	int fd;
 	struct dp_test_mem base;
@@ -181,7 +156,7 @@ TEST_F(arena, huge_pages_used_and_pmd_mapped)
 	ASSERT_NE(MAP_FAILED, p);
 	for (size_t i = 0; i < size; i += pg())
 		EXPECT_EQ(0, p[i]);
-	pmd_kb = smaps_field_kb(p, "FilePmdMapped:");
+	pmd_kb = dp_test_smaps_kb(p, "FilePmdMapped:");
 	TH_LOG("bytes_huge %llu, FilePmdMapped %ld kB", (unsigned long long)a.bytes_huge,
 	       pmd_kb);
 	if (pmd_needs_file_size() && !pmd_kb) {

@@ -123,6 +123,35 @@ static inline long dp_test_check(const void *buf, size_t len, uint64_t seed)
 	return ret;
 }
 
+/*
+ * A field of /proc/self/smaps ("AnonHugePages:", "FilePmdMapped:") for the
+ * VMA holding @addr, in KiB, or -1.
+ */
+static inline long dp_test_smaps_kb(const void *addr, const char *field)
+{
+	unsigned long start, end, a = (uintptr_t)addr;
+	size_t flen = strlen(field);
+	char line[256];
+	long val = -1;
+	int in = 0;
+	FILE *f = fopen("/proc/self/smaps", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
+			in = start <= a && a < end;
+			continue;
+		}
+		if (in && !strncmp(line, field, flen)) {
+			sscanf(line + flen, " %ld", &val);
+			break;
+		}
+	}
+	fclose(f);
+	return val;
+}
+
 /* A new endpoint set up with @key and @entries (0: defaults), or NULL. */
 static inline struct dp_ep *dp_test_ep_new(uint64_t key, unsigned int entries)
 {

@@ -574,31 +574,6 @@ struct nb {
 	long inval, pinned;
 };
 
-/* AnonHugePages of the VMA holding @addr, in KiB, or -1. */
-static long nb_anon_huge_kb(const void *addr)
-{
-	unsigned long start, end, a = (uintptr_t)addr;
-	char line[256];
-	long val = -1;
-	bool in = false;
-	FILE *f = fopen("/proc/self/smaps", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
-			in = start <= a && a < end;
-			continue;
-		}
-		if (in && !strncmp(line, "AnonHugePages:", 14)) {
-			sscanf(line + 14, " %ld", &val);
-			break;
-		}
-	}
-	fclose(f);
-	return val;
-}
-
 /*
  * Map 6 MiB with @advice (MADV_HUGEPAGE, MADV_NOHUGEPAGE) on all of it,
  * fill the 2 MiB-aligned window in it and register part of the window.
@@ -620,7 +595,7 @@ static bool nb_setup(struct __test_metadata *_metadata, struct nb *n, int advice
 	}
 	n->win = (unsigned char *)(((uintptr_t)n->raw + NB_HUGE - 1) & ~(NB_HUGE - 1));
 	memset(n->win, 3, NB_HUGE);
-	TH_LOG("AnonHugePages of the VMA: %ld KiB", nb_anon_huge_kb(n->win));
+	TH_LOG("AnonHugePages of the VMA: %ld KiB", dp_test_smaps_kb(n->win, "AnonHugePages:"));
 	n->target = dp_test_ep_new(0, 0);
 	n->init = dp_test_ep_new(0, 0);
 	if (!n->target || !n->init)
