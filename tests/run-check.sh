@@ -137,6 +137,8 @@ for t in "$BUILD"/tests/host/*_test; do
 done
 sh tests/host/install_test.sh "$BUILD" >"$out/host-install.log" 2>&1
 judge --label host/install --tap "$out/host-install.log" --rc $?
+sh tests/host/kvstore_test.sh "$BUILD" >"$out/host-kvstore.log" 2>&1
+judge --label host/kvstore --tap "$out/host-kvstore.log" --rc $?
 step host/docs env KERNELDOC="$KSRC612/scripts/kernel-doc" python3 scripts/check-docs.py
 section "dkms build for $stock and $stock612"
 sh tests/host/dkms_test.sh "$stock" "$stock612" >"$out/host-dkms.log" 2>&1

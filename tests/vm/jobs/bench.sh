@@ -92,6 +92,24 @@ bench() {
 	echo
 }
 
+# kvstore TRANSPORT ARGS...: examples/kvstore.c (dp-kvstore) over dmaplane
+# or ZeroMQ, bounded; case kvstore-TRANSPORT (a wrong pulled value or a
+# failed transfer is a non-zero exit).  Its "kvstore ..." lines are the
+# numbers.
+kvstore() {
+	t=$1
+	shift
+	if [ ! -x $D/dp-kvstore ]; then
+		echo "DMAPLANE-CASE kvstore-$t SKIP dp-kvstore not built"
+		return 0
+	fi
+	timeout "$TMO" $D/dp-kvstore -t "$t" -P 21500 "$@" >/tmp/kv.out 2>&1
+	rc=$?
+	cat /tmp/kv.out
+	case_result "kvstore-$t" $rc "rc=$rc $(tail -2 /tmp/kv.out | tr '\n' ' ')"
+	echo
+}
+
 echo "# kernel $(uname -r), $(nproc) CPUs, QEMU TCG"
 echo "DMAPLANE-BENCH-BEGIN"
 if [ "$SMOKE" = 1 ]; then
@@ -109,6 +127,9 @@ if [ "$SMOKE" = 1 ]; then
 	bench rlat -m 1024 -n 5
 	bench rbw -m 16384 -n 2
 	bench rrate -n 5
+	for t in dmaplane zmq-ipc zmq-tcp; do
+		kvstore $t -S 4096,65536 -n 20 -W 2 -p 64
+	done
 else
 	TMO=1800
 	bench reg -m "${DMAPLANE_BENCH_MAX:-1073741824}" -n 5
@@ -121,6 +142,10 @@ else
 	bench rlat -n 200
 	bench rbw -n 10
 	bench rrate -n 200
+	# the seed's comparison: a parameter server over dmaplane and ZeroMQ
+	for t in dmaplane zmq-ipc zmq-tcp; do
+		kvstore $t
+	done
 fi
 sh $D/bench/peers.sh
 fails=$((fails + $?))
