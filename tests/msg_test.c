@@ -140,21 +140,6 @@ static char *map_thp_then_small(void **map, size_t *maplen)
 	return a;
 }
 
-/* AnonHugePages of this process in kB, for the log (-1: unknown). */
-static long anon_huge_kb(void)
-{
-	FILE *f = fopen("/proc/self/smaps_rollup", "r");
-	char line[128];
-	long kb = -1;
-
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "AnonHugePages: %ld kB", &kb) == 1)
-			break;
-	if (f)
-		fclose(f);
-	return kb;
-}
-
 /* The first byte in [@from, @to) of @p that is not 0x5a, or @to. */
 static size_t untouched(const char *p, size_t from, size_t to)
 {
@@ -187,7 +172,8 @@ TEST_F(pair, huge_page_buffers_at_odd_offsets)
 
 	ASSERT_NE(NULL, src);
 	ASSERT_NE(NULL, dst);
-	TH_LOG("AnonHugePages with both buffers mapped: %ld kB", anon_huge_kb());
+	TH_LOG("AnonHugePages of the buffers' mappings: %ld and %ld kB",
+	       dp_test_smaps_kb(src, "AnonHugePages:"), dp_test_smaps_kb(dst, "AnonHugePages:"));
 	for (unsigned int i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		for (int expected = 0; expected < 2; expected++) {
 			size_t soff = cases[i].soff, doff = cases[i].doff;
