@@ -27,3 +27,22 @@ in_host() {	# command line, run in the chroot with a clean environment
 	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
 		TMPDIR=/tmp "$@"
 }
+
+# mpi_rsh_agent PORT: write $H/tmp/rsh-agent, Open MPI's plm_rsh_agent for
+# VMs without ssh: "rsh-agent HOST COMMAND..." hands the command line
+# (orted's) to a listener on HOST (busybox nc on PORT) that runs it in the
+# chroot, as sshd would.  Needed on every node: orted checks that the
+# agent's path exists.
+mpi_rsh_agent() {
+	cat >$H/tmp/rsh-agent <<-EOF
+	#!/bin/sh
+	host=\$1
+	shift
+	for i in \$(seq 30); do
+		printf '%s\\n' "\$*" | busybox nc -w 5 "\$host" $1 && exit 0
+		sleep 1
+	done
+	exit 1
+	EOF
+	chmod 0755 $H/tmp/rsh-agent
+}

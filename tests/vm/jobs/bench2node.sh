@@ -191,6 +191,52 @@ test_peer qperf-tcp_lat 60 "$(hc qperf -lp 18632)" \
 	"$(hc qperf $srv -lp 18632 -t 3 -m 8 tcp_lat)"
 test_peer qperf-tcp_bw 60 "$(hc qperf -lp 18633)" \
 	"$(hc qperf $srv -lp 18633 -t 3 -m 1M tcp_bw)"
+
+# NetPIPE (netpipe-openmpi's NPopenmpi) under Open MPI 4.1.4, one rank per
+# node: ob1 over TCP, UCX (rc_verbs on rxe0, tcp for wire-up) and
+# dmaplane's provider (pml cm, mtl ofi; dmaplane.fabric_build=<host path
+# of build/> names the provider).  -n 5 repeats per size: across two TCG
+# VMs a 64 KiB round trip takes ~0.3 s.  There is no ssh in the VMs:
+# mpirun on node 0 starts orted on node 1 through /tmp/rsh-agent, which
+# hands orted's command line to node 1's test_peer "server" (nc on
+# $MPIPORT), which runs it in the chroot, as jobs/fabric2.sh does.
+B=$(cmdline dmaplane.fabric_build "")
+MPIPORT=19290
+hostname dmaplane-node$DMAPLANE_NODE	# Open MPI: two nodes, two names
+mpi_rsh_agent $MPIPORT
+cat >/tmp/orted-once <<-EOF
+	#!/bin/sh
+	# one orted command line from node 0's mpirun, run in the chroot
+	cmd=\$(nc -l -p $MPIPORT </dev/null)
+	cmd=\$(echo "\$cmd" | sed 's/ --daemonize//')
+	exec chroot $H /usr/bin/env -i PATH=/usr/bin:/bin HOME=/tmp TMPDIR=/tmp \\
+		FI_PROVIDER_PATH=$B/fabric LD_LIBRARY_PATH=$B sh -c "\$cmd"
+	EOF
+chmod 0755 /tmp/orted-once
+mpi2="--allow-run-as-root -np 2 --host 10.77.0.1:1,10.77.0.2:1"
+mpi2="$mpi2 --mca plm_rsh_agent /tmp/rsh-agent --mca plm_rsh_no_tree_spawn 1"
+mpi2="$mpi2 --mca oob_tcp_if_include eth0 --mca btl_tcp_if_include eth0"
+np2() {	# NAME MPIRUN-OPTIONS...
+	name=$1
+	shift
+	test_peer netpipe-$name 900 /tmp/orted-once \
+		"$(hc FI_PROVIDER_PATH=$B/fabric LD_LIBRARY_PATH=$B mpirun $mpi2 "$*" \
+			NPopenmpi -l 8 -u 1048576 -p 0 -n 5 -o /tmp/np2-$name.out)"
+}
+if chroot $H test -x /usr/bin/mpirun && [ -x $H/usr/bin/NPopenmpi ]; then
+	np2 ob1-tcp --mca pml ob1 --mca btl self,tcp
+	np2 ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
+		-x UCX_TLS=rc_verbs,tcp -x UCX_NET_DEVICES=rxe0:1,eth0
+	if [ -n "$B" ] && [ -e "$H$B/fabric/libdmaplane-fi.so" ]; then
+		np2 dmaplane -x FI_PROVIDER_PATH -x LD_LIBRARY_PATH --mca btl self,tcp \
+			--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
+			--mca mtl_base_verbose 10
+	else
+		echo "# netpipe-dmaplane: no provider (dmaplane.fabric_build=$B; make fabric)"
+	fi
+else
+	echo "# NetPIPE: no NPopenmpi or mpirun on the host (netpipe-openmpi)"
+fi
 echo "DMAPLANE-BENCH-END"
 
 rmmod dmaplane

@@ -216,26 +216,11 @@ mpi_wanted=
 for c in $MPI_CHECKS; do
 	want "${c%%:*}" && mpi_wanted="$mpi_wanted $c"
 done
-# rsh_agent: on both nodes (orted on node 1 checks that plm_rsh_agent exists)
-rsh_agent() {
-	cat >$H/tmp/rsh-agent <<-EOF
-	#!/bin/sh
-	# mpirun's plm_rsh_agent: \$1 is the host, the rest a shell command line
-	host=\$1
-	shift
-	for i in \$(seq 30); do
-		printf '%s\\n' "\$*" | busybox nc -w 5 "\$host" $MPIPORT && exit 0
-		sleep 1
-	done
-	exit 1
-	EOF
-	chmod 0755 $H/tmp/rsh-agent
-}
 
 # mpi_node1 N: run the orted command lines node 0's mpiruns send (one per
 # mpirun, N of them at most) until node 0 says "done"
 mpi_node1() {
-	rsh_agent
+	mpi_rsh_agent $MPIPORT
 	end=$(($(date +%s) + $1 * (MPI_TMO + 60) + 240))
 	n=0
 	while [ "$(date +%s)" -lt $end ]; do
@@ -316,7 +301,7 @@ if [ -n "$mpi_wanted" ]; then
 	elif [ "$DMAPLANE_NODE" = 1 ]; then
 		mpi_node1 $(echo $mpi_wanted | wc -w)
 	else
-		rsh_agent
+		mpi_rsh_agent $MPIPORT
 		for c in $mpi_wanted; do
 			IFS=: read -r name np per prog <<-EOF
 			$c
