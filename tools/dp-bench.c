@@ -24,7 +24,10 @@
  * dmaplane (tag-matched send/recv, completions polled from the mapped
  * ring), a pipe, a UNIX socket, CMA (process_vm_writev into the peer's
  * buffer: one copy) and shared memory with two copies and a polled flag
- * (what MPI libraries do for small messages).
+ * (what MPI libraries do for small messages); then dp_rs, dmaplane with
+ * each side's next receive posted in the same dp_submit() batch as its
+ * send (one system call per message), and rs/dp, its time over
+ * dmaplane's.
  *
  * bw, rate: windows of messages (16 of each size; 64 of 8 bytes) from one
  * process to the other, each window acknowledged; dmaplane submits a
@@ -805,6 +808,99 @@ static double lat_rank(struct xport *x, int rank, const struct run_args *a,
 	return (now_us() - t0) / a->iters / 2;
 }
 
+/*
+ * dp_rs: reap completions of a batched ping-pong until @want_got receives
+ * (ctx 1) and @want_sent sends (ctx 2) have completed.
+ */
+static int rs_reap(struct dp_ep *ep, int *got, int *sent, int want_got,
+		   int want_sent)
+{
+	struct dmaplane_cqe c[4];
+
+	for (unsigned int spin = 1; *got < want_got || *sent < want_sent;) {
+		int n = dp_take(ep, c, 4, spin);
+
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++) {
+			if (c[i].status)
+				return c[i].status;
+			if (c[i].ctx == 1)
+				(*got)++;
+			else
+				(*sent)++;
+		}
+		spin = n ? 1 : spin + 1;
+	}
+	return 0;
+}
+
+/* Submit all of @ops (a full ring makes dp_submit() take fewer). */
+static int rs_submit(struct dp_ep *ep, struct dmaplane_op *ops, int n)
+{
+	for (int done = 0; done < n;) {
+		int ret = dp_submit(ep, ops + done, n - done);
+
+		if (ret < 0 && ret != -EAGAIN)
+			return ret;
+		if (ret > 0)
+			done += ret;
+	}
+	return 0;
+}
+
+/*
+ * Latency over dmaplane with one system call per message: each side posts
+ * its receive for the next message in the same dp_submit() batch as its
+ * send (RECV then SEND), so every message finds its receive posted (one
+ * copy, straight into it) and nobody calls dp_recv() on its own.  Half
+ * the round trip, after two warm-up rounds, as lat_rank().
+ */
+static double lat_rs_rank(struct xport *x, int rank, const struct run_args *a,
+			  double *aux)
+{
+	size_t len = a->len ? a->len : 1;
+	char *sb = map_touched(len), *rb = map_touched(len);
+	int total = a->iters + 2, got = 0, sent = 0, ret = 0;
+	struct dmaplane_op ops[2];
+	double t0 = 0;
+
+	(void)aux;
+	if (!sb || !rb) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	dp_prep_recv(&ops[0], x->peer, 1, 0, rb, a->len, 1);
+	dp_prep_send(&ops[1], x->peer, 1, sb, a->len, 2);
+	if (rank)
+		ret = rs_submit(x->ep, ops, 1);
+	for (int i = 0; !ret && i < total; i++) {
+		if (!rank) {
+			if (i == 2)
+				t0 = now_us();
+			ret = rs_submit(x->ep, ops, 2);
+			if (!ret)
+				ret = rs_reap(x->ep, &got, &sent, i + 1, i + 1);
+			continue;
+		}
+		/* the ping; then the next receive (if any) and the pong */
+		ret = rs_reap(x->ep, &got, &sent, i + 1, 0);
+		if (!ret)
+			ret = i + 1 < total ? rs_submit(x->ep, ops, 2) :
+					      rs_submit(x->ep, ops + 1, 1);
+	}
+	if (!ret && rank)
+		ret = rs_reap(x->ep, &got, &sent, total, total);
+out:
+	if (sb)
+		munmap(sb, len);
+	if (rb)
+		munmap(rb, len);
+	if (ret || rank)
+		return ret;
+	return (now_us() - t0) / a->iters / 2;
+}
+
 static int send_window(struct xport *x, int rank, void *buf, size_t len, int w)
 {
 	if (x->send_w)
@@ -910,6 +1006,14 @@ static double run_latency(struct xport *x, size_t len, int iters)
 	return run_forked(x, lat_rank, &a);
 }
 
+static double run_latency_rs(size_t len, int iters)
+{
+	struct run_args a = { .len = len, .iters = iters };
+	struct xport x = xports[0];	/* dmaplane */
+
+	return run_forked(&x, lat_rs_rank, &a);
+}
+
 static double run_stream(struct xport *x, size_t len, int w, int windows)
 {
 	struct run_args a = { .len = len, .iters = windows, .w = w };
@@ -927,9 +1031,9 @@ static int bench_lat(int iters)
 	printf("%-8s", "size");
 	for (unsigned int t = 0; t < NR_XPORTS; t++)
 		printf(" %10s", xports[t].name);
-	printf(" %12s\n", "dp/pipe");
+	printf(" %12s %10s %8s\n", "dp/pipe", "dp_rs", "rs/dp");
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		double v[NR_XPORTS];
+		double v[NR_XPORTS], rs;
 		int n = sizes[i] >= (1 << 20) ? (iters + 9) / 10 : iters;
 
 		if (sizes[i] > max_size)
@@ -950,6 +1054,19 @@ static int bench_lat(int iters)
 		}
 		if (v[0] > 0 && v[1] > 0)
 			printf(" %12.2f", v[0] / v[1]);
+		else
+			printf(" %12s", "-");
+		rs = run_latency_rs(sizes[i], n);
+		if (rs < 0) {
+			dp_failures++;
+			printf(" %10s %8s", "error", "-");
+		} else {
+			printf(" %10.1f", rs);
+			if (v[0] > 0)
+				printf(" %8.2f", rs / v[0]);
+			else
+				printf(" %8s", "-");
+		}
 		printf("\n");
 	}
 	return 0;

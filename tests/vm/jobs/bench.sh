@@ -40,7 +40,7 @@ dmaplane_errors() {
 			cols = " 3 4 5"
 		} else {
 			for (i = 1; i <= NF; i++)
-				if ($i ~ /^(dmaplane|dp_cold|dp_cached|latency)$/)
+				if ($i ~ /^(dmaplane|dp_cold|dp_cached|latency|dp_rs)$/)
 					cols = cols " " i
 		}
 		next
