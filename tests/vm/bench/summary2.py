@@ -289,6 +289,48 @@ def main():
             whys.append("# dmaplane %s: n/a (%s)" % (METRIC[metric], dp[metric][1]))
     whys.append("# (peers' n/a reasons: in the list above)")
     print("\n".join(whys))
+    netpipe_table(secs)
+
+
+def netpipe_point(sec, size):
+    """(half round trip in us, MB/s) of NetPIPE's line for @size bytes."""
+    for ln in sec["lines"]:
+        m = re.match(r"\s*\d+:\s+(\d+) bytes\s+\d+ times -->\s+([0-9.]+) Mbps in\s+([0-9.]+) usec", ln)
+        if m and int(m.group(1)) == size:
+            return float(m.group(3)), float(m.group(2)) / 8
+    return None
+
+
+def netpipe_table(secs):
+    print()
+    print("# NetPIPE (NPopenmpi) under Open MPI 4.1.4, one rank per node: ob1 over")
+    print("# TCP, UCX (rc_verbs on rxe0) and dmaplane's provider (pml cm, mtl ofi);")
+    print("# usec: half the round trip; MB/s: 10^6 bytes/s; dp/x: dmaplane's usec")
+    print("# over x's (lower is better), then its MB/s over x's (higher is better)")
+    runs = ("netpipe-ob1-tcp", "netpipe-ucx", "netpipe-dmaplane")
+    for label in runs:
+        sec = secs.get(label)
+        if not sec or sec["rc"] != 0:
+            print("# %s: n/a (%s)" % (label, reason(sec)))
+    print("%-8s %9s %9s %9s %9s %9s %9s %8s %8s %8s %8s" % (
+        "bytes", "tcp_us", "ucx_us", "dp_us", "tcp_MB", "ucx_MB", "dp_MB",
+        "us/tcp", "us/ucx", "MB/tcp", "MB/ucx"))
+    for size in (8, 1024, 65536, 1048576):
+        pts = []
+        for label in runs:
+            sec = secs.get(label)
+            pts.append(netpipe_point(sec, size) if sec and sec["rc"] == 0 else None)
+
+        def cell(p, i):
+            return "%9.1f" % p[i] if p else "%9s" % "-"
+
+        def ratio(a, b, i):
+            return "%8.2f" % (a[i] / b[i]) if a and b and b[i] else "%8s" % "-"
+        print("%-8d %s %s %s %s %s %s %s %s %s %s" % (
+            size, cell(pts[0], 0), cell(pts[1], 0), cell(pts[2], 0),
+            cell(pts[0], 1), cell(pts[1], 1), cell(pts[2], 1),
+            ratio(pts[2], pts[0], 0), ratio(pts[2], pts[1], 0),
+            ratio(pts[2], pts[0], 1), ratio(pts[2], pts[1], 1)))
 
 
 if __name__ == "__main__":

@@ -193,9 +193,10 @@ test_peer qperf-tcp_bw 60 "$(hc qperf -lp 18633)" \
 	"$(hc qperf $srv -lp 18633 -t 3 -m 1M tcp_bw)"
 
 # NetPIPE (netpipe-openmpi's NPopenmpi) under Open MPI 4.1.4, one rank per
-# node: ob1 over TCP, UCX (rc_verbs on rxe0, tcp for wire-up) and
-# dmaplane's provider (pml cm, mtl ofi; dmaplane.fabric_build=<host path
-# of build/> names the provider).  -n 5 repeats per size: across two TCG
+# node: ob1 over TCP, UCX (rc_verbs on rxe0, tcp for wire-up, self for
+# the rank's own endpoint: without it MPI_Init fails, "no auxiliary
+# transport") and dmaplane's provider (pml cm, mtl ofi;
+# dmaplane.fabric_build=<host path of build/> names the provider).  -n 5 repeats per size: across two TCG
 # VMs a 64 KiB round trip takes ~0.3 s.  There is no ssh in the VMs:
 # mpirun on node 0 starts orted on node 1 through /tmp/rsh-agent, which
 # hands orted's command line to node 1's test_peer "server" (nc on
@@ -226,7 +227,7 @@ np2() {	# NAME MPIRUN-OPTIONS...
 if chroot $H test -x /usr/bin/mpirun && [ -x $H/usr/bin/NPopenmpi ]; then
 	np2 ob1-tcp --mca pml ob1 --mca btl self,tcp
 	np2 ucx --mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any \
-		-x UCX_TLS=rc_verbs,tcp -x UCX_NET_DEVICES=rxe0:1,eth0
+		-x UCX_TLS=self,rc_verbs,tcp -x UCX_NET_DEVICES=rxe0:1,eth0
 	if [ -n "$B" ] && [ -e "$H$B/fabric/libdmaplane-fi.so" ]; then
 		np2 dmaplane -x FI_PROVIDER_PATH -x LD_LIBRARY_PATH --mca btl self,tcp \
 			--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
