@@ -22,6 +22,17 @@ if ! hostroot_mount; then
 fi
 B=$(cmdline dmaplane.fabric_build "")
 
+# listening PORT: wait until a TCP socket listens on PORT (60 s at most)
+listening() {
+	hex=$(printf '%04X' "$1")
+	for i in $(seq 120); do
+		grep -qE ":$hex [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 \
+			2>/dev/null && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
 # ucx_perftest: one server per test, client on 127.0.0.1.
 port=13337
 ucx() {	# label tls test size iters
@@ -29,14 +40,21 @@ ucx() {	# label tls test size iters
 		echo "DMAPLANE-CASE peer-ucx-$1-$3 SKIP no ucx_perftest (ucx-utils)"
 		return
 	fi
-	port=$((port + 1))
-	in_host env UCX_TLS="$2" timeout 120 ucx_perftest -p $port >/tmp/ucx-server.log 2>&1 &
-	spid=$!
-	sleep 5		# the server is slow to start under TCG
-	r=$(in_host env UCX_TLS="$2" timeout 120 ucx_perftest 127.0.0.1 -p $port \
-		-t "$3" -s "$4" -n "$5" 2>/tmp/ucx-client.log | grep '^Final:')
-	kill $spid 2>/dev/null
-	wait $spid 2>/dev/null
+	# A second try on a fresh port when the first printed no result: on
+	# a loaded host the client may come before the server listens.
+	for try in 1 2; do
+		port=$((port + 1))
+		in_host env UCX_TLS="$2" timeout 120 ucx_perftest -p $port \
+			>/tmp/ucx-server.log 2>&1 &
+		spid=$!
+		listening $port	# the server is slow to start under TCG
+		r=$(in_host env UCX_TLS="$2" timeout 120 ucx_perftest 127.0.0.1 -p $port \
+			-t "$3" -s "$4" -n "$5" 2>/tmp/ucx-client.log | grep '^Final:')
+		kill $spid 2>/dev/null
+		wait $spid 2>/dev/null
+		[ -n "$r" ] && break
+		echo "# ucx-$1-$3: try $try printed no result: $(tail -2 /tmp/ucx-client.log | tr '\n' ' ')"
+	done
 	# Final: iters lat50 lat_avg lat_overall bw_avg bw_overall mr_avg mr_overall
 	set -- "$1" "$2" "$3" "$4" $r
 	if [ -z "$6" ]; then
