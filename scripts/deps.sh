@@ -25,7 +25,7 @@ vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
 	libfabric-dev libfabric-bin autoconf automake libtool openmpi-bin
 	libopenmpi-dev"
 bench_pkgs="ucx-utils openmpi-bin netpipe-openmpi perftest libfabric-bin iperf3
-	qperf rdma-core ibverbs-providers librdmacm1"
+	qperf rdma-core ibverbs-providers librdmacm1 python3-matplotlib"
 
 case "${1:-all}" in
 build)	pkgs=$build_pkgs ;;

@@ -89,4 +89,12 @@ sed -n '/^DMAPLANE-BENCH-BEGIN/,/^DMAPLANE-BENCH-END/p' "$out/vm/results-0.log" 
 	grep -v '^DMAPLANE-' | tee "$out/bench.txt"
 grep '^DMAPLANE-CASE .* FAIL' "$out/vm/results-0.log" >&2 || :
 grep -q '^DMAPLANE-GUEST-DONE rc=0$' "$out/vm/results-0.log" || rc=1
+# The plots (latency and bandwidth against size, scaling, kvstore) from
+# this run's tables, with Debian's matplotlib (/usr/bin/python3: not a
+# python3 of its own earlier in PATH).
+if [ "$mode" != smoke ]; then
+	rm -rf "$out/plots"
+	/usr/bin/python3 tests/vm/bench/plot.py "$out/bench.txt" "$out/plots" \
+		"make bench at $(git rev-parse --short HEAD 2>/dev/null)" || :
+fi
 exit $rc

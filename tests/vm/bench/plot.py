@@ -1,0 +1,217 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""make bench's plots: PNG files from one run's tables (bench.txt).
+
+Usage: plot.py BENCH.TXT OUTDIR [LABEL]
+
+Reads the tables dp-bench, dp-kvstore and bench/peers.sh print (the text
+between DMAPLANE-BENCH-BEGIN and -END that tests/run-bench.sh keeps in
+build/bench/bench.txt) and writes, with matplotlib (python3-matplotlib):
+
+  latency.png    half round trip against message size, log-log, one line
+                 per transport (dp-bench lat, and NetPIPE under Open MPI)
+  bandwidth.png  MB/s against message size, log-log (dp-bench bw, NetPIPE)
+  scaling.png    8-byte half round trip between two ranks against N
+  kvstore.png    dp-kvstore over dmaplane against ZeroMQ (ipc, tcp): push+
+                 pull latency, bandwidth and pushes/s at each value size
+
+A plot whose table is missing (a failed or skipped run) is left out and
+said so on stderr; cells that say "error" or "-" are gaps in a line.
+"""
+
+import os
+import re
+import sys
+
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def num(s):
+    try:
+        return float(s)
+    except ValueError:
+        return None
+
+
+def tables(path):
+    """{title: (header fields, [row fields])}: each table follows a
+    "# dp-bench MODE:" (or other "# ...") title line, starts at a header
+    line and ends at a blank line."""
+    out = {}
+    title = None
+    head = None
+    rows = []
+    for line in open(path, errors="replace"):
+        line = line.rstrip("\n")
+        if not line.strip():
+            if title and head:
+                out.setdefault(title, (head, rows))
+            head, rows = None, []
+            continue
+        if line.startswith("#"):
+            if head is None:
+                m = re.match(r"# (dp-bench \w+|NetPIPE ping-pong)", line)
+                if m:
+                    title = m.group(1)
+            continue
+        f = line.split()
+        if head is None:
+            head = f
+            continue
+        # "8 B", "1 KiB": one size in two fields
+        if len(f) > 1 and f[1] in UNITS and re.match(r"^\d+$", f[0]):
+            f = [str(int(f[0]) * UNITS[f[1]])] + f[2:]
+        rows.append(f)
+    if title and head:
+        out.setdefault(title, (head, rows))
+    return out
+
+
+def series(table, cols):
+    """{column: ([x], [y])} for the numeric cells of @cols."""
+    head, rows = table
+    res = {}
+    for c in cols:
+        if c not in head:
+            continue
+        i = head.index(c)
+        xs, ys = [], []
+        for r in rows:
+            if i < len(r) and num(r[0]) and num(r[i]) is not None and num(r[i]) > 0:
+                xs.append(num(r[0]))
+                ys.append(num(r[i]))
+        if xs:
+            res[c] = (xs, ys)
+    return res
+
+
+def kvstore_lines(path):
+    res = []
+    for line in open(path, errors="replace"):
+        if line.startswith("kvstore "):
+            kv = dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
+            res.append(kv)
+    return res
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    src, outdir = sys.argv[1], sys.argv[2]
+    label = sys.argv[3] if len(sys.argv) > 3 else ""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("plot.py: no matplotlib (apt-get install python3-matplotlib)")
+    os.makedirs(outdir, exist_ok=True)
+    t = tables(src)
+    note = "QEMU TCG, one run" + (": " + label if label else "")
+    written = []
+
+    def loglog(name, title, ylabel, lines):
+        lines = [(lab, xy) for lab, xy in lines if xy]
+        if not lines:
+            print("plot.py: %s: no data" % name, file=sys.stderr)
+            return
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for lab, (xs, ys) in lines:
+            ax.plot(xs, ys, marker="o", markersize=3, label=lab)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("message size, bytes")
+        ax.set_ylabel(ylabel)
+        ax.set_title("%s\n(%s)" % (title, note), fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, name), dpi=100)
+        plt.close(fig)
+        written.append(name)
+
+    lat = t.get("dp-bench lat")
+    npp = t.get("NetPIPE ping-pong")
+    lines = []
+    if lat:
+        for c, (xs, ys) in series(lat, ["dmaplane", "dp_rs", "pipe", "unix",
+                                        "cma", "shm2copy"]).items():
+            lines.append(("dp-bench " + c, (xs, ys)))
+    if npp:
+        for c, (xs, ys) in series(npp, ["vader_us", "ucx_us", "dp_us"]).items():
+            lines.append(("NetPIPE/Open MPI " + c[:-3].replace("dp", "dmaplane"),
+                          (xs, ys)))
+    loglog("latency.png", "Half round trip against message size (lower is better)",
+           "microseconds", lines)
+
+    bw = t.get("dp-bench bw")
+    lines = []
+    if bw:
+        for c, xy in series(bw, ["dmaplane", "pipe", "unix", "cma", "shm2copy"]).items():
+            lines.append(("dp-bench " + c, xy))
+    if npp:
+        for c, xy in series(npp, ["vader_MB", "ucx_MB", "dp_MB"]).items():
+            lines.append(("NetPIPE/Open MPI " + c[:-3].replace("dp", "dmaplane"), xy))
+    loglog("bandwidth.png", "Bandwidth against message size (higher is better)",
+           "MB/s (10^6 bytes/s)", lines)
+
+    sc = t.get("dp-bench scaling")
+    if sc:
+        s = series(sc, ["latency"])
+        if s:
+            xs, ys = s["latency"]
+            fig, ax = plt.subplots(figsize=(6, 4))
+            ax.plot(xs, ys, marker="o", label="dmaplane, 8 B")
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(xs)
+            ax.set_xticklabels([str(int(x)) for x in xs])
+            ax.set_xlabel("processes N (each holds N-1 posted receives)")
+            ax.set_ylabel("half round trip, microseconds")
+            ax.set_title("Latency between ranks 0 and 1 against N\n(%s)" % note,
+                         fontsize=10)
+            ax.grid(True, alpha=0.3)
+            ax.legend(fontsize=8)
+            fig.tight_layout()
+            fig.savefig(os.path.join(outdir, "scaling.png"), dpi=100)
+            plt.close(fig)
+            written.append("scaling.png")
+    else:
+        print("plot.py: scaling.png: no data", file=sys.stderr)
+
+    kv = kvstore_lines(src)
+    if kv:
+        sizes = sorted({int(k["size"]) for k in kv if "size" in k})
+        trans = [x for x in ("dmaplane", "zmq-ipc", "zmq-tcp")
+                 if any(k.get("transport") == x for k in kv)]
+        metrics = [("lat_us", "push+pull latency, us (lower is better)"),
+                   ("bw_MBps", "bandwidth, MB/s"), ("pushes_per_s", "pushes/s")]
+        fig, axes = plt.subplots(1, 3, figsize=(12, 4))
+        w = 0.8 / max(len(trans), 1)
+        for ax, (key, what) in zip(axes, metrics):
+            for j, tr in enumerate(trans):
+                vals = []
+                for sz in sizes:
+                    v = [num(k.get(key, "")) for k in kv
+                         if k.get("transport") == tr and int(k.get("size", 0)) == sz]
+                    vals.append(v[0] if v and v[0] else 0)
+                ax.bar([i + j * w for i in range(len(sizes))], vals, w, label=tr)
+            ax.set_xticks([i + w * (len(trans) - 1) / 2 for i in range(len(sizes))])
+            ax.set_xticklabels(["%d KiB" % (s >> 10) if s < (1 << 20) else
+                                "%d MiB" % (s >> 20) for s in sizes])
+            ax.set_yscale("log")
+            ax.set_title(what, fontsize=9)
+            ax.grid(True, axis="y", alpha=0.3)
+        axes[0].legend(fontsize=8)
+        fig.suptitle("dp-kvstore (parameter server): dmaplane against ZeroMQ (%s)" % note,
+                     fontsize=10)
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, "kvstore.png"), dpi=100)
+        plt.close(fig)
+        written.append("kvstore.png")
+    else:
+        print("plot.py: kvstore.png: no data", file=sys.stderr)
+    print("plot.py: wrote %s in %s" % (", ".join(written) or "nothing", outdir))
+
+
+if __name__ == "__main__":
+    main()
