@@ -23,6 +23,17 @@ hostroot_mount() {
 	hostname dmaplane-bench
 }
 
+# wait_listen PORT: until a TCP socket listens on PORT (60 s at most).
+wait_listen() {
+	hex=$(printf '%04X' "$1")
+	for i in $(seq 120); do
+		grep -qE ":$hex [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 \
+			2>/dev/null && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
 in_host() {	# command line, run in the chroot with a clean environment
 	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
 		TMPDIR=/tmp "$@"
@@ -45,4 +56,19 @@ mpi_rsh_agent() {
 	exit 1
 	EOF
 	chmod 0755 $H/tmp/rsh-agent
+}
+
+# mpi_providers NP LOG: true when LOG (mpirun's output with --mca
+# mtl_base_verbose 10) says that all NP ranks' ofi MTL chose the dmaplane
+# provider and none chose another ("mtl:ofi:provider: NAME"; Open MPI
+# 4.1.4 prints the domain's name, dmaplane's is "dmaplane"); else false,
+# with what they chose on stdout.
+mpi_providers() {
+	grep -o 'mtl:ofi:provider: [^ ]*' "$2" >/tmp/prov.$$
+	if [ "$(grep -cx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$)" = "$1" ] &&
+		! grep -qvx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$; then
+		return 0
+	fi
+	echo "providers: $(sort /tmp/prov.$$ | uniq -c | tr -s ' \n' '  '), want $1 x dmaplane"
+	return 1
 }

@@ -22,17 +22,6 @@ if ! hostroot_mount; then
 fi
 B=$(cmdline dmaplane.fabric_build "")
 
-# listening PORT: wait until a TCP socket listens on PORT (60 s at most)
-listening() {
-	hex=$(printf '%04X' "$1")
-	for i in $(seq 120); do
-		grep -qE ":$hex [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 \
-			2>/dev/null && return 0
-		sleep 0.5
-	done
-	return 1
-}
-
 # ucx_perftest: one server per test, client on 127.0.0.1.
 port=13337
 ucx() {	# label tls test size iters
@@ -47,7 +36,7 @@ ucx() {	# label tls test size iters
 		in_host env UCX_TLS="$2" timeout 120 ucx_perftest -p $port \
 			>/tmp/ucx-server.log 2>&1 &
 		spid=$!
-		listening $port	# the server is slow to start under TCG
+		wait_listen $port	# the server is slow to start under TCG
 		r=$(in_host env UCX_TLS="$2" timeout 120 ucx_perftest 127.0.0.1 -p $port \
 			-t "$3" -s "$4" -n "$5" 2>/tmp/ucx-client.log | grep '^Final:')
 		kill $spid 2>/dev/null
@@ -114,11 +103,7 @@ np() {
 	[ -s $H/tmp/np-$name.out ] || why="no output; "
 	[ $rc = 0 ] || why="${why}mpirun exited $rc; "
 	if [ "$name" = dmaplane ]; then
-		grep -o 'mtl:ofi:provider: [^ ]*' /tmp/np-$name.log >/tmp/prov.$$
-		if [ "$(grep -cx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$)" != 2 ] ||
-			grep -qvx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$; then
-			why="$why providers: $(sort /tmp/prov.$$ | uniq -c | tr -s ' \n' '  '), want 2 x dmaplane; "
-		fi
+		provs=$(mpi_providers 2 /tmp/np-$name.log) || why="$why$provs; "
 	fi
 	if [ -n "$why" ]; then
 		grep -m 5 -iE 'error|abort|unable|not found|signal' /tmp/np-$name.log

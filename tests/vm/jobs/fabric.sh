@@ -65,17 +65,6 @@ one() {
 	case_result "$name" $rc "rc=$rc: $(tail -3 /tmp/out.$$ | tr '\n' ' ')"
 }
 
-# wait_listen PORT: until a TCP socket listens on PORT (60 s at most).
-wait_listen() {
-	hex=$(printf '%04X' "$1")
-	for i in $(seq 120); do
-		grep -qE ":$hex [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 \
-			2>/dev/null && return 0
-		sleep 0.5
-	done
-	return 1
-}
-
 # pair NAME PORT COMMAND...: server, then, once the server listens on its
 # out-of-band PORT, the client (the same command with 127.0.0.1 appended);
 # both must succeed.
@@ -172,14 +161,7 @@ mpi() {
 	sed 's/^/#   /' /tmp/mpi.$$
 	why=
 	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
-	# (Open MPI 4.1.4 prints the domain's name there: dmaplane's is "dmaplane")
-	grep -o 'mtl:ofi:provider: [^ ]*' /tmp/mpi.$$ >/tmp/prov.$$
-	provs=$(sort /tmp/prov.$$ | uniq -c | tr -s ' ' | tr '\n' ',')
-	if [ "$(grep -cx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$)" != "$np" ] ||
-		grep -qvx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$; then
-		rc=1
-		why="$why providers:$provs want $np x dmaplane; "
-	fi
+	provs=$(mpi_providers "$np" /tmp/mpi.$$) || { rc=1; why="$why$provs; "; }
 	echo "# fabric/$name: $((t1 - t0)) s"
 	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
 }

@@ -86,17 +86,6 @@ fab_bg() {
 	srv=$!
 }
 
-# wait_listen PORT: until a TCP socket listens on PORT (60 s at most).
-wait_listen() {
-	hex=$(printf '%04X' "$1")
-	for i in $(seq 120); do
-		grep -qE ":$hex [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 \
-			2>/dev/null && return 0
-		sleep 0.5
-	done
-	return 1
-}
-
 # publish PORT MSG [SECS]: node 1 hands MSG to node 0's next connection on
 # PORT (600 s at most).
 publish() {
@@ -283,12 +272,7 @@ mpi_node0() {
 	why=
 	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
 	# node 0's mpirun prints every rank's lines, node 1's included
-	grep -o 'mtl:ofi:provider: [^ ]*' /tmp/mpi.$$ >/tmp/prov.$$
-	if [ "$(grep -cx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$)" != "$np" ] ||
-		grep -qvx 'mtl:ofi:provider: dmaplane' /tmp/prov.$$; then
-		rc=1
-		why="$why providers: $(sort /tmp/prov.$$ | uniq -c | tr -s ' ' | tr '\n' ,) want $np x dmaplane; "
-	fi
+	provs=$(mpi_providers "$np" /tmp/mpi.$$) || { rc=1; why="$why$provs; "; }
 	echo "# fabric2/$name: $((t1 - t0)) s"
 	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
 }
