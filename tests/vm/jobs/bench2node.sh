@@ -193,9 +193,10 @@ test_peer qperf-tcp_bw 60 "$(hc qperf -lp 18633)" \
 	"$(hc qperf $srv -lp 18633 -t 3 -m 1M tcp_bw)"
 
 # NetPIPE (netpipe-openmpi's NPopenmpi) under Open MPI 4.1.4, one rank per
-# node: ob1 over TCP, UCX (rc_verbs on rxe0, tcp for wire-up, self for
-# the rank's own endpoint: without it MPI_Init fails, "no auxiliary
-# transport") and dmaplane's provider (pml cm, mtl ofi;
+# node: ob1 over TCP, UCX (rc_verbs on rxe0, tcp for wire-up; under pml
+# ucx MPI_Init still fails with "no auxiliary transport" here, with or
+# without self, while ucx_perftest runs with the same transports: to be
+# found out) and dmaplane's provider (pml cm, mtl ofi;
 # dmaplane.fabric_build=<host path of build/> names the provider).  -n 5 repeats per size: across two TCG
 # VMs a 64 KiB round trip takes ~0.3 s.  There is no ssh in the VMs:
 # mpirun on node 0 starts orted on node 1 through /tmp/rsh-agent, which
