@@ -110,6 +110,12 @@ def main():
     note = "QEMU TCG, one run" + (": " + label if label else "")
     written = []
 
+    def save(fig, name):
+        fig.tight_layout()
+        fig.savefig(os.path.join(outdir, name), dpi=100)
+        plt.close(fig)
+        written.append(name)
+
     def loglog(name, title, ylabel, lines):
         lines = [(lab, xy) for lab, xy in lines if xy]
         if not lines:
@@ -125,10 +131,7 @@ def main():
         ax.set_title("%s\n(%s)" % (title, note), fontsize=10)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(os.path.join(outdir, name), dpi=100)
-        plt.close(fig)
-        written.append(name)
+        save(fig, name)
 
     lat = t.get("dp-bench lat")
     npp = t.get("NetPIPE ping-pong")
@@ -171,10 +174,7 @@ def main():
                          fontsize=10)
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
-            fig.tight_layout()
-            fig.savefig(os.path.join(outdir, "scaling.png"), dpi=100)
-            plt.close(fig)
-            written.append("scaling.png")
+            save(fig, "scaling.png")
     else:
         print("plot.py: scaling.png: no data", file=sys.stderr)
 
@@ -204,10 +204,7 @@ def main():
         axes[0].legend(fontsize=8)
         fig.suptitle("dp-kvstore (parameter server): dmaplane against ZeroMQ (%s)" % note,
                      fontsize=10)
-        fig.tight_layout()
-        fig.savefig(os.path.join(outdir, "kvstore.png"), dpi=100)
-        plt.close(fig)
-        written.append("kvstore.png")
+        save(fig, "kvstore.png")
     else:
         print("plot.py: kvstore.png: no data", file=sys.stderr)
     print("plot.py: wrote %s in %s" % (", ".join(written) or "nothing", outdir))
