@@ -23,7 +23,8 @@
 #     then 100 kill rounds of a group spread over the two nodes
 #  8. the libfabric provider (when libfabric-dev is installed): its host
 #     test, then fi_pingpong, fabtests and Open MPI in a 6.1 test kernel VM
-#     (tests/run-fabric.sh)
+#     (tests/run-fabric.sh), and fi_pingpong and fabtests between two VMs
+#     (tests/run-fabric2.sh)
 #
 # Every test prints PASS/FAIL/SKIP; the last line is "N passed, N failed".
 # Every step prints its time.  Exit status 1 when anything failed.
@@ -222,6 +223,17 @@ if pkg-config --exists libfabric; then
 	grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric.log" | tee -a "$results"
 	grep -qE '^(PASS|FAIL) ' "$out/fabric.log" ||
 		record FAIL fabric "no results: $(tail -5 "$out/fabric.log")"
+	section "libfabric provider across two VMs: fi_pingpong and fabtests (6.1)"
+	# The same fabtests pairs between the nodes (servers on node 1,
+	# clients on node 0; ~10 min under TCG); Open MPI across the nodes
+	# (another ~25 min) runs in make soak.
+	. tests/vm/jobs/fabtests.sh
+	checks=fi_pingpong,fi_pingpong-64k,$(echo $FABTESTS_PAIRS | tr ' ' ,)
+	FABRIC_RUN=check FABRIC_VM_TIMEOUT=2400 tests/run-fabric2.sh 6.1 \
+		"dmaplane.fabric_only=$checks" >"$out/fabric2.log" 2>&1
+	grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric2.log" | tee -a "$results"
+	grep -qE '^(PASS|FAIL) ' "$out/fabric2.log" ||
+		record FAIL fabric2 "no results: $(tail -5 "$out/fabric2.log")"
 fi
 
 finish

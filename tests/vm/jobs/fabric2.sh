@@ -150,8 +150,10 @@ pair() {
 		fetch $((sp + 2)) 120 >/dev/null
 		return
 	fi
+	t0=$(date +%s)
 	fab "$@" $SRV >/tmp/cli.$$ 2>&1
 	crc=$?
+	echo "# fabric2/$name: client $(($(date +%s) - t0)) s"
 	sed 's/^/#   client: /' /tmp/cli.$$
 	ok=
 	for i in $(seq 60); do
