@@ -1446,18 +1446,43 @@ static int bench_overlap(int iters)
 /*
  * N processes, each with an endpoint; every endpoint posts one receive
  * for every other process (specific source, tag 0x1000 + source rank), so
- * each matcher holds N - 1 receives that never match.  Ranks 0 and 1 then
- * ping-pong 8 bytes on tag 1 while the others sleep.  Reported: half the
- * round trip, and the ratio to N = 2.
+ * each matcher holds N - 1 receives, and optionally SC_EXTRA more that
+ * nothing will match: for specific sources (the other ranks in turn,
+ * tags no one sends: hashed apart from the ping-pong's receives) or for
+ * any source (the wildcard list, which every arrival searches up to the
+ * receive it matches: all of them, as they were posted first).  Ranks 0
+ * and 1 then ping-pong 8 bytes on tag 1 while the others block in
+ * dp_wait() until rank 0's message for their first receive.  Reported:
+ * half the round trip, and its ratio to N = 2.
  */
+#define SC_EXTRA	1000
+
+enum sc_extra { SC_NONE, SC_SPECIFIC, SC_WILDCARD, SC_NR };
+
 struct sc_shared {
 	volatile int ready;	/* ranks with their receives posted */
-	volatile int done;
+	volatile int failed;	/* a rank failed: the others give up */
 	double lat;
 	struct dmaplane_name names[64];
 };
 
-static int sc_rank(struct sc_shared *sh, int rank, int n, int iters)
+/* sc_post_extra - the SC_EXTRA receives nothing matches */
+static int sc_post_extra(struct dp_ep *ep, enum sc_extra extra, const uint32_t *addr,
+			 int rank, int n, char *buf)
+{
+	int ret = 0;
+
+	for (int k = 0; k < SC_EXTRA && !ret && extra != SC_NONE; k++) {
+		uint32_t src = DP_ANY_SRC;
+
+		if (extra == SC_SPECIFIC)
+			src = addr[(rank + 1 + k % (n - 1)) % n];
+		ret = dp_recv(ep, src, 0x100000 + k, 0, buf, 8, 1000 + k);
+	}
+	return ret;
+}
+
+static int sc_rank(struct sc_shared *sh, int rank, int n, int iters, enum sc_extra extra)
 {
 	struct dp_ep *ep;
 	uint32_t addr[64];
@@ -1466,11 +1491,11 @@ static int sc_rank(struct sc_shared *sh, int rank, int n, int iters)
 
 	ret = dp_open(NULL, 0, &ep);
 	if (!ret)
-		ret = dp_ep_setup(ep, 0, 256);
+		ret = dp_ep_setup(ep, 0, 2048);
 	if (!ret)
 		ret = dp_getname(ep, &sh->names[rank]);
 	if (ret)
-		return ret;
+		goto fail;
 	for (int r = 0; r < n; r++) {
 		while (!__atomic_load_n(&sh->names[r].ep_uid, __ATOMIC_ACQUIRE))
 			usleep(200);
@@ -1478,6 +1503,7 @@ static int sc_rank(struct sc_shared *sh, int rank, int n, int iters)
 		if (ret)
 			goto out;
 	}
+	ret = sc_post_extra(ep, extra, addr, rank, n, buf);
 	for (int r = 0; r < n && !ret; r++)
 		if (r != rank)
 			ret = dp_recv(ep, addr[r], 0x1000 + r, 0, buf, sizeof(buf), r + 1);
@@ -1485,10 +1511,17 @@ static int sc_rank(struct sc_shared *sh, int rank, int n, int iters)
 		goto out;
 	__atomic_add_fetch(&sh->ready, 1, __ATOMIC_ACQ_REL);
 	while (__atomic_load_n(&sh->ready, __ATOMIC_ACQUIRE) < n)
-		usleep(200);
+		if (sh->failed)
+			goto out;
+		else
+			usleep(200);
 	if (rank > 1) {
-		while (!sh->done)
-			usleep(1000);
+		struct dmaplane_cqe c;
+
+		/* Idle: blocked in the kernel until rank 0's message. */
+		while (!(ret = dp_wait(ep, &c, 1, 1000)) && !sh->failed)
+			;
+		ret = ret < 0 ? ret : ret ? c.status : -ETIMEDOUT;
 		goto out;
 	}
 	{
@@ -1516,54 +1549,90 @@ static int sc_rank(struct sc_shared *sh, int rank, int n, int iters)
 					ret = dp_wait_one(ep);
 			}
 		}
-		if (rank == 0) {
-			sh->lat = ret ? -1 : (now_us() - t0) / iters / 2;
-			sh->done = 1;
+		if (rank == 0 && !ret) {
+			sh->lat = (now_us() - t0) / iters / 2;
+			/* Wake the idle ranks: their receive for rank 0. */
+			for (int r = 2; r < n && !ret; r++) {
+				ret = dp_send(ep, addr[r], 0x1000, buf, 8, 0);
+				if (!ret)
+					ret = dp_wait_one(ep);
+			}
 		}
 	}
 out:
-	if (ret)
-		sh->done = 1;
 	dp_close(ep);
+fail:
+	if (ret)
+		sh->failed = 1;
 	return ret;
+}
+
+/* sc_run - one N and one kind of extra receives: the latency, or -1 */
+static double sc_run(int n, int iters, enum sc_extra extra)
+{
+	struct sc_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+				    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	int bad = 0, status;
+	pid_t pids[64];
+	double lat;
+
+	if (sh == MAP_FAILED)
+		return -1;
+	memset(sh, 0, sizeof(*sh));
+	for (int r = 0; r < n; r++) {
+		pids[r] = fork();
+		if (!pids[r])
+			_exit(sc_rank(sh, r, n, iters, extra) ? 1 : 0);
+		if (pids[r] < 0) {
+			sh->failed = 1;
+			n = r;
+			bad = 1;
+		}
+	}
+	for (int r = 0; r < n; r++) {
+		waitpid(pids[r], &status, 0);
+		bad |= !WIFEXITED(status) || WEXITSTATUS(status);
+	}
+	lat = bad || sh->lat <= 0 ? -1 : sh->lat;
+	munmap(sh, sizeof(*sh));
+	return lat;
 }
 
 static int bench_scaling(int iters)
 {
 	static const int ns[] = { 2, 4, 8, 16 };
-	double base = 0;
+	double base[SC_NR] = { 0 };
 
 	printf("# dp-bench scaling: 8-byte half round trip between ranks 0 and 1, microseconds;\n"
-	       "# every rank holds a posted receive for each other rank (%d iterations)\n", iters);
-	printf("%-4s %14s %10s %10s\n", "N", "posted/ep", "latency", "vs N=2");
+	       "# every rank holds a posted receive for each other rank (latency), and\n"
+	       "# %d more for specific sources (spec%d) or any source (wild%d) that\n"
+	       "# nothing matches; idle ranks block in dp_wait(); x/N2: ratio to N = 2\n"
+	       "# (%d iterations)\n", SC_EXTRA, SC_EXTRA, SC_EXTRA, iters);
+	printf("%-4s %10s %10s %10s %8s %8s %8s\n", "N", "latency", "spec1000", "wild1000",
+	       "lat/N2", "spec/N2", "wild/N2");
 	for (unsigned int i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
-		struct sc_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
-					    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-		int n = ns[i], bad = 0, status;
-		pid_t pids[64];
+		double lat[SC_NR];
 
-		if (sh == MAP_FAILED)
-			return 1;
-		memset(sh, 0, sizeof(*sh));
-		for (int r = 0; r < n; r++) {
-			pids[r] = fork();
-			if (!pids[r])
-				_exit(sc_rank(sh, r, n, iters) ? 1 : 0);
+		for (int e = 0; e < SC_NR; e++) {
+			lat[e] = sc_run(ns[i], iters, e);
+			if (lat[e] < 0)
+				dp_failures++;
+			else if (!base[e])
+				base[e] = lat[e];
 		}
-		for (int r = 0; r < n; r++) {
-			waitpid(pids[r], &status, 0);
-			bad |= !WIFEXITED(status) || WEXITSTATUS(status);
-		}
-		if (bad || sh->lat <= 0) {
-			dp_failures++;
-			printf("%-4d %14d %10s\n", n, n - 1, "error");
-		} else {
-			if (!base)
-				base = sh->lat;
-			printf("%-4d %14d %10.1f %10.2f\n", n, n - 1, sh->lat, sh->lat / base);
-		}
+		printf("%-4d", ns[i]);
+		for (int e = 0; e < SC_NR; e++)
+			if (lat[e] < 0)
+				printf(" %10s", "error");
+			else
+				printf(" %10.1f", lat[e]);
+		for (int e = 0; e < SC_NR; e++)
+			if (lat[e] < 0 || !base[e])
+				printf(" %8s", "-");
+			else
+				printf(" %8.2f", lat[e] / base[e]);
+		printf("\n");
 		fflush(stdout);
-		munmap(sh, sizeof(*sh));
 	}
 	return 0;
 }

@@ -61,6 +61,8 @@ make_initramfs() {
 		"$BUILD"/dp-demo "$BUILD"/dp-pingpong "$BUILD"/dp-ring "$BUILD"/dpctl \
 		"$(command -v rdma)":/usr/sbin/rdma
 	[ -e "$kodir/dmaplane_kunit.ko" ] && set -- "$@" "$kodir/dmaplane_kunit.ko"
+	# The tag matcher's benchmark module (jobs/bench.sh).
+	[ -e "$kodir/dmaplane_matchbench.ko" ] && set -- "$@" "$kodir/dmaplane_matchbench.ko"
 	# The parameter-server benchmark (jobs/kvstore.sh); ldd brings libzmq.
 	[ -x "$BUILD/dp-kvstore" ] && set -- "$@" "$BUILD/dp-kvstore"
 	# Debian's kernel has the RDMA core as modules that dmaplane.ko

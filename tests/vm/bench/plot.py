@@ -12,6 +12,8 @@ build/bench/bench.txt) and writes, with matplotlib (python3-matplotlib):
                  per transport (dp-bench lat, and NetPIPE under Open MPI)
   bandwidth.png  MB/s against message size, log-log (dp-bench bw, NetPIPE)
   scaling.png    8-byte half round trip between two ranks against N
+  matcher.png    the tag matcher alone (dmaplane_matchbench.ko): ns per
+                 match against queue depth, dmaplane's against a list
   kvstore.png    dp-kvstore over dmaplane against ZeroMQ (ipc, tcp): push+
                  pull latency, bandwidth and pushes/s at each value size
 
@@ -50,7 +52,7 @@ def tables(path):
             continue
         if line.startswith("#"):
             if head is None:
-                m = re.match(r"# (dp-bench \w+|NetPIPE ping-pong)", line)
+                m = re.match(r"# (dp-bench \w+|NetPIPE ping-pong|matchbench)", line)
                 if m:
                     title = m.group(1)
             continue
@@ -160,23 +162,50 @@ def main():
 
     sc = t.get("dp-bench scaling")
     if sc:
-        s = series(sc, ["latency"])
+        s = series(sc, ["latency", "spec1000", "wild1000"])
         if s:
-            xs, ys = s["latency"]
             fig, ax = plt.subplots(figsize=(6, 4))
-            ax.plot(xs, ys, marker="o", label="dmaplane, 8 B")
+            labels = {"latency": "N-1 posted receives",
+                      "spec1000": "+1000 for specific sources",
+                      "wild1000": "+1000 for any source"}
+            for c, (xs, ys) in s.items():
+                ax.plot(xs, ys, marker="o", label=labels[c])
             ax.set_xscale("log", base=2)
             ax.set_xticks(xs)
             ax.set_xticklabels([str(int(x)) for x in xs])
-            ax.set_xlabel("processes N (each holds N-1 posted receives)")
+            ax.set_xlabel("processes N")
             ax.set_ylabel("half round trip, microseconds")
-            ax.set_title("Latency between ranks 0 and 1 against N\n(%s)" % note,
+            ax.set_title("8-byte latency between ranks 0 and 1 against N\n(%s)" % note,
                          fontsize=10)
             ax.grid(True, alpha=0.3)
             ax.legend(fontsize=8)
             save(fig, "scaling.png")
     else:
         print("plot.py: scaling.png: no data", file=sys.stderr)
+
+    mb = t.get("matchbench")
+    if mb:
+        head, rows = mb
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for case in dict.fromkeys(r[0] for r in rows):
+            for col, style in (("dmaplane", "-"), ("list", "--")):
+                i = head.index(col)
+                xy = [(num(r[1]), num(r[i])) for r in rows
+                      if r[0] == case and len(r) > i and num(r[1]) and num(r[i])]
+                if xy:
+                    ax.plot([x for x, _ in xy], [y for _, y in xy], style,
+                            marker="o", markersize=3, label="%s, %s" % (case, col))
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("queue depth D (entries before the one matched)")
+        ax.set_ylabel("ns per operation")
+        ax.set_title("The tag matcher alone against a list-walking matcher\n(%s)" % note,
+                     fontsize=10)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        save(fig, "matcher.png")
+    else:
+        print("plot.py: matcher.png: no data", file=sys.stderr)
 
     kv = kvstore_lines(src)
     if kv:

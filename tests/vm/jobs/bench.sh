@@ -40,7 +40,7 @@ dmaplane_errors() {
 			cols = " 3 4 5"
 		} else {
 			for (i = 1; i <= NF; i++)
-				if ($i ~ /^(dmaplane|dp_cold|dp_cached|latency|dp_rs)$/)
+				if ($i ~ /^(dmaplane|dp_cold|dp_cached|latency|dp_rs|spec1000|wild1000)$/)
 					cols = cols " " i
 		}
 		next
@@ -110,6 +110,28 @@ kvstore() {
 	echo
 }
 
+# matchbench MAX-DEPTH OPS: the tag matcher alone against a list-walking
+# matcher (kmod/matchbench.c: loading dmaplane_matchbench.ko runs it and
+# prints its table to the kernel log; a wrong match fails the load);
+# case matchbench.
+matchbench() {
+	if [ ! -e $D/dmaplane_matchbench.ko ]; then
+		echo "DMAPLANE-CASE matchbench SKIP no dmaplane_matchbench.ko"
+		return 0
+	fi
+	n=$(dmesg | wc -l)
+	timeout "$TMO" insmod $D/dmaplane_matchbench.ko max_depth=$1 ops=$2
+	rc=$?
+	echo "# matchbench: the tag matcher alone, ns per operation at queue depth D;"
+	echo "# dmaplane = kmod/match.c (hash buckets for specific receives), list = one"
+	echo "# list per queue searched from its head; the entry matched is the deepest"
+	dmesg | tail -n +$((n + 1)) | sed -n 's/^\(\[[^]]*\] *\)\{0,1\}dmaplane_matchbench: //p' |
+		grep -v '^the tag matcher'
+	echo
+	[ $rc = 0 ] && rmmod dmaplane_matchbench
+	case_result matchbench $rc "insmod rc=$rc"
+}
+
 echo "# kernel $(uname -r), $(nproc) CPUs, QEMU TCG"
 echo "DMAPLANE-BENCH-BEGIN"
 if [ "$SMOKE" = 1 ]; then
@@ -127,6 +149,7 @@ if [ "$SMOKE" = 1 ]; then
 	bench rlat -m 1024 -n 5
 	bench rbw -m 16384 -n 2
 	bench rrate -n 5
+	matchbench 1000 20
 	for t in dmaplane zmq-ipc zmq-tcp; do
 		kvstore $t -S 4096,65536 -n 20 -W 2 -p 64
 	done
@@ -142,6 +165,7 @@ else
 	bench rlat -n 200
 	bench rbw -n 10
 	bench rrate -n 200
+	matchbench 100000 200
 	# the seed's comparison: a parameter server over dmaplane and ZeroMQ
 	for t in dmaplane zmq-ipc zmq-tcp; do
 		kvstore $t
