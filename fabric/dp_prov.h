@@ -65,7 +65,8 @@
 #define DPF_MSG_TAG_BIT		(1ULL << 63)
 
 #define DPF_TX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
-#define DPF_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RECV | FI_REMOTE_READ | \
+/* FI_RMA on the receive side: the endpoint is the target of RMA. */
+#define DPF_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ | \
 			 FI_REMOTE_WRITE | FI_DIRECTED_RECV)
 #define DPF_DOM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
 /*

@@ -95,6 +95,38 @@ TEST(open_mpi_mtl_hints)
 	fi_freeinfo(fi);
 }
 
+/*
+ * fabtests' fi_getinfo_test (validate_primary_caps): every primary cap
+ * asked for is in info->caps, and the receive side's in rx_attr->caps
+ * (FI_RMA there: the endpoint is the target of RMA), the transmit side's
+ * in tx_attr->caps; neither side names a cap info->caps lacks.
+ */
+TEST(primary_caps_on_both_sides)
+{
+	static const uint64_t each[] = { FI_MSG, FI_TAGGED, FI_RMA, FI_DIRECTED_RECV };
+
+	for (unsigned int set = 1; set < 16; set++) {
+		struct fi_info *h, *fi;
+		uint64_t caps = 0;
+
+		for (unsigned int b = 0; b < 4; b++)
+			if (set & (1u << b))
+				caps |= each[b];
+		h = hints_rdm(caps);
+		ASSERT_NE(NULL, h);
+		h->domain_attr->mr_mode = DPF_MR_MODE;
+		ASSERT_EQ(0, ask(h, DPF_CAPS, &fi));
+		EXPECT_EQ(caps, fi->caps & caps);
+		EXPECT_EQ(caps & (FI_MSG | FI_TAGGED | FI_RMA),
+			  fi->tx_attr->caps & (FI_MSG | FI_TAGGED | FI_RMA));
+		EXPECT_EQ(caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_DIRECTED_RECV),
+			  fi->rx_attr->caps & (FI_MSG | FI_TAGGED | FI_RMA | FI_DIRECTED_RECV));
+		EXPECT_EQ(0, fi->rx_attr->caps & ~fi->caps);
+		EXPECT_EQ(0, fi->tx_attr->caps & ~fi->caps);
+		fi_freeinfo(fi);
+	}
+}
+
 TEST(not_yet_in_the_abi_is_refused)
 {
 	struct fi_info *h, *fi;
