@@ -21,7 +21,10 @@
  *     at B (dd_plan_exec_mem() does both with memcpy for tests and benches);
  *     ops write disjoint parts of D and read nothing D's ops write, so they
  *     may run in any order and in parallel
- *  7. whole-range check: dd_blake2b_range(S) at A == dd_blake2b_range(D) at B
+ *  7. whole-range end check: dd_xxh128(S) at A == dd_xxh128(D) at B (catches
+ *     a lost or misplaced op, a destination that lied); dd_blake2b_range()
+ *     for a cryptographic one, at BLAKE2b's speed (~330 MB/s on the
+ *     development host against xxh128's ~5 GB/s)
  *  8. B: dd_index_remove_range(D) then dd_index_add(D, list)
  *
  * Integer-returning functions return 0 or a negative errno (-EINVAL for bad
@@ -122,11 +125,11 @@ int dd_chunk_range(const struct dd_chunker *c, const void *base, size_t len,
 /** dd_chunk_list_free() - free the array and zero @l */
 void dd_chunk_list_free(struct dd_chunk_list *l);
 
-/** dd_xxh128() - xxh128 of a buffer */
+/** dd_xxh128() - xxh128 of a buffer (a chunk, or a whole range: the end check) */
 struct dd_hash dd_xxh128(const void *p, size_t len);
 
 /**
- * dd_blake2b_range() - BLAKE2b-256 of a whole range, the move's end check
+ * dd_blake2b_range() - BLAKE2b-256 of a range (a cryptographic end check)
  * @p: the bytes (may be NULL when @len is 0)
  * @len: their length
  * @out: DD_B2_LEN bytes
