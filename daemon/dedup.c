@@ -360,30 +360,54 @@ static const void *verify_entry(struct dd_index *ix, struct dd_slot *e,
 	return NULL;
 }
 
+/* Close the run that starts at answer @head: BLAKE2b over its held bytes,
+ * which lie contiguously in one arena. */
+static void close_run(struct dd_index *ix, const struct dd_chunk *v,
+		      struct dd_answer *ans, size_t head, size_t count)
+{
+	uint64_t len = v[head + count - 1].off + v[head + count - 1].len - v[head].off;
+	const void *p = ix->resolve(ix->ctx, ans[head].arena, ans[head].off, len);
+	size_t j;
+
+	if (!p) {	/* each chunk resolved, the whole did not: answer no */
+		for (j = head; j < head + count; j++)
+			memset(&ans[j], 0, sizeof(ans[j]));
+		return;
+	}
+	ans[head].run = (uint32_t)count;
+	blake2b(ans[head].b2, p, NULL, DD_B2_LEN, len, 0);
+}
+
 int dd_index_lookup(struct dd_index *ix, const struct dd_chunk *v, size_t n,
 		    uint32_t dst_arena, uint64_t dst_off, uint64_t dst_len,
 		    struct dd_answer *ans, struct dd_lookup_stats *st)
 {
-	uint64_t dst_end;
-	size_t k;
+	size_t k, head = 0, count = 0;
+	uint64_t dst_end, run_bytes = 0;
 
 	if (!ix || (n && (!v || !ans)) || dst_len > UINT64_MAX - dst_off)
 		return -EINVAL;
+	for (k = 0; k < n; k++)
+		if (!v[k].len || v[k].off > dst_len || v[k].len > dst_len - v[k].off ||
+		    (k && v[k].off != v[k - 1].off + v[k - 1].len))
+			return -EINVAL;
 	dst_end = dst_off + dst_len;
 	for (k = 0; k < n; k++) {
 		uint64_t want = dst_off + v[k].off;
+		const struct dd_answer *prev = count ? &ans[k - 1] : NULL;
 		const void *held = NULL;
 		struct dd_slot *pick = NULL;
 		int pass;
 
 		memset(&ans[k], 0, sizeof(ans[k]));
-		if (!v[k].len || v[k].off > dst_len || v[k].len > dst_len - v[k].off)
-			return -EINVAL;
 		/* Pass 0: the chunk already at its own destination position;
-		 * pass 1: anywhere outside the destination range. */
-		for (pass = 0; pass < 2 && !held; pass++) {
+		 * pass 1: right after the previous chunk's pick (a longer run);
+		 * pass 2: anywhere outside the destination range. */
+		for (pass = 0; pass < 3 && !held; pass++) {
 			size_t i = v[k].hash.lo & (ix->cap - 1);
 
+			if (pass == 1 && (!prev || prev->in_place))
+				continue;
 			for (; ix->t[i].state != SLOT_EMPTY; i = (i + 1) & (ix->cap - 1)) {
 				struct dd_slot *e = &ix->t[i];
 				bool inside;
@@ -395,7 +419,10 @@ int dd_index_lookup(struct dd_index *ix, const struct dd_chunk *v, size_t n,
 					 e->off + e->len > dst_off;
 				if (pass == 0 && !(inside && e->off == want))
 					continue;
-				if (pass == 1 && inside) {
+				if (pass == 1 && (inside || e->arena != prev->arena ||
+						  e->off != prev->off + v[k - 1].len))
+					continue;
+				if (pass == 2 && inside) {
 					if (st && e->off != want)
 						st->overlap_skipped++;
 					continue;
@@ -407,15 +434,38 @@ int dd_index_lookup(struct dd_index *ix, const struct dd_chunk *v, size_t n,
 				}
 			}
 		}
-		if (!held)
-			continue;
-		ans[k].present = 1;
-		ans[k].in_place = pick->arena == dst_arena && pick->off == want;
-		ans[k].arena = pick->arena;
-		ans[k].off = pick->off;
-		blake2b(ans[k].b2, held, NULL, DD_B2_LEN, pick->len, 0);
-		if (st)
-			st->hits++;
+		if (held) {
+			ans[k].present = 1;
+			ans[k].in_place = pick->arena == dst_arena && pick->off == want;
+			ans[k].arena = pick->arena;
+			ans[k].off = pick->off;
+		}
+		/* Runs: held chunks contiguous in one arena, in place or not
+		 * alike, up to DD_RUN_MAX bytes, share one BLAKE2b. */
+		if (count && (!held || ans[k].arena != prev->arena ||
+			      ans[k].in_place != prev->in_place ||
+			      ans[k].off != prev->off + v[k - 1].len ||
+			      run_bytes + v[k].len > DD_RUN_MAX)) {
+			close_run(ix, v, ans, head, count);
+			count = 0;
+		}
+		if (held) {
+			if (!count) {
+				head = k;
+				run_bytes = 0;
+			}
+			count++;
+			run_bytes += v[k].len;
+		}
+	}
+	if (count)
+		close_run(ix, v, ans, head, count);
+	if (st) {
+		st->hits = 0;
+		for (k = 0; k < n; k++) {
+			st->hits += ans[k].present;
+			st->runs += ans[k].run != 0;
+		}
 	}
 	return 0;
 }
@@ -436,10 +486,11 @@ uint64_t dd_meta_request_bytes(size_t nchunks)
 	return (uint64_t)nchunks * 20;		/* xxh128 + 32-bit length */
 }
 
-uint64_t dd_meta_answer_bytes(size_t nchunks, size_t nhits)
+uint64_t dd_meta_answer_bytes(size_t nchunks, size_t nruns)
 {
-	/* a flag per chunk; arena (4), offset (8), BLAKE2b (32) per hit */
-	return (uint64_t)nchunks + (uint64_t)nhits * 44;
+	/* a bit per chunk (held or not); per run: its first chunk and count
+	 * (4 + 4), arena (4), offset (8), BLAKE2b (32) */
+	return ((uint64_t)nchunks + 7) / 8 + (uint64_t)nruns * 52;
 }
 
 static int add_op(struct dd_plan *p, uint32_t kind, uint32_t arena,
@@ -463,13 +514,38 @@ static int add_op(struct dd_plan *p, uint32_t kind, uint32_t arena,
 	return 0;
 }
 
+/*
+ * Can the run the destination answered at @k be used?  Its members must
+ * be held, alike in place, contiguous in one arena (so that the BLAKE2b
+ * the destination computed covers exactly what the local copies read),
+ * and that BLAKE2b must equal the source's over the same chunks.
+ */
+static bool run_ok(const struct dd_chunk *v, size_t n, const struct dd_answer *ans,
+		   size_t k, const uint8_t *s)
+{
+	size_t m = ans[k].run, j;
+	uint8_t b2[DD_B2_LEN];
+	uint64_t len;
+
+	if (m > n - k)
+		return false;
+	for (j = k + 1; j < k + m; j++)
+		if (!ans[j].present || ans[j].run || ans[j].arena != ans[k].arena ||
+		    ans[j].in_place != ans[k].in_place ||
+		    ans[j].off != ans[k].off + (v[j].off - v[k].off))
+			return false;
+	len = v[k + m - 1].off + v[k + m - 1].len - v[k].off;
+	blake2b(b2, s + v[k].off, NULL, DD_B2_LEN, len, 0);
+	return !memcmp(b2, ans[k].b2, DD_B2_LEN);
+}
+
 int dd_plan_build(const struct dd_chunk *v, size_t n, const struct dd_answer *ans,
 		  const void *src, size_t src_len, uint64_t dst_off,
 		  uint64_t max_op, struct dd_plan *plan)
 {
 	const uint8_t *s = src;
 	uint64_t expect = 0;
-	size_t k, hits = 0;
+	size_t k, runs = 0;
 	int ret;
 
 	if (!plan || (n && !v) || (!src && src_len) || src_len > UINT64_MAX - dst_off)
@@ -486,37 +562,40 @@ int dd_plan_build(const struct dd_chunk *v, size_t n, const struct dd_answer *an
 	plan->st.logical_bytes = src_len;
 	plan->st.chunks = n;
 	for (k = 0; k < n; k++) {
-		const struct dd_chunk *c = &v[k];
-		uint64_t to = dst_off + c->off;
+		size_t m = 1, j;
 		bool use = false;
 
-		if (ans && ans[k].present) {
-			uint8_t b2[DD_B2_LEN];
-
-			hits++;
-			blake2b(b2, s + c->off, NULL, DD_B2_LEN, c->len, 0);
-			use = !memcmp(b2, ans[k].b2, DD_B2_LEN);
+		if (ans && ans[k].present && ans[k].run) {
+			use = run_ok(v, n, ans, k, s);
+			m = ans[k].run < n - k ? ans[k].run : n - k;
+			runs++;
 			if (!use)
-				plan->st.verify_failed++;
+				plan->st.verify_failed += m;
 		}
-		if (use && ans[k].in_place) {
-			plan->st.inplace_bytes += c->len;
-			plan->st.hit_chunks++;
-			continue;
+		for (j = k; j < k + m; j++) {
+			const struct dd_chunk *c = &v[j];
+			uint64_t to = dst_off + c->off;
+
+			if (use && ans[j].in_place) {
+				plan->st.inplace_bytes += c->len;
+				plan->st.hit_chunks++;
+				continue;
+			}
+			if (use) {
+				ret = add_op(plan, DD_OP_LOCAL, ans[j].arena, ans[j].off, to,
+					     c->len, max_op);
+				plan->st.local_bytes += c->len;
+				plan->st.hit_chunks++;
+			} else {
+				ret = add_op(plan, DD_OP_WIRE, 0, c->off, to, c->len, max_op);
+				plan->st.wire_bytes += c->len;
+			}
+			if (ret) {
+				dd_plan_free(plan);
+				return ret;
+			}
 		}
-		if (use) {
-			ret = add_op(plan, DD_OP_LOCAL, ans[k].arena, ans[k].off, to,
-				     c->len, max_op);
-			plan->st.local_bytes += c->len;
-			plan->st.hit_chunks++;
-		} else {
-			ret = add_op(plan, DD_OP_WIRE, 0, c->off, to, c->len, max_op);
-			plan->st.wire_bytes += c->len;
-		}
-		if (ret) {
-			dd_plan_free(plan);
-			return ret;
-		}
+		k += m - 1;
 	}
 	for (k = 0; k < plan->n; k++) {
 		if (plan->ops[k].kind == DD_OP_WIRE)
@@ -525,7 +604,7 @@ int dd_plan_build(const struct dd_chunk *v, size_t n, const struct dd_answer *an
 			plan->st.local_ops++;
 	}
 	plan->st.meta_bytes = ans ? dd_meta_request_bytes(n) +
-				    dd_meta_answer_bytes(n, hits) : 0;
+				    dd_meta_answer_bytes(n, runs) : 0;
 	return 0;
 }
 

@@ -10,13 +10,14 @@
  *  1. A: dd_chunk_range(S)               -> chunk list (offset, length, xxh128)
  *  2. A -> B: the chunk list (dd_meta_request_bytes() on the wire)
  *  3. B: dd_index_lookup(list, D)        -> one dd_answer per chunk: held or
- *                                           not, where, BLAKE2b of the held
- *                                           bytes (xxh128 re-checked there)
+ *                                           not, where (xxh128 re-checked
+ *                                           there); one BLAKE2b per run of
+ *                                           held chunks
  *  4. B -> A: the answers (dd_meta_answer_bytes() on the wire)
  *  5. A: dd_plan_build(list, answers, S) -> plan: wire ops (put from S to D)
- *                                           and local ops (copy at B); a hit
+ *                                           and local ops (copy at B); a run
  *                                           whose BLAKE2b differs from A's
- *                                           bytes becomes a wire op
+ *                                           bytes becomes wire ops
  *  6. execute the plan: wire ops as dmaplane put/get, local ops as memcpy
  *     at B (dd_plan_exec_mem() does both with memcpy for tests and benches);
  *     ops write disjoint parts of D and read nothing D's ops write, so they
@@ -43,6 +44,7 @@
 #define DD_CHUNK_MIN_LIMIT	64u		/* the gear hash's window */
 #define DD_CHUNK_MAX_LIMIT	(16u << 20)
 #define DD_B2_LEN		32		/* BLAKE2b-256 */
+#define DD_RUN_MAX		(4u << 20)	/* bytes one BLAKE2b of a lookup covers */
 
 /**
  * struct dd_chunker - a content-defined chunker's configuration (FastCDC)
@@ -205,12 +207,18 @@ size_t dd_index_count(const struct dd_index *ix);
  * struct dd_answer - the destination's answer for one chunk
  * @present: 1 when held (and verified by xxh128 there), 0 otherwise
  * @in_place: 1 when held at exactly the chunk's destination position
+ * @run: on the first chunk of a run, the number of chunks in it; else 0.
+ *	A run is held chunks that follow each other in the source and lie
+ *	contiguously in one arena (all in place, or none), at most
+ *	DD_RUN_MAX bytes
  * @arena: where it is held
  * @off: offset there
- * @b2: BLAKE2b-256 of the held bytes, for the source's strong check
+ * @b2: on a run's first chunk, BLAKE2b-256 of the run's held bytes, for
+ *	the source's strong check (one digest a run keeps the answers small)
  */
 struct dd_answer {
 	uint8_t present, in_place;
+	uint32_t run;
 	uint32_t arena;
 	uint64_t off;
 	uint8_t b2[DD_B2_LEN];
@@ -219,12 +227,13 @@ struct dd_answer {
 /**
  * struct dd_lookup_stats - what a lookup did
  * @hits: chunks answered present
+ * @runs: runs they form (one BLAKE2b each)
  * @stale: entries whose bytes no longer hashed to their key (dropped)
  * @overlap_skipped: candidates skipped because they lie inside the
  *	destination range elsewhere than the chunk's own position
  */
 struct dd_lookup_stats {
-	uint64_t hits, stale, overlap_skipped;
+	uint64_t hits, runs, stale, overlap_skipped;
 };
 
 /**
@@ -243,8 +252,10 @@ struct dd_lookup_stats {
  * through the resolver, still hash to the key (else the entry is dropped
  * as stale); candidates inside the destination range are used only at the
  * chunk's own position (then nothing needs copying), so that no local copy
- * reads bytes the move overwrites.
- * Return: 0 or -EINVAL.
+ * reads bytes the move overwrites.  Among the others, one right after the
+ * previous chunk's is preferred, to make runs long.
+ * Return: 0 or -EINVAL (also when @v is not contiguous from its first
+ * offset or leaves the move's range).
  */
 int dd_index_lookup(struct dd_index *ix, const struct dd_chunk *v, size_t n,
 		    uint32_t dst_arena, uint64_t dst_off, uint64_t dst_len,
@@ -287,8 +298,9 @@ struct dd_op {
  * @inplace_bytes: already at their destination position: not copied
  * @chunks: chunks in the source range
  * @hit_chunks: chunks used from the destination (local + in place)
- * @verify_failed: hits whose BLAKE2b differed from the source's bytes
- *	(collisions or changed bytes): sent over the wire instead
+ * @verify_failed: held chunks in runs whose BLAKE2b differed from the
+ *	source's bytes (a collision, changed bytes) or that were
+ *	inconsistent: sent over the wire instead
  * @wire_ops: wire transfers after merging
  * @local_ops: local copies after merging
  */
@@ -323,9 +335,11 @@ struct dd_plan {
  * @max_op: the largest merged transfer in bytes, 0 for no limit
  * @plan: filled (emptied first)
  *
- * A hit becomes a local op (or nothing, in place) only when the BLAKE2b
- * the destination computed over its bytes equals the BLAKE2b of the
- * source chunk; otherwise it is sent.  Adjacent wire ops merge, and so do
+ * A run of hits becomes local ops (or nothing, in place) only when its
+ * members are consistent (held, contiguous in one arena) and the BLAKE2b
+ * the destination computed over its bytes equals the BLAKE2b of the same
+ * source bytes; otherwise the whole run is sent.  Adjacent wire ops merge,
+ * and so do
  * local ops whose sources are adjacent in one arena, up to @max_op.
  * Return: 0, -EINVAL or -ENOMEM.
  */
@@ -340,10 +354,10 @@ void dd_plan_free(struct dd_plan *p);
 uint64_t dd_meta_request_bytes(size_t nchunks);
 
 /**
- * dd_meta_answer_bytes() - wire size of the answers (1 byte a chunk, plus
- * arena, offset and BLAKE2b for each hit: 44 more bytes)
+ * dd_meta_answer_bytes() - wire size of the answers: a bit a chunk, and
+ * 52 bytes a run (first chunk, count, arena, offset, BLAKE2b)
  */
-uint64_t dd_meta_answer_bytes(size_t nchunks, size_t nhits);
+uint64_t dd_meta_answer_bytes(size_t nchunks, size_t nruns);
 
 /**
  * dd_plan_exec_mem() - execute a plan with memcpy (tests, benchmarks)

@@ -236,6 +236,7 @@ TEST(round_trip_partial_overlap)
 	EXPECT_GE(changed + changed / 2, plan.st.wire_bytes);
 	EXPECT_EQ(0, plan.st.verify_failed);
 	EXPECT_EQ(0, lst.stale);
+	EXPECT_EQ(plan.st.local_ops, lst.runs);	/* one run per copied stretch */
 	/* Merging: far fewer ops than chunks. */
 	EXPECT_GE(nblk, plan.st.wire_ops + plan.st.local_ops);
 	EXPECT_LT(0, plan.st.local_ops);
@@ -244,6 +245,9 @@ TEST(round_trip_partial_overlap)
 	EXPECT_EQ(0, plan.st.wire_bytes);
 	EXPECT_EQ(len, plan.st.inplace_bytes);
 	EXPECT_EQ(0, plan.n);
+	/* One BLAKE2b covers at most DD_RUN_MAX bytes. */
+	EXPECT_LE(len / DD_RUN_MAX, lst.runs);
+	EXPECT_GE(len / DD_RUN_MAX + 1, lst.runs);
 	dd_plan_free(&plan);
 	dd_chunk_list_free(&lo);
 	dd_index_free(ix);
@@ -420,6 +424,7 @@ TEST(collision_strong_check)
 	ans = calloc(ls.n, sizeof(*ans));
 	ASSERT_NE(NULL, ans);
 	ans[k].present = 1;
+	ans[k].run = 1;
 	ans[k].arena = 1;
 	ans[k].off = 4096;
 	ASSERT_EQ(0, dd_blake2b_range(other + 4096, ls.v[k].len, ans[k].b2));
@@ -429,6 +434,23 @@ TEST(collision_strong_check)
 	EXPECT_EQ(len, plan.st.wire_bytes);
 	ASSERT_EQ(0, dd_plan_exec_mem(&plan, src, len, dst, len, node_resolve, &nd, NULL));
 	ASSERT_EQ(0, memcmp(src, dst, len));
+
+	/* A run whose second chunk is not where the BLAKE2b was computed:
+	 * the digest matches the source, the run is still refused. */
+	memset(ans, 0, ls.n * sizeof(*ans));
+	ans[k] = (struct dd_answer){ .present = 1, .run = 2, .arena = 1, .off = 0 };
+	ans[k + 1] = (struct dd_answer){ .present = 1, .arena = 1, .off = 99999 };
+	ASSERT_EQ(0, dd_blake2b_range(src + ls.v[k].off, ls.v[k].len + ls.v[k + 1].len,
+				      ans[k].b2));
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 0, 0, &plan));
+	EXPECT_EQ(2, plan.st.verify_failed);
+	EXPECT_EQ(len, plan.st.wire_bytes);
+	/* A run longer than the list. */
+	ans[k].run = (uint32_t)(ls.n - k + 1);
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 0, 0, &plan));
+	EXPECT_EQ(len, plan.st.wire_bytes);
+	memset(ans, 0, ls.n * sizeof(*ans));
+	ans[k] = (struct dd_answer){ .present = 1, .run = 1, .arena = 1, .off = 4096 };
 
 	/* A lying destination: the source's own BLAKE2b, other bytes. */
 	ASSERT_EQ(0, dd_blake2b_range(src + ls.v[k].off, ls.v[k].len, ans[k].b2));
