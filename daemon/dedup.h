@@ -96,7 +96,9 @@ struct dd_chunk_list {
  * @max_size: 0 for DD_CHUNK_MAX_DEFAULT
  *
  * Needs DD_CHUNK_MIN_LIMIT <= min < avg < max <= DD_CHUNK_MAX_LIMIT and
- * avg >= 256.  Return: 0 or -EINVAL.
+ * avg >= 256.
+ *
+ * Return: 0 or -EINVAL.
  */
 int dd_chunker_init(struct dd_chunker *c, uint32_t min_size, uint32_t avg_size,
 		    uint32_t max_size);
@@ -144,8 +146,9 @@ int dd_blake2b_range(const void *p, size_t len, uint8_t out[DD_B2_LEN]);
  * The index: what the destination daemon holds.
  */
 
-/**
+/*
  * dd_resolve_fn - map an arena range to memory the index may read
+ * (a plain comment: kernel-doc cannot parse this typedef's return type)
  * @ctx: the caller's context
  * @arena: the arena id
  * @off: offset in it
@@ -154,8 +157,7 @@ int dd_blake2b_range(const void *p, size_t len, uint8_t out[DD_B2_LEN]);
  * Return: a pointer to the bytes, or NULL when the range is not (or no
  * longer) there, which drops the entry.
  */
-typedef const void *(*dd_resolve_fn)(void *ctx, uint32_t arena, uint64_t off,
-				     uint64_t len);
+typedef const void *(*dd_resolve_fn)(void *ctx, uint32_t arena, uint64_t off, uint64_t len);
 
 struct dd_index;
 
@@ -354,8 +356,12 @@ void dd_plan_free(struct dd_plan *p);
 uint64_t dd_meta_request_bytes(size_t nchunks);
 
 /**
- * dd_meta_answer_bytes() - wire size of the answers: a bit a chunk, and
- * 52 bytes a run (first chunk, count, arena, offset, BLAKE2b)
+ * dd_meta_answer_bytes() - wire size of the answers
+ * @nchunks: chunks asked about (a bit each: held or not)
+ * @nruns: runs answered (52 bytes each: first chunk, count, arena,
+ *	offset, BLAKE2b)
+ *
+ * Return: bytes.
  */
 uint64_t dd_meta_answer_bytes(size_t nchunks, size_t nruns);
 
@@ -393,7 +399,9 @@ double dd_wire_speed(const struct dd_stats *st, double elapsed_s);
  *
  * The size of the range moved divided by the time it took, what the move
  * looked like to its caller.  Bytes the destination already held never
- * crossed the link; this figure counts them.  Return: bytes/s, or 0.
+ * crossed the link; this figure counts them.
+ *
+ * Return: bytes/s, or 0.
  */
 double dd_effective_speed(const struct dd_stats *st, double elapsed_s);
 
