@@ -24,8 +24,8 @@ def table(head, body):
 
 def main():
     rs = list(rows(sys.argv[1]))
-    head = ['pair', 'logical MiB', 'ours wire MiB', 'ours %', 'rsync MiB',
-            'rsync %', 'ours s', 'rsync s', 'ours eff. MB/s', 'rsync eff. MB/s',
+    head = ['pair', 'logical MiB', 'ours wire MiB', '(meta)', 'ours %',
+            'rsync MiB', '(literal)', 'rsync %', 'ours s', 'rsync s', 'ours eff. MB/s', 'rsync eff. MB/s',
             'ours @1GbE s']
     body = []
     for r in rs:
@@ -34,8 +34,10 @@ def main():
         rsb = r['rsync_sent'] + r['rsync_recv']
         gbe = r['t_total'] + ours * 8 / 1e9
         body.append([r['pair'], '%.1f' % (lg / MIB),
-                     '%.2f' % (ours / MIB), '%.1f' % (100 * ours / lg),
-                     '%.2f' % (rsb / MIB), '%.1f' % (100 * rsb / lg),
+                     '%.3f' % (ours / MIB), '(%.3f)' % (r['meta'] / MIB),
+                     '%.1f' % (100 * ours / lg), '%.3f' % (rsb / MIB),
+                     '(%.3f)' % (r['rsync_literal'] / MIB),
+                     '%.1f' % (100 * rsb / lg),
                      '%.3f' % r['t_total'], '%.3f' % r['rsync_time'],
                      '%.0f' % (lg / r['t_total'] / 1e6),
                      '%.0f' % (lg / r['rsync_time'] / 1e6), '%.2f' % gbe])
