@@ -8,6 +8,7 @@
  * send (per chunk, before it is used) and of the whole range at the end.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,6 +153,21 @@ int dd_chunk_range(const struct dd_chunker *c, const void *base, size_t len,
 	return 0;
 }
 
+uint64_t dd_chunker_fingerprint(const struct dd_chunker *c)
+{
+	uint8_t buf[3 * 4 + 2 * 8 + sizeof(c->gear)];
+
+	if (!c)
+		return 0;
+	memcpy(buf, &c->min_size, 4);
+	memcpy(buf + 4, &c->avg_size, 4);
+	memcpy(buf + 8, &c->max_size, 4);
+	memcpy(buf + 12, &c->mask_s, 8);
+	memcpy(buf + 20, &c->mask_l, 8);
+	memcpy(buf + 28, c->gear, sizeof(c->gear));
+	return XXH64(buf, sizeof(buf), 0);
+}
+
 void dd_chunk_list_free(struct dd_chunk_list *l)
 {
 	if (!l)
@@ -284,7 +300,8 @@ int dd_index_add(struct dd_index *ix, uint32_t arena, uint64_t base_off,
 	if (!ix || (!v && n))
 		return -EINVAL;
 	for (k = 0; k < n; k++)
-		if (!v[k].len || v[k].off > UINT64_MAX - base_off - v[k].len)
+		if (!v[k].len || v[k].len > UINT64_MAX - base_off ||
+		    v[k].off > UINT64_MAX - base_off - v[k].len)
 			return -EINVAL;
 	ret = reserve(ix, n);
 	if (ret)
@@ -606,6 +623,164 @@ int dd_plan_build(const struct dd_chunk *v, size_t n, const struct dd_answer *an
 	plan->st.meta_bytes = ans ? dd_meta_request_bytes(n) +
 				    dd_meta_answer_bytes(n, runs) : 0;
 	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Wire encoding */
+
+static void put32(uint8_t *p, uint32_t x)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(x >> (8 * i));
+}
+
+static void put64(uint8_t *p, uint64_t x)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(x >> (8 * i));
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	uint32_t x = 0;
+
+	for (int i = 3; i >= 0; i--)
+		x = x << 8 | p[i];
+	return x;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t x = 0;
+
+	for (int i = 7; i >= 0; i--)
+		x = x << 8 | p[i];
+	return x;
+}
+
+#define REQ_LEN		20
+#define RUN_LEN		52
+#define RUN_IN_PLACE	0x80000000u
+
+int dd_request_encode(const struct dd_chunk *v, size_t n, void *buf, size_t size)
+{
+	uint8_t *b = buf;
+	uint64_t off = 0;
+	size_t k;
+
+	if ((n && (!v || !buf)) || n > SIZE_MAX / REQ_LEN || size < n * REQ_LEN)
+		return -EINVAL;
+	for (k = 0; k < n; k++) {
+		if (v[k].off != off || !v[k].len)
+			return -EINVAL;
+		off += v[k].len;
+		put64(b + k * REQ_LEN, v[k].hash.lo);
+		put64(b + k * REQ_LEN + 8, v[k].hash.hi);
+		put32(b + k * REQ_LEN + 16, v[k].len);
+	}
+	return 0;
+}
+
+long dd_request_decode(const void *buf, size_t size, struct dd_chunk *v, size_t n)
+{
+	const uint8_t *b = buf;
+	size_t k, cnt = size / REQ_LEN;
+	uint64_t off = 0;
+
+	if (size % REQ_LEN || cnt > n || cnt > LONG_MAX || (cnt && (!buf || !v)))
+		return -EINVAL;
+	for (k = 0; k < cnt; k++) {
+		memset(&v[k], 0, sizeof(v[k]));
+		v[k].hash.lo = get64(b + k * REQ_LEN);
+		v[k].hash.hi = get64(b + k * REQ_LEN + 8);
+		v[k].len = get32(b + k * REQ_LEN + 16);
+		v[k].off = off;
+		if (!v[k].len || off > (UINT64_MAX >> 1))
+			return -EINVAL;
+		off += v[k].len;
+	}
+	return (long)cnt;
+}
+
+size_t dd_answer_runs(const struct dd_answer *ans, size_t n)
+{
+	size_t k, runs = 0;
+
+	for (k = 0; ans && k < n; k++)
+		runs += ans[k].present && ans[k].run;
+	return runs;
+}
+
+long dd_answer_encode(const struct dd_answer *ans, size_t n, void *buf, size_t size)
+{
+	size_t k, bits = (n + 7) / 8, need;
+	uint8_t *b = buf, *r;
+
+	if (n && !ans)
+		return -EINVAL;
+	need = dd_meta_answer_bytes(n, dd_answer_runs(ans, n));
+	if (need > size || need > LONG_MAX || (need && !buf))
+		return -EINVAL;
+	if (!need)
+		return 0;
+	memset(b, 0, bits);
+	r = b + bits;
+	for (k = 0; k < n; k++) {
+		if (!ans[k].present)
+			continue;
+		b[k / 8] |= (uint8_t)(1u << (k % 8));
+		if (!ans[k].run)
+			continue;
+		if (ans[k].run > n - k || ans[k].run >= RUN_IN_PLACE || k > UINT32_MAX)
+			return -EINVAL;
+		put32(r, (uint32_t)k);
+		put32(r + 4, ans[k].run | (ans[k].in_place ? RUN_IN_PLACE : 0));
+		put32(r + 8, ans[k].arena);
+		put64(r + 12, ans[k].off);
+		memcpy(r + 20, ans[k].b2, DD_B2_LEN);
+		r += RUN_LEN;
+	}
+	return (long)need;
+}
+
+int dd_answer_decode(const void *buf, size_t size, const struct dd_chunk *v, size_t n,
+		     struct dd_answer *ans)
+{
+	const uint8_t *b = buf, *r;
+	size_t k, bits = (n + 7) / 8, nruns, next = 0, covered = 0, marked = 0;
+
+	if ((n && (!v || !ans || !buf)) || size < bits || (size - bits) % RUN_LEN)
+		return -EINVAL;
+	nruns = (size - bits) / RUN_LEN;
+	for (k = 0; k < n; k++) {
+		memset(&ans[k], 0, sizeof(ans[k]));
+		marked += (b[k / 8] >> (k % 8)) & 1;
+	}
+	if (n % 8 && b[n / 8] >> (n % 8))
+		return -EINVAL;		/* bits past the last chunk */
+	for (r = b + bits; nruns--; r += RUN_LEN) {
+		uint32_t first = get32(r), cnt = get32(r + 4) & ~RUN_IN_PLACE;
+		uint8_t inpl = !!(get32(r + 4) & RUN_IN_PLACE);
+		uint64_t off = get64(r + 12);
+
+		if (first < next || first >= n || !cnt || cnt > n - first)
+			return -EINVAL;
+		for (k = first; k < (size_t)first + cnt; k++) {
+			uint64_t d = v[k].off - v[first].off;
+
+			if (!((b[k / 8] >> (k % 8)) & 1) || off > UINT64_MAX - d - v[k].len)
+				return -EINVAL;
+			ans[k].present = 1;
+			ans[k].in_place = inpl;
+			ans[k].arena = get32(r + 8);
+			ans[k].off = off + d;
+		}
+		ans[first].run = cnt;
+		memcpy(ans[first].b2, r + 20, DD_B2_LEN);
+		next = (size_t)first + cnt;
+		covered += cnt;
+	}
+	return covered == marked ? 0 : -EINVAL;
 }
 
 int dd_plan_exec_mem(const struct dd_plan *p, const void *src, size_t src_len,

@@ -8,12 +8,12 @@
  * length on node B) goes:
  *
  *  1. A: dd_chunk_range(S)               -> chunk list (offset, length, xxh128)
- *  2. A -> B: the chunk list (dd_meta_request_bytes() on the wire)
+ *  2. A -> B: the chunk list (dd_request_encode(), dd_meta_request_bytes())
  *  3. B: dd_index_lookup(list, D)        -> one dd_answer per chunk: held or
  *                                           not, where (xxh128 re-checked
  *                                           there); one BLAKE2b per run of
  *                                           held chunks
- *  4. B -> A: the answers (dd_meta_answer_bytes() on the wire)
+ *  4. B -> A: the answers (dd_answer_encode(), dd_meta_answer_bytes())
  *  5. A: dd_plan_build(list, answers, S) -> plan: wire ops (put from S to D)
  *                                           and local ops (copy at B); a run
  *                                           whose BLAKE2b differs from A's
@@ -125,6 +125,17 @@ size_t dd_cut(const struct dd_chunker *c, const uint8_t *p, size_t n);
  */
 int dd_chunk_range(const struct dd_chunker *c, const void *base, size_t len,
 		   struct dd_chunk_list *out);
+
+/**
+ * dd_chunker_fingerprint() - identify a chunker's sizes and gear table
+ * @c: the chunker
+ *
+ * Two nodes can deduplicate between them only if they cut alike: the
+ * daemons exchange this and refuse dedup moves when it differs.
+ *
+ * Return: a 64-bit fingerprint (xxh64 of the sizes and the table).
+ */
+uint64_t dd_chunker_fingerprint(const struct dd_chunker *c);
 
 /** dd_chunk_list_free() - free the array and zero @l */
 void dd_chunk_list_free(struct dd_chunk_list *l);
@@ -364,6 +375,77 @@ uint64_t dd_meta_request_bytes(size_t nchunks);
  * Return: bytes.
  */
 uint64_t dd_meta_answer_bytes(size_t nchunks, size_t nruns);
+
+/*
+ * Wire encoding of the request and the answers (little-endian, no
+ * padding), the sizes dd_meta_*_bytes() count.
+ *
+ * Request, 20 bytes a chunk: xxh128 low 64 bits, high 64 bits, length
+ * (32 bits); offsets follow from the lengths, from 0.
+ * Answers: a bitmap, a bit a chunk (held), (n + 7) / 8 bytes; then per run
+ * 52 bytes: first chunk (32 bits), count (31 bits) with bit 31 set when in
+ * place, arena (32 bits), offset (64 bits), BLAKE2b (32 bytes).
+ */
+
+/**
+ * dd_request_encode() - the chunk list as sent to the destination
+ * @v: the chunks (contiguous from offset 0)
+ * @n: how many
+ * @buf: output
+ * @size: its size, at least dd_meta_request_bytes(@n)
+ *
+ * Return: 0 or -EINVAL (also when @v is not contiguous from 0).
+ */
+int dd_request_encode(const struct dd_chunk *v, size_t n, void *buf, size_t size);
+
+/**
+ * dd_request_decode() - a received chunk list
+ * @buf: the request
+ * @size: its size, a multiple of 20
+ * @v: output, @size / 20 chunks, offsets rebuilt from the lengths
+ * @n: room in @v
+ *
+ * Return: the number of chunks, or -EINVAL (bad size, a zero length, a
+ * total beyond 2^63).
+ */
+long dd_request_decode(const void *buf, size_t size, struct dd_chunk *v, size_t n);
+
+/**
+ * dd_answer_runs() - how many runs answers hold (for dd_meta_answer_bytes())
+ * @ans: the answers
+ * @n: how many
+ *
+ * Return: the number of runs.
+ */
+size_t dd_answer_runs(const struct dd_answer *ans, size_t n);
+
+/**
+ * dd_answer_encode() - the destination's answers as sent back
+ * @ans: the answers from dd_index_lookup()
+ * @n: how many
+ * @buf: output
+ * @size: its size, at least dd_meta_answer_bytes(@n, dd_answer_runs())
+ *
+ * Return: the bytes written, or -EINVAL (too small, a malformed run).
+ */
+long dd_answer_encode(const struct dd_answer *ans, size_t n, void *buf, size_t size);
+
+/**
+ * dd_answer_decode() - received answers, at the source
+ * @buf: the answers
+ * @size: their size
+ * @v: the chunk list the request carried
+ * @n: its length
+ * @ans: output, @n answers; a run's members get their offsets from the
+ *	head's and the chunk lengths
+ *
+ * Anything malformed (a run outside the list, overlapping another, a
+ * member the bitmap does not mark, a marked chunk in no run, trailing
+ * bytes) is refused: the caller then moves without dedup.
+ * Return: 0 or -EINVAL.
+ */
+int dd_answer_decode(const void *buf, size_t size, const struct dd_chunk *v, size_t n,
+		     struct dd_answer *ans);
 
 /**
  * dd_plan_exec_mem() - execute a plan with memcpy (tests, benchmarks)

@@ -75,20 +75,47 @@ static int do_move(struct dd_chunker *c, struct dd_index *ix, struct node *nd,
 		   uint64_t dst_off, struct dd_plan *plan, struct dd_lookup_stats *lst)
 {
 	struct dd_chunk_list l = { 0 };
-	struct dd_answer *ans;
+	struct dd_answer *ans = NULL, *got = NULL;
+	struct dd_chunk *vd = NULL;
 	uint8_t b_src[DD_B2_LEN], b_dst[DD_B2_LEN];
+	uint8_t *req = NULL, *rep = NULL;
+	size_t nreq, nrep;
+	long got_n = 0, rep_len = 0;
 	int ret;
 
 	ret = dd_chunk_range(c, src, len, &l);
 	if (ret)
 		return ret;
-	ans = calloc(l.n ? l.n : 1, sizeof(*ans));
-	if (!ans)
-		return -ENOMEM;
+	/* A -> B: the request, encoded and decoded as the daemons would. */
+	nreq = dd_meta_request_bytes(l.n);
+	nrep = dd_meta_answer_bytes(l.n, l.n);
+	req = malloc(nreq + 1);
+	rep = malloc(nrep + 1);
+	vd = calloc(l.n + 1, sizeof(*vd));
+	ans = calloc(l.n + 1, sizeof(*ans));
+	got = calloc(l.n + 1, sizeof(*got));
+	ret = -ENOMEM;
+	if (!req || !rep || !vd || !ans || !got)
+		goto out;
+	ret = dd_request_encode(l.v, l.n, req, nreq);
+	if (!ret) {
+		got_n = dd_request_decode(req, nreq, vd, l.n);
+		ret = got_n == (long)l.n ? 0 : -EPROTO;
+	}
 	memset(lst, 0, sizeof(*lst));
-	ret = dd_index_lookup(ix, l.v, l.n, dst_arena, dst_off, len, ans, lst);
 	if (!ret)
-		ret = dd_plan_build(l.v, l.n, ans, src, len, dst_off, 1 * MIB, plan);
+		ret = dd_index_lookup(ix, vd, l.n, dst_arena, dst_off, len, ans, lst);
+	/* B -> A: the answers. */
+	if (!ret) {
+		rep_len = dd_answer_encode(ans, l.n, rep, nrep);
+		ret = rep_len < 0 ? (int)rep_len : 0;
+	}
+	if (!ret)
+		ret = dd_answer_decode(rep, (size_t)rep_len, l.v, l.n, got);
+	if (!ret)
+		ret = dd_plan_build(l.v, l.n, got, src, len, dst_off, 1 * MIB, plan);
+	if (!ret && plan->st.meta_bytes != nreq + (uint64_t)rep_len)
+		ret = -EPROTO;	/* the figures must be the encoding's */
 	if (!ret)
 		ret = dd_plan_exec_mem(plan, src, len, nd->base[dst_arena],
 				       nd->size[dst_arena], node_resolve, nd, NULL);
@@ -101,7 +128,12 @@ static int do_move(struct dd_chunker *c, struct dd_index *ix, struct node *nd,
 		dd_index_remove_range(ix, dst_arena, dst_off, len);
 		ret = dd_index_add(ix, dst_arena, dst_off, l.v, l.n);
 	}
+out:
+	free(req);
+	free(rep);
+	free(vd);
 	free(ans);
+	free(got);
 	dd_chunk_list_free(&l);
 	return ret;
 }
@@ -663,6 +695,102 @@ TEST(index_add_remove)
 	dd_chunk_list_free(&l);
 	dd_index_free(ix);
 	free(a);
+}
+
+TEST(chunker_fingerprint)
+{
+	struct dd_chunker a, b;
+
+	ASSERT_EQ(0, dd_chunker_init(&a, 0, 0, 0));
+	ASSERT_EQ(0, dd_chunker_init(&b, 0, 0, 0));
+	EXPECT_EQ(dd_chunker_fingerprint(&a), dd_chunker_fingerprint(&b));
+	ASSERT_EQ(0, dd_chunker_init(&b, 4096, 16384, 65536));
+	EXPECT_NE(dd_chunker_fingerprint(&a), dd_chunker_fingerprint(&b));
+	ASSERT_EQ(0, dd_chunker_init(&b, 0, 0, 0));
+	b.gear[17] ^= 1;
+	EXPECT_NE(dd_chunker_fingerprint(&a), dd_chunker_fingerprint(&b));
+}
+
+/* Malformed requests and answers are refused, never half-used. */
+TEST(wire_encoding_malformed)
+{
+	struct dd_chunk v[10], out[10];
+	struct dd_answer ans[10], got[10];
+	uint8_t buf[1024];
+	long n;
+	int k;
+
+	for (k = 0; k < 10; k++)
+		v[k] = (struct dd_chunk){ .off = (uint64_t)k * 100, .len = 100,
+					  .hash = { .lo = (uint64_t)k, .hi = ~(uint64_t)k } };
+	ASSERT_EQ(0, dd_request_encode(v, 10, buf, 200));
+	EXPECT_EQ(-EINVAL, dd_request_encode(v, 10, buf, 199));
+	EXPECT_EQ(10, dd_request_decode(buf, 200, out, 10));
+	for (k = 0; k < 10; k++) {
+		EXPECT_EQ(v[k].off, out[k].off);
+		EXPECT_EQ(v[k].len, out[k].len);
+		EXPECT_EQ(v[k].hash.lo, out[k].hash.lo);
+		EXPECT_EQ(v[k].hash.hi, out[k].hash.hi);
+	}
+	EXPECT_EQ(-EINVAL, dd_request_decode(buf, 199, out, 10));	/* size */
+	EXPECT_EQ(-EINVAL, dd_request_decode(buf, 200, out, 9));	/* room */
+	memset(buf + 36, 0, 4);						/* len 0 */
+	EXPECT_EQ(-EINVAL, dd_request_decode(buf, 200, out, 10));
+	v[3].off = 301;							/* a gap */
+	EXPECT_EQ(-EINVAL, dd_request_encode(v, 10, buf, 200));
+	v[3].off = 300;
+
+	/* Answers: chunks 2-4 held as one run, 7 as another, in place. */
+	memset(ans, 0, sizeof(ans));
+	for (k = 2; k <= 4; k++)
+		ans[k] = (struct dd_answer){ .present = 1, .arena = 5,
+					     .off = 1000 + (uint64_t)(k - 2) * 100 };
+	ans[2].run = 3;
+	memset(ans[2].b2, 0xab, DD_B2_LEN);
+	ans[7] = (struct dd_answer){ .present = 1, .in_place = 1, .run = 1, .arena = 9,
+				     .off = 700 };
+	EXPECT_EQ(2, dd_answer_runs(ans, 10));
+	n = dd_answer_encode(ans, 10, buf, sizeof(buf));
+	ASSERT_EQ((long)dd_meta_answer_bytes(10, 2), n);
+	EXPECT_EQ(-EINVAL, dd_answer_encode(ans, 10, buf, (size_t)n - 1));
+	ASSERT_EQ(0, dd_answer_decode(buf, (size_t)n, v, 10, got));
+	for (k = 0; k < 10; k++) {
+		EXPECT_EQ(ans[k].present, got[k].present);
+		EXPECT_EQ(ans[k].in_place, got[k].in_place);
+		EXPECT_EQ(ans[k].run, got[k].run);
+		EXPECT_EQ(ans[k].arena, got[k].arena);
+		EXPECT_EQ(ans[k].off, got[k].off);
+	}
+	EXPECT_EQ(0, memcmp(ans[2].b2, got[2].b2, DD_B2_LEN));
+	/* Trailing bytes, a truncated run. */
+	EXPECT_EQ(-EINVAL, dd_answer_decode(buf, (size_t)n + 1, v, 10, got));
+	EXPECT_EQ(-EINVAL, dd_answer_decode(buf, (size_t)n - 1, v, 10, got));
+	/* A marked chunk in no run. */
+	buf[0] |= 1;
+	EXPECT_EQ(-EINVAL, dd_answer_decode(buf, (size_t)n, v, 10, got));
+	buf[0] &= (uint8_t)~1;
+	/* A bit past the last chunk. */
+	buf[1] |= 0x80;
+	EXPECT_EQ(-EINVAL, dd_answer_decode(buf, (size_t)n, v, 10, got));
+	buf[1] &= 0x7f;
+	/* A run member the bitmap does not mark. */
+	buf[0] &= (uint8_t)~(1 << 3);
+	EXPECT_EQ(-EINVAL, dd_answer_decode(buf, (size_t)n, v, 10, got));
+	buf[0] |= 1 << 3;
+	/* A run past the end: the second run's count. */
+	buf[2 + 52 + 4] = 4;
+	EXPECT_EQ(-EINVAL, dd_answer_decode(buf, (size_t)n, v, 10, got));
+	buf[2 + 52 + 4] = 1;
+	/* Runs out of order (overlapping). */
+	buf[2 + 52] = 3;
+	EXPECT_EQ(-EINVAL, dd_answer_decode(buf, (size_t)n, v, 10, got));
+	buf[2 + 52] = 7;
+	ASSERT_EQ(0, dd_answer_decode(buf, (size_t)n, v, 10, got));
+	/* Nothing held: just the bitmap. */
+	memset(ans, 0, sizeof(ans));
+	EXPECT_EQ(2, dd_answer_encode(ans, 10, buf, sizeof(buf)));
+	EXPECT_EQ(0, dd_answer_decode(buf, 2, v, 10, got));
+	EXPECT_EQ(0, dd_answer_encode(NULL, 0, NULL, 0));
 }
 
 TEST(stats_labelled)
