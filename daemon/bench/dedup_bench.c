@@ -8,8 +8,10 @@
  * The destination node has OLD in arena 1 (indexed before the clock
  * starts, as dmaplaned indexes an arena when its content arrives) and a
  * fresh, prefaulted arena 2 the size of NEW.  Timed: chunking and hashing
- * NEW, the lookup (with its xxh128 re-check and BLAKE2b of each hit), the
- * plan (BLAKE2b of the source's hit chunks), the execution with memcpy,
+ * NEW, encoding and decoding the request, the lookup (with its xxh128
+ * re-check and BLAKE2b of each run) and encoding the answers, decoding
+ * them and the plan (BLAKE2b of the source's runs), the execution with
+ * memcpy,
  * and the whole-range xxh128 end check of both ends (which the two daemons
  * would do in parallel; here one after the other).  The best of REPEAT
  * runs (3).  A whole-range BLAKE2b of both ends is timed apart (t_b2), for
@@ -88,7 +90,11 @@ int main(int argc, char **argv)
 	struct dd_plan plan = { 0 };
 	const uint8_t *old, *nw;
 	size_t olen, nlen;
-	struct dd_answer *ans = NULL;
+	struct dd_answer *ans = NULL, *got = NULL;
+	struct dd_chunk *vd = NULL;
+	uint8_t *req = NULL, *rep = NULL;
+	size_t nreq, nrep;
+	long rep_len;
 	struct dd_index *ix;
 	struct dd_chunker c;
 	struct node nd = { 0 };
@@ -147,15 +153,35 @@ usage:
 			die("chunk", ret);
 		t[1] = now_s();
 		free(ans);
-		ans = calloc(ls.n ? ls.n : 1, sizeof(*ans));
-		if (!ans)
+		free(got);
+		free(vd);
+		free(req);
+		free(rep);
+		nreq = dd_meta_request_bytes(ls.n);
+		nrep = dd_meta_answer_bytes(ls.n, ls.n);
+		ans = calloc(ls.n + 1, sizeof(*ans));
+		got = calloc(ls.n + 1, sizeof(*got));
+		vd = calloc(ls.n + 1, sizeof(*vd));
+		req = malloc(nreq + 1);
+		rep = malloc(nrep + 1);
+		if (!ans || !got || !vd || !req || !rep)
 			die("calloc", -ENOMEM);
+		/* the request, encoded at the source, decoded at the destination */
+		ret = dd_request_encode(ls.v, ls.n, req, nreq);
+		if (ret || dd_request_decode(req, nreq, vd, ls.n) != (long)ls.n)
+			die("request", ret ? ret : -EPROTO);
 		memset(&lst, 0, sizeof(lst));
-		ret = dd_index_lookup(ix, ls.v, ls.n, 2, 0, nlen, ans, &lst);	/* dest */
+		ret = dd_index_lookup(ix, vd, ls.n, 2, 0, nlen, ans, &lst);	/* dest */
 		if (ret)
 			die("lookup", ret);
+		rep_len = dd_answer_encode(ans, ls.n, rep, nrep);
+		if (rep_len < 0)
+			die("answer", (int)rep_len);
 		t[2] = now_s();
-		ret = dd_plan_build(ls.v, ls.n, ans, nw, nlen, 0, 4u << 20, &plan); /* source */
+		ret = dd_answer_decode(rep, (size_t)rep_len, ls.v, ls.n, got);	/* source */
+		if (ret)
+			die("answer decode", ret);
+		ret = dd_plan_build(ls.v, ls.n, got, nw, nlen, 0, 4u << 20, &plan);
 		if (ret)
 			die("plan", ret);
 		t[3] = now_s();
@@ -204,6 +230,10 @@ usage:
 		fprintf(stderr, "%s\n", line);
 	}
 	free(ans);
+	free(got);
+	free(vd);
+	free(req);
+	free(rep);
 	free(dst);
 	dd_plan_free(&plan);
 	dd_chunk_list_free(&lo);
