@@ -19,7 +19,8 @@ DEDUP_TCFLAGS := -std=gnu11 $(CFLAGS) -Wall -Wshadow -Werror -D_GNU_SOURCE
 DEDUP_SAN    := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 # The kselftest harness: KSFT_DIR as for the other host tests, else the
 # cached test kernel's, so make dedup works on its own.
-DEDUP_KSFT   := $(or $(KSFT_DIR),$(firstword $(wildcard /var/cache/dmaplane/kernel-*/linux/tools/testing/selftests)))
+DEDUP_KSFT   := $(or $(KSFT_DIR),$(firstword $(filter-out %.tmp/linux/tools/testing/selftests,\
+		$(wildcard /var/cache/dmaplane/kernel-*/linux/tools/testing/selftests))))
 
 DEDUP_OBJ    := $(BUILD)/daemon/dedup.o
 DEDUP_TEST   := $(BUILD)/tests/host/dedup_test
