@@ -538,26 +538,37 @@ static int add_op(struct dd_plan *p, uint32_t kind, uint32_t arena,
  * and that BLAKE2b must equal the source's over the same chunks.
  */
 static bool run_ok(const struct dd_chunk *v, size_t n, const struct dd_answer *ans,
-		   size_t k, const uint8_t *s)
+		   size_t k, const uint8_t *s, uint32_t dst_arena, uint64_t dst_off,
+		   uint64_t src_len)
 {
 	size_t m = ans[k].run, j;
 	uint8_t b2[DD_B2_LEN];
 	uint64_t len;
+	bool at_own, inside;
 
 	if (m > n - k)
+		return false;
+	len = v[k + m - 1].off + v[k + m - 1].len - v[k].off;
+	/* In place means at its own position; anything else must lie
+	 * outside the destination range (else ops would race). */
+	at_own = ans[k].arena == dst_arena && ans[k].off == dst_off + v[k].off;
+	if (!!ans[k].in_place != at_own || ans[k].off > UINT64_MAX - len)
+		return false;
+	inside = ans[k].arena == dst_arena && ans[k].off < dst_off + src_len &&
+		 ans[k].off + len > dst_off;
+	if (inside && !at_own)
 		return false;
 	for (j = k + 1; j < k + m; j++)
 		if (!ans[j].present || ans[j].run || ans[j].arena != ans[k].arena ||
 		    ans[j].in_place != ans[k].in_place ||
 		    ans[j].off != ans[k].off + (v[j].off - v[k].off))
 			return false;
-	len = v[k + m - 1].off + v[k + m - 1].len - v[k].off;
 	blake2b(b2, s + v[k].off, NULL, DD_B2_LEN, len, 0);
 	return !memcmp(b2, ans[k].b2, DD_B2_LEN);
 }
 
 int dd_plan_build(const struct dd_chunk *v, size_t n, const struct dd_answer *ans,
-		  const void *src, size_t src_len, uint64_t dst_off,
+		  const void *src, size_t src_len, uint32_t dst_arena, uint64_t dst_off,
 		  uint64_t max_op, struct dd_plan *plan)
 {
 	const uint8_t *s = src;
@@ -583,7 +594,7 @@ int dd_plan_build(const struct dd_chunk *v, size_t n, const struct dd_answer *an
 		bool use = false;
 
 		if (ans && ans[k].present && ans[k].run) {
-			use = run_ok(v, n, ans, k, s);
+			use = run_ok(v, n, ans, k, s, dst_arena, dst_off, src_len);
 			m = ans[k].run < n - k ? ans[k].run : n - k;
 			runs++;
 			if (!use)

@@ -344,12 +344,16 @@ struct dd_plan {
  *	(a plain move)
  * @src: the source range's bytes, to hash the hits with BLAKE2b
  * @src_len: its length
- * @dst_off: the destination offset in its arena
+ * @dst_arena: the destination arena
+ * @dst_off: the destination offset in it
  * @max_op: the largest merged transfer in bytes, 0 for no limit
  * @plan: filled (emptied first)
  *
  * A run of hits becomes local ops (or nothing, in place) only when its
- * members are consistent (held, contiguous in one arena) and the BLAKE2b
+ * members are consistent (held, contiguous in one arena; in place exactly
+ * when they sit at their own destination position; if not in place,
+ * outside the destination range, so that no op reads what another
+ * writes) and the BLAKE2b
  * the destination computed over its bytes equals the BLAKE2b of the same
  * source bytes; otherwise the whole run is sent.  Adjacent wire ops merge,
  * and so do
@@ -357,7 +361,7 @@ struct dd_plan {
  * Return: 0, -EINVAL or -ENOMEM.
  */
 int dd_plan_build(const struct dd_chunk *v, size_t n, const struct dd_answer *ans,
-		  const void *src, size_t src_len, uint64_t dst_off,
+		  const void *src, size_t src_len, uint32_t dst_arena, uint64_t dst_off,
 		  uint64_t max_op, struct dd_plan *plan);
 
 /** dd_plan_free() - free the ops and zero @p */

@@ -181,7 +181,7 @@ usage:
 		ret = dd_answer_decode(rep, (size_t)rep_len, ls.v, ls.n, got);	/* source */
 		if (ret)
 			die("answer decode", ret);
-		ret = dd_plan_build(ls.v, ls.n, got, nw, nlen, 0, 4u << 20, &plan);
+		ret = dd_plan_build(ls.v, ls.n, got, nw, nlen, 2, 0, 4u << 20, &plan);
 		if (ret)
 			die("plan", ret);
 		t[3] = now_s();

@@ -113,7 +113,7 @@ static int do_move(struct dd_chunker *c, struct dd_index *ix, struct node *nd,
 	if (!ret)
 		ret = dd_answer_decode(rep, (size_t)rep_len, l.v, l.n, got);
 	if (!ret)
-		ret = dd_plan_build(l.v, l.n, got, src, len, dst_off, 1 * MIB, plan);
+		ret = dd_plan_build(l.v, l.n, got, src, len, dst_arena, dst_off, 1 * MIB, plan);
 	if (!ret && plan->st.meta_bytes != nreq + (uint64_t)rep_len)
 		ret = -EPROTO;	/* the figures must be the encoding's */
 	if (!ret)
@@ -365,7 +365,7 @@ TEST(random_data_no_savings)
 	ASSERT_NE(NULL, ans);
 	t1 = now_s();
 	ASSERT_EQ(0, dd_index_lookup(ix, ls.v, ls.n, 2, 0, len, ans, &lst));
-	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 0, 0, &plan));
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
 	t2 = now_s();
 	ASSERT_EQ(0, dd_plan_exec_mem(&plan, src, len, dst, len, node_resolve, &nd, NULL));
 	ASSERT_EQ(0, memcmp(src, dst, len));
@@ -460,7 +460,7 @@ TEST(collision_strong_check)
 	ans[k].arena = 1;
 	ans[k].off = 4096;
 	ASSERT_EQ(0, dd_blake2b_range(other + 4096, ls.v[k].len, ans[k].b2));
-	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 0, 0, &plan));
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
 	EXPECT_EQ(1, plan.st.verify_failed);
 	EXPECT_EQ(0, plan.st.hit_chunks);
 	EXPECT_EQ(len, plan.st.wire_bytes);
@@ -474,19 +474,46 @@ TEST(collision_strong_check)
 	ans[k + 1] = (struct dd_answer){ .present = 1, .arena = 1, .off = 99999 };
 	ASSERT_EQ(0, dd_blake2b_range(src + ls.v[k].off, ls.v[k].len + ls.v[k + 1].len,
 				      ans[k].b2));
-	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 0, 0, &plan));
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
 	EXPECT_EQ(2, plan.st.verify_failed);
 	EXPECT_EQ(len, plan.st.wire_bytes);
+	/* "In place" somewhere else, and a copy from inside the destination
+	 * range (it would race with the ops writing there): both refused,
+	 * though the digest is right. */
+	memset(ans, 0, ls.n * sizeof(*ans));
+	ans[k] = (struct dd_answer){ .present = 1, .in_place = 1, .run = 1, .arena = 1,
+				     .off = ls.v[k].off };
+	ASSERT_EQ(0, dd_blake2b_range(src + ls.v[k].off, ls.v[k].len, ans[k].b2));
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
+	EXPECT_EQ(1, plan.st.verify_failed);
+	ans[k].in_place = 0;
+	ans[k].arena = 2;
+	ans[k].off = ls.v[k].off + 1;
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
+	EXPECT_EQ(1, plan.st.verify_failed);
+	ans[k].off = len;	/* just past the range: fine */
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
+	EXPECT_EQ(0, plan.st.verify_failed);
+	EXPECT_EQ(1, plan.st.local_ops);
+	ans[k].in_place = 1;	/* at its own position: in place */
+	ans[k].off = ls.v[k].off;
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
+	EXPECT_EQ(0, plan.st.verify_failed);
+	EXPECT_EQ(ls.v[k].len, plan.st.inplace_bytes);
+	ans[k].in_place = 0;	/* at its own position yet "not in place" */
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
+	EXPECT_EQ(1, plan.st.verify_failed);
+
 	/* A run longer than the list. */
 	ans[k].run = (uint32_t)(ls.n - k + 1);
-	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 0, 0, &plan));
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
 	EXPECT_EQ(len, plan.st.wire_bytes);
 	memset(ans, 0, ls.n * sizeof(*ans));
 	ans[k] = (struct dd_answer){ .present = 1, .run = 1, .arena = 1, .off = 4096 };
 
 	/* A lying destination: the source's own BLAKE2b, other bytes. */
 	ASSERT_EQ(0, dd_blake2b_range(src + ls.v[k].off, ls.v[k].len, ans[k].b2));
-	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 0, 0, &plan));
+	ASSERT_EQ(0, dd_plan_build(ls.v, ls.n, ans, src, len, 2, 0, 0, &plan));
 	EXPECT_EQ(1, plan.st.hit_chunks);
 	ASSERT_EQ(0, dd_plan_exec_mem(&plan, src, len, dst, len, node_resolve, &nd, NULL));
 	ASSERT_EQ(0, dd_blake2b_range(src, len, b_src));
@@ -522,7 +549,7 @@ TEST(edge_zero_small_unaligned)
 	/* Zero length: no chunks, an empty plan, nothing done. */
 	ASSERT_EQ(0, dd_chunk_range(&c, NULL, 0, &l));
 	EXPECT_EQ(0, l.n);
-	ASSERT_EQ(0, dd_plan_build(NULL, 0, NULL, NULL, 0, 0, 0, &plan));
+	ASSERT_EQ(0, dd_plan_build(NULL, 0, NULL, NULL, 0, 0, 0, 0, &plan));
 	EXPECT_EQ(0, plan.n);
 	EXPECT_EQ(0, plan.st.logical_bytes);
 	ASSERT_EQ(0, dd_plan_exec_mem(&plan, NULL, 0, NULL, 0, NULL, NULL, NULL));
@@ -593,19 +620,19 @@ TEST(bad_arguments)
 	EXPECT_EQ(-EINVAL, dd_index_lookup(ix, bad, 2, 0, 0, 200, NULL, NULL));
 	EXPECT_EQ(0, dd_index_lookup(ix, bad, 2, 0, 0, 200, ans, NULL));
 	/* Plans: chunks not covering the source exactly, in order. */
-	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 150, 0, 0, &plan));
-	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 300, 0, 0, &plan));
+	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 150, 0, 0, 0, &plan));
+	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 300, 0, 0, 0, &plan));
 	bad[1].off = 101;
-	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 201, 0, 0, &plan));
+	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 201, 0, 0, 0, &plan));
 	bad[1].off = 100;
-	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, NULL, 200, 0, 0, &plan));
-	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 200, 0, 0, NULL));
-	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 200, UINT64_MAX, 0, &plan));
-	ASSERT_EQ(0, dd_plan_build(bad, 2, NULL, buf, 200, 0, 0, &plan));
+	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, NULL, 200, 0, 0, 0, &plan));
+	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 200, 0, 0, 0, NULL));
+	EXPECT_EQ(-EINVAL, dd_plan_build(bad, 2, NULL, buf, 200, 0, UINT64_MAX, 0, &plan));
+	ASSERT_EQ(0, dd_plan_build(bad, 2, NULL, buf, 200, 0, 0, 0, &plan));
 	EXPECT_EQ(1, plan.n);
 	EXPECT_EQ(0, plan.st.meta_bytes);	/* no answers, no lookup */
 	/* max_op caps merging. */
-	ASSERT_EQ(0, dd_plan_build(bad, 2, NULL, buf, 200, 0, 150, &plan));
+	ASSERT_EQ(0, dd_plan_build(bad, 2, NULL, buf, 200, 0, 0, 150, &plan));
 	EXPECT_EQ(2, plan.n);
 	/* Executing ops outside the buffers. */
 	EXPECT_EQ(-EINVAL, dd_plan_exec_mem(&p1, buf, sizeof(buf), buf, sizeof(buf),
@@ -791,6 +818,93 @@ TEST(wire_encoding_malformed)
 	EXPECT_EQ(2, dd_answer_encode(ans, 10, buf, sizeof(buf)));
 	EXPECT_EQ(0, dd_answer_decode(buf, 2, v, 10, got));
 	EXPECT_EQ(0, dd_answer_encode(NULL, 0, NULL, 0));
+}
+
+/* Random and mutated answers: decoded or refused, and whatever is
+ * decoded plans and executes inside the buffers, byte-exact. */
+TEST(answer_decode_fuzz)
+{
+	const size_t len = 256 << 10;
+	uint8_t *src = malloc(len), *old = malloc(len), *dst = malloc(len);
+	uint8_t buf[4096], good[4096];
+	struct node nd = { .base = { NULL, old, dst }, .size = { 0, len, len } };
+	struct dd_chunk_list l = { 0 }, lo = { 0 };
+	struct dd_answer *ans, *got;
+	struct dd_plan plan = { 0 };
+	struct dd_index *ix;
+	struct dd_chunker c;
+	uint64_t x = 42;
+	struct dd_hash hs, hd;
+	size_t moved;
+	long glen;
+	int it, accepted = 0, exact = 0, caught = 0;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, old);
+	ASSERT_NE(NULL, dst);
+	fill_random(src, len, 21);
+	memcpy(old, src, len);
+	fill_random(old + 100000, 5000, 22);
+	ASSERT_EQ(0, dd_chunker_init(&c, 0, 0, 0));
+	ASSERT_EQ(0, dd_index_new(&ix, node_resolve, &nd));
+	ASSERT_EQ(0, dd_chunk_range(&c, old, len, &lo));
+	ASSERT_EQ(0, dd_index_add(ix, 1, 0, lo.v, lo.n));
+	ASSERT_EQ(0, dd_chunk_range(&c, src, len, &l));
+	ans = calloc(l.n, sizeof(*ans));
+	got = calloc(l.n, sizeof(*got));
+	ASSERT_NE(NULL, ans);
+	ASSERT_NE(NULL, got);
+	ASSERT_EQ(0, dd_index_lookup(ix, l.v, l.n, 2, 0, len, ans, NULL));
+	glen = dd_answer_encode(ans, l.n, good, sizeof(good));
+	ASSERT_LT(0, glen);
+	for (it = 0; it < 3000; it++) {
+		size_t sz = (size_t)glen, k, flips;
+
+		memcpy(buf, good, sizeof(buf));
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		if (it % 3 == 0)
+			sz = (size_t)(x >> 33) % (size_t)glen + 1;	/* truncated */
+		flips = 1 + (x >> 20) % 4;
+		for (k = 0; k < flips; k++) {
+			x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+			buf[(x >> 33) % sz] ^= (uint8_t)(1u << ((x >> 29) % 8));
+		}
+		if (dd_answer_decode(buf, sz, l.v, l.n, got))
+			continue;
+		accepted++;
+		ASSERT_EQ(0, dd_plan_build(l.v, l.n, got, src, len, 2, 0, 0, &plan));
+		memset(dst, 0, len);
+		if (dd_plan_exec_mem(&plan, src, len, dst, len, node_resolve, &nd, NULL))
+			continue;	/* a location that is not there: refused */
+		if (!memcmp(src, dst, len)) {
+			exact++;
+			continue;
+		}
+		/* Wrong bytes only from a location the destination did not
+		 * answer (as a lying destination would), and the end check
+		 * sees them. */
+		moved = 0;
+		for (k = 0; k < l.n; k++)
+			moved += got[k].present && ans[k].present &&
+				 (got[k].arena != ans[k].arena || got[k].off != ans[k].off);
+		ASSERT_LT(0, moved);
+		hs = dd_xxh128(src, len);
+		hd = dd_xxh128(dst, len);
+		ASSERT_FALSE(hs.lo == hd.lo && hs.hi == hd.hi);
+		caught++;
+	}
+	TH_LOG("of 3000 mutated answers %d decoded: %d byte-exact, %d wrong location "
+	       "caught by the end check, the rest refused at execution",
+	       accepted, exact, caught);
+	free(ans);
+	free(got);
+	dd_plan_free(&plan);
+	dd_chunk_list_free(&l);
+	dd_chunk_list_free(&lo);
+	dd_index_free(ix);
+	free(src);
+	free(old);
+	free(dst);
 }
 
 TEST(stats_labelled)
