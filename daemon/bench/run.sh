@@ -19,6 +19,9 @@ set -eu
 bin=$1
 w=$2
 PY=/usr/bin/python3
+for t in rsync tar "$PY"; do
+	command -v "$t" >/dev/null || { echo "$0: needs $t (scripts/deps.sh bench)" >&2; exit 1; }
+done
 mkdir -p "$w"
 
 if [ ! -e "$w/ckpt.2" ]; then
