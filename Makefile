@@ -11,6 +11,7 @@
 #   make bench           dp-bench in a stock-kernel VM, against the peers
 #   make bench2          dp-bench across two VMs (rxe), against the RDMA/TCP peers
 #   make soak            the long runs: fault injection, 1,000 kill rounds
+#   make dedup           the dedup engine of dmaplaned, its test and bench
 #   make fabric          the libfabric provider, libdmaplane-fi.so (needs
 #                        libfabric-dev); part of make and make install when
 #                        libfabric's pkg-config file is there
@@ -243,3 +244,6 @@ soak:
 clean:
 	-test -d $(KDIR) && $(MAKE) -C $(KDIR) M=$(CURDIR) clean
 	rm -rf $(BUILD)
+
+# dmaplaned's deduplication engine: make dedup, dedup-check, dedup-bench.
+-include daemon/dedup.mk
