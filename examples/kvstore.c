@@ -61,7 +61,7 @@
 #define MAX_KEYS	1000		/* keys + header within dp_sendv's 1024 */
 #define MAX_WINDOW	256
 #define NSLOT		1024		/* header slots; > window + servers */
-#define SRV_RECVS	8		/* receives a dmaplane server keeps posted */
+#define SRV_RECVS	64		/* receives a dmaplane server keeps posted */
 #define TIMEOUT_MS	60000
 
 enum transport { T_DMAPLANE, T_ZMQ_IPC, T_ZMQ_TCP, T_ZMQ };
@@ -110,6 +110,13 @@ struct kv_result {
 
 static int verbose;
 static int busy_poll;		/* --busy-poll: wait for messages spinning */
+/*
+ * dmaplane: one dp_submit() for a worker's receive of its ack and its push,
+ * and one for all the acks and receive re-posts of the requests a server
+ * took from one look at its ring; --no-batch: a system call per operation
+ * (dp_recv, dp_sendv), to see what batching buys.
+ */
+static int no_batch;
 
 /*
  * dp_wait(), or with --busy-poll dp_poll() in a loop (no sleep, no
@@ -455,6 +462,9 @@ struct dp_server {
 	struct dmaplane_cqe fifo[4096];	/* completions taken but not handled */
 	unsigned int head, tail;
 	int sends;
+	/* acks and re-posted receives not submitted yet (dps_flush) */
+	struct dmaplane_op pend[2 * SRV_RECVS];
+	unsigned int npend;
 };
 
 #define CTX_SEND	(1ull << 63)
@@ -488,6 +498,32 @@ static int dps_send(struct dp_server *d, uint32_t dest, uint64_t tag,
 	if (!ret)
 		d->sends++;
 	return ret;
+}
+
+/* Submit the pending acks and receives in as few dp_submit() calls as the ring allows. */
+static int dps_flush(struct dp_server *d)
+{
+	unsigned int done = 0;
+	int ret;
+
+	while (done < d->npend) {
+		ret = dp_submit(d->ep, d->pend + done, d->npend - done);
+		if (ret == -EAGAIN) {
+			if (d->tail - d->head >= 4096 - 64)
+				return -ENOBUFS;
+			ret = dps_reap(d, 1);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		if (ret < 0)
+			return ret;
+		for (unsigned int i = done; i < done + ret; i++)
+			d->sends += d->pend[i].opcode == DMAPLANE_OP_SEND;
+		done += ret;
+	}
+	d->npend = 0;
+	return 0;
 }
 
 static int dps_handle(struct dp_server *d, const struct dmaplane_cqe *c)
@@ -530,6 +566,11 @@ static int dps_handle(struct dp_server *d, const struct dmaplane_cqe *c)
 				return ret;
 		}
 		r = srv_reply_hdr(sv, h, OP_ACK);
+		if (!no_batch) {
+			dp_prep_send(&d->pend[d->npend++], d->av[h->worker],
+				     TAG(OP_ACK, h->seq), r, sizeof(*r), CTX_SEND);
+			goto repost;
+		}
 		iov[0] = (struct iovec){ r, sizeof(*r) };
 		ret = dps_send(d, d->av[h->worker], TAG(OP_ACK, h->seq), iov, 1);
 	} else {
@@ -547,6 +588,11 @@ static int dps_handle(struct dp_server *d, const struct dmaplane_cqe *c)
 	if (ret)
 		return ret;
 repost:
+	if (!no_batch) {
+		dp_prep_recv(&d->pend[d->npend++], DP_ANY_SRC, TAG_REQ, TAG_REQ_IGNORE,
+			     d->rbuf[b], d->rlen, b);
+		return 0;
+	}
 	return dp_recv(d->ep, DP_ANY_SRC, TAG_REQ, TAG_REQ_IGNORE, d->rbuf[b],
 		       d->rlen, b);
 }
@@ -573,8 +619,14 @@ static int run_dp_server(const struct kv_cfg *cfg, int s, const char *addr)
 		ret = d->rbuf[b] ? dp_recv(d->ep, DP_ANY_SRC, TAG_REQ, TAG_REQ_IGNORE,
 					   d->rbuf[b], d->rlen, b) : -ENOMEM;
 	}
-	while (!ret && (d->sv.done < cfg->workers || d->sends)) {
+	while (!ret && (d->sv.done < cfg->workers || d->sends || d->npend)) {
 		if (d->head == d->tail) {
+			/* Nothing left to handle: submit, then sleep. */
+			ret = dps_flush(d);
+			if (ret)
+				break;
+			if (d->sv.done == cfg->workers && !d->sends)
+				break;
 			ret = dps_reap(d, TIMEOUT_MS);
 			if (!ret)
 				ret = -ETIMEDOUT;
@@ -583,6 +635,8 @@ static int run_dp_server(const struct kv_cfg *cfg, int s, const char *addr)
 			ret = 0;
 		}
 		ret = dps_handle(d, &d->fifo[d->head++ % 4096]);
+		if (!ret && d->npend + 2 > sizeof(d->pend) / sizeof(d->pend[0]))
+			ret = dps_flush(d);
 	}
 	dp_close(d->ep);
 	for (int b = 0; b < SRV_RECVS; b++)
@@ -833,15 +887,45 @@ static int dpw_push(struct worker *wk, int s, int z, uint64_t mark, const uint8_
 	int ret;
 
 	ack = wk_hdr(wk, OP_ACK, z, 0);	/* the ack lands in the next slot */
+	iov[0] = (struct iovec){ h, sizeof(*h) };
+	iov[1] = (struct iovec){ wk->keys + s * cfg->keys, cfg->keys * 8 };
+	for (int j = 0; j < cfg->keys; j++)
+		iov[j + 2] = (struct iovec){ (void *)(grad + j * vlen), vlen };
+	if (!no_batch) {
+		/* The ack's receive and the push in one system call. */
+		struct dmaplane_op op[2];
+		int k = 0;
+
+		dp_prep_recv(&op[0], wk->av[s], TAG(OP_ACK, h->seq), 0, ack,
+			     sizeof(*ack), CTX_W_REPLY);
+		dp_prep_send(&op[1], wk->av[s], TAG(OP_PUSH, h->seq), iov,
+			     cfg->keys + 2, CTX_W_SEND);
+		dp_prep_set_flags(&op[1], DMAPLANE_OP_F_IOV);
+		while (k < 2) {
+			ret = dp_submit(wk->ep, op + k, 2 - k);
+			if (ret == -EAGAIN) {
+				ret = dpw_reap(wk, 1);
+				if (ret < 0)
+					return ret;
+				continue;
+			}
+			if (ret < 0)
+				return ret;
+			for (int i = k; i < k + ret; i++) {
+				if (op[i].opcode == DMAPLANE_OP_RECV)
+					wk->out++;
+				else
+					wk->sends++;
+			}
+			k += ret;
+		}
+		return 0;
+	}
 	ret = dp_recv(wk->ep, wk->av[s], TAG(OP_ACK, h->seq), 0, ack, sizeof(*ack),
 		      CTX_W_REPLY);
 	if (ret)
 		return ret;
 	wk->out++;
-	iov[0] = (struct iovec){ h, sizeof(*h) };
-	iov[1] = (struct iovec){ wk->keys + s * cfg->keys, cfg->keys * 8 };
-	for (int j = 0; j < cfg->keys; j++)
-		iov[j + 2] = (struct iovec){ (void *)(grad + j * vlen), vlen };
 	return dpw_sendv(wk, s, TAG(OP_PUSH, h->seq), iov, cfg->keys + 2);
 }
 
@@ -1229,9 +1313,10 @@ static void report(const struct kv_cfg *cfg, const struct kv_result *res, int nw
 	for (int z = 0; z < cfg->nsizes; z++) {
 		struct kv_sum t = sum_size(cfg, res, nw, z);
 
-		printf("kvstore transport=%s size=%llu keys=%d servers=%d workers=%d window=%d wait=%s rounds=%d pushes=%d lat_us=%.1f lat_p99_us=%.1f bw_MBps=%.1f pushes_per_s=%.0f verified=yes\n",
+		printf("kvstore transport=%s size=%llu keys=%d servers=%d workers=%d window=%d wait=%s submit=%s rounds=%d pushes=%d lat_us=%.1f lat_p99_us=%.1f bw_MBps=%.1f pushes_per_s=%.0f verified=yes\n",
 		       tr, (unsigned long long)cfg->sizes[z], cfg->keys, cfg->servers,
-		       nw, cfg->window, busy_poll ? "poll" : "block", res[z].rounds, res[z].pushes, t.med, t.p99,
+		       nw, cfg->window, busy_poll ? "poll" : "block",
+		       cfg->tr != T_DMAPLANE ? "-" : no_batch ? "single" : "batch", res[z].rounds, res[z].pushes, t.med, t.p99,
 		       t.bw, t.pps);
 	}
 	fflush(stdout);
@@ -1267,6 +1352,9 @@ static void usage(FILE *f)
 "                      (dp_poll, zmq_recv ZMQ_DONTWAIT) instead of sleeping\n"
 "                      (dp_wait, zmq_recv); for one process per CPU (ZeroMQ's\n"
 "                      I/O thread then competes with the polling thread)\n"
+"  -U, --no-batch      dmaplane: a system call per operation instead of one\n"
+"                      dp_submit() for a worker's ack receive and push and one\n"
+"                      for a server's acks and re-posted receives\n"
 "  -P, --port N        one node: first TCP port (dmaplane name exchange,\n"
 "                      zmq-tcp); default from the process id\n"
 "      --role ROLE     run one role only: server or worker (across nodes)\n"
@@ -1444,6 +1532,7 @@ int main(int argc, char **argv)
 		{ "addr", required_argument, NULL, 'a' },
 		{ "test-corrupt", required_argument, NULL, 'C' },
 		{ "busy-poll", no_argument, NULL, 'B' },
+		{ "no-batch", no_argument, NULL, 'U' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ }
@@ -1455,7 +1544,7 @@ int main(int argc, char **argv)
 	};
 	int c, t;
 
-	while ((c = getopt_long(argc, argv, "t:s:w:k:S:n:W:p:q:P:Bvh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:s:w:k:S:n:W:p:q:P:BUvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			for (t = 0; t <= T_ZMQ && strcmp(optarg, transport_names[t]); t++)
@@ -1491,6 +1580,7 @@ int main(int argc, char **argv)
 			break;
 		case 'C': cfg.corrupt = atoi(optarg); break;
 		case 'B': busy_poll = 1; break;
+		case 'U': no_batch = 1; break;
 		case 'v': verbose = 1; break;
 		case 'h':
 			usage(stdout);

@@ -88,10 +88,15 @@ def series(table, cols):
 
 
 def kvstore_lines(path):
+    """dp-kvstore's "kvstore key=value..." lines; a dmaplane run with a
+    system call per operation (submit=single) is transport
+    dmaplane-single."""
     res = []
     for line in open(path, errors="replace"):
         if line.startswith("kvstore "):
             kv = dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
+            if kv.get("submit") == "single":
+                kv["transport"] = kv.get("transport", "") + "-single"
             res.append(kv)
     return res
 
@@ -210,7 +215,7 @@ def main():
     kv = kvstore_lines(src)
     if kv:
         sizes = sorted({int(k["size"]) for k in kv if "size" in k})
-        trans = [x for x in ("dmaplane", "zmq-ipc", "zmq-tcp")
+        trans = [x for x in ("dmaplane", "dmaplane-single", "zmq-ipc", "zmq-tcp")
                  if any(k.get("transport") == x for k in kv)]
         metrics = [("lat_us", "push+pull latency, us (lower is better)"),
                    ("bw_MBps", "bandwidth, MB/s"), ("pushes_per_s", "pushes/s")]

@@ -92,21 +92,23 @@ bench() {
 	echo
 }
 
-# kvstore TRANSPORT ARGS...: examples/kvstore.c (dp-kvstore) over dmaplane
-# or ZeroMQ, bounded; case kvstore-TRANSPORT (a wrong pulled value or a
-# failed transfer is a non-zero exit).  Its "kvstore ..." lines are the
-# numbers.
+# kvstore NAME TRANSPORT ARGS...: examples/kvstore.c (dp-kvstore) over
+# dmaplane or ZeroMQ, bounded; case kvstore-NAME (a wrong pulled value or
+# a failed transfer is a non-zero exit).  Its "kvstore ..." lines are the
+# numbers.  dmaplane-single: dmaplane with a system call per operation
+# (--no-batch), to show what dp_submit() batching buys.
 kvstore() {
-	t=$1
-	shift
+	name=$1
+	t=$2
+	shift 2
 	if [ ! -x $D/dp-kvstore ]; then
-		echo "DMAPLANE-CASE kvstore-$t SKIP dp-kvstore not built"
+		echo "DMAPLANE-CASE kvstore-$name SKIP dp-kvstore not built"
 		return 0
 	fi
 	timeout "$TMO" $D/dp-kvstore -t "$t" -P 21500 "$@" >/tmp/kv.out 2>&1
 	rc=$?
 	cat /tmp/kv.out
-	case_result "kvstore-$t" $rc "rc=$rc $(tail -2 /tmp/kv.out | tr '\n' ' ')"
+	case_result "kvstore-$name" $rc "rc=$rc $(tail -2 /tmp/kv.out | tr '\n' ' ')"
 	echo
 }
 
@@ -151,8 +153,9 @@ if [ "$SMOKE" = 1 ]; then
 	bench rrate -n 5
 	matchbench 1000 20
 	for t in dmaplane zmq-ipc zmq-tcp; do
-		kvstore $t -S 4096,65536 -n 20 -W 2 -p 64
+		kvstore $t $t -S 4096,65536 -n 20 -W 2 -p 64
 	done
+	kvstore dmaplane-single dmaplane --no-batch -S 4096,65536 -n 20 -W 2 -p 64
 else
 	TMO=1800
 	bench reg -m "${DMAPLANE_BENCH_MAX:-1073741824}" -n 5
@@ -168,8 +171,9 @@ else
 	matchbench 100000 200
 	# the seed's comparison: a parameter server over dmaplane and ZeroMQ
 	for t in dmaplane zmq-ipc zmq-tcp; do
-		kvstore $t
+		kvstore $t $t
 	done
+	kvstore dmaplane-single dmaplane --no-batch
 fi
 sh $D/bench/peers.sh
 fails=$((fails + $?))
