@@ -290,6 +290,52 @@ def main():
     whys.append("# (peers' n/a reasons: in the list above)")
     print("\n".join(whys))
     netpipe_table(secs)
+    kvstore_table(secs)
+
+
+def kvstore_table(secs):
+    """dp-kvstore between the nodes: dmaplane against ZeroMQ over tcp://,
+    from the worker's "kvstore key=value..." lines."""
+    print()
+    print("# dp-kvstore (parameter server) between the nodes, server on node 1,")
+    print("# worker on node 0: push+pull latency (us), MB/s and pushes/s of the")
+    print("# push stream; dp/zmq: ZeroMQ's latency over dmaplane's (higher is")
+    print("# better for dmaplane), dmaplane's MB/s and pushes/s over ZeroMQ's")
+    runs = ("kvstore-dmaplane", "kvstore-zmq-tcp")
+    got = {}
+    for label in runs:
+        sec = secs.get(label)
+        if not sec or sec["rc"] != 0:
+            print("# %s: n/a (%s)" % (label, reason(sec)))
+            continue
+        for ln in sec["lines"]:
+            if ln.startswith("kvstore "):
+                kv = dict(p.split("=", 1) for p in ln.split()[1:] if "=" in p)
+                got[(label, int(kv.get("size", 0)))] = kv
+    print("%-8s %9s %9s %9s %9s %10s %10s %8s %8s %8s" % (
+        "bytes", "dp_us", "zmq_us", "dp_MB", "zmq_MB", "dp_push/s", "zmq_push/s",
+        "lat", "MB/s", "push/s"))
+    for size in sorted({k[1] for k in got}):
+        d = got.get(("kvstore-dmaplane", size), {})
+        z = got.get(("kvstore-zmq-tcp", size), {})
+
+        def f(kv, key):
+            try:
+                return float(kv[key])
+            except (KeyError, ValueError):
+                return None
+
+        def cell(v, w=9, fmt="%.1f"):
+            return ("%" + str(w) + "s") % (fmt % v if v is not None else "-")
+
+        def ratio(a, b):
+            return "%8.2f" % (a / b) if a and b else "%8s" % "-"
+        dl, zl = f(d, "lat_us"), f(z, "lat_us")
+        db, zb = f(d, "bw_MBps"), f(z, "bw_MBps")
+        dp_, zp = f(d, "pushes_per_s"), f(z, "pushes_per_s")
+        print("%-8d %s %s %s %s %s %s %s %s %s" % (
+            size, cell(dl), cell(zl), cell(db), cell(zb), cell(dp_, 10, "%.0f"),
+            cell(zp, 10, "%.0f"), ratio(zl, dl), ratio(db, zb), ratio(dp_, zp)))
 
 
 def netpipe_point(sec, size):

@@ -192,6 +192,25 @@ test_peer qperf-tcp_lat 60 "$(hc qperf -lp 18632)" \
 test_peer qperf-tcp_bw 60 "$(hc qperf -lp 18633)" \
 	"$(hc qperf $srv -lp 18633 -t 3 -m 1M tcp_bw)"
 
+# dp-kvstore (examples/kvstore.c, the parameter server) between the nodes:
+# its server on node 1, its worker on node 0, over dmaplane (the module's
+# transport on rxe0) and over ZeroMQ on tcp://, the seed's comparison
+# across nodes.  Fewer rounds and pushes than on one node: a 4 KiB round
+# trip between two TCG VMs takes tens of milliseconds.
+if [ -x $D/dp-kvstore ]; then
+	kvo="-S 4096,1048576 -n 100 -W 5 -p 400"
+	test_peer kvstore-dmaplane 900 \
+		"$D/dp-kvstore -t dmaplane --role server --rank 0 --addr '*:21600' $kvo" \
+		"$D/dp-kvstore -t dmaplane --role worker --rank 0 --addr $srv:21600 $kvo"
+	if $D/dp-kvstore --help | grep -q '^ZeroMQ: built in'; then
+		test_peer kvstore-zmq-tcp 900 \
+			"$D/dp-kvstore -t zmq --role server --rank 0 --addr tcp://*:21601 $kvo" \
+			"$D/dp-kvstore -t zmq --role worker --rank 0 --addr tcp://$srv:21601 $kvo"
+	fi
+else
+	echo "# dp-kvstore: not built"
+fi
+
 # NetPIPE (netpipe-openmpi's NPopenmpi) under Open MPI 4.1.4, one rank per
 # node: ob1 over TCP, UCX (rc_verbs on rxe0, tcp for wire-up; under pml
 # ucx MPI_Init still fails with "no auxiliary transport" here, with or
