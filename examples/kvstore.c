@@ -86,6 +86,12 @@ struct kv_hdr {
 	uint32_t nkeys;
 	uint64_t seq;
 	uint64_t mark;		/* a push's round mark r */
+	/*
+	 * A request's number among this worker's requests to this server:
+	 * a dmaplane server takes them in that order (dps_handle), as a
+	 * ZeroMQ server does by its socket's order.
+	 */
+	uint64_t rseq;
 };
 
 struct kv_cfg {
@@ -465,6 +471,16 @@ struct dp_server {
 	/* acks and re-posted receives not submitted yet (dps_flush) */
 	struct dmaplane_op pend[2 * SRV_RECVS];
 	unsigned int npend;
+	/*
+	 * Requests are taken in each worker's order (kv_hdr.rseq): across
+	 * nodes a small pull can complete before the larger push its worker
+	 * sent first (matching keeps the order, completion need not), and a
+	 * pull must see that push.  A request that completed early waits in
+	 * parked, its buffer not re-posted, until its turn.
+	 */
+	uint64_t next[MAX_WORKERS];
+	struct dmaplane_cqe parked[SRV_RECVS];
+	unsigned int nparked;
 };
 
 #define CTX_SEND	(1ull << 63)
@@ -526,7 +542,53 @@ static int dps_flush(struct dp_server *d)
 	return 0;
 }
 
+static int dps_request(struct dp_server *d, const struct dmaplane_cqe *c);
+
 static int dps_handle(struct dp_server *d, const struct dmaplane_cqe *c)
+{
+	const struct kv_hdr *h;
+	struct dmaplane_cqe cur;
+	unsigned int b, i;
+	uint32_t w;
+	int ret;
+
+	if (c->ctx & CTX_SEND) {
+		d->sends--;
+		return c->status;
+	}
+	b = c->ctx;
+	if (c->status || b >= SRV_RECVS || c->len < sizeof(*h))
+		return c->status ? c->status : -EPROTO;
+	h = (const struct kv_hdr *)d->rbuf[b];
+	ret = srv_check_hdr(&d->sv, h);
+	if (ret)
+		return ret;
+	w = h->worker;
+	if (h->rseq != d->next[w]) {
+		if (h->rseq < d->next[w] || d->nparked == SRV_RECVS)
+			return -EPROTO;
+		d->parked[d->nparked++] = *c;
+		return 0;
+	}
+	cur = *c;
+	for (;;) {
+		ret = dps_request(d, &cur);
+		if (ret)
+			return ret;
+		d->next[w]++;
+		for (i = 0; i < d->nparked; i++)
+			if (((const struct kv_hdr *)d->rbuf[d->parked[i].ctx])->worker == w &&
+			    ((const struct kv_hdr *)d->rbuf[d->parked[i].ctx])->rseq == d->next[w])
+				break;
+		if (i == d->nparked)
+			return 0;
+		cur = d->parked[i];
+		d->parked[i] = d->parked[--d->nparked];
+	}
+}
+
+/* One request, in its worker's order; its buffer is re-posted after. */
+static int dps_request(struct dp_server *d, const struct dmaplane_cqe *c)
 {
 	struct server *sv = &d->sv;
 	const struct kv_cfg *cfg = sv->cfg;
@@ -539,17 +601,8 @@ static int dps_handle(struct dp_server *d, const struct dmaplane_cqe *c)
 	uint64_t vlen;
 	int ret;
 
-	if (c->ctx & CTX_SEND) {
-		d->sends--;
-		return c->status;
-	}
 	b = c->ctx;
-	if (c->status || b >= SRV_RECVS || c->len < sizeof(*h))
-		return c->status ? c->status : -EPROTO;
 	h = (const struct kv_hdr *)d->rbuf[b];
-	ret = srv_check_hdr(sv, h);
-	if (ret)
-		return ret;
 	if (h->op == OP_DONE) {
 		sv->done++;
 		goto repost;
@@ -817,6 +870,7 @@ struct worker {
 	uint64_t a[MAX_SERVERS], b[MAX_SERVERS];	/* pushes, sum of marks */
 	int out;			/* replies not yet in */
 	uint64_t seq;
+	uint64_t rseq[MAX_SERVERS];	/* requests sent to each server */
 	struct kv_hdr hdr[NSLOT];	/* headers of requests and replies */
 	/* dmaplane */
 	struct dp_ep *ep;
@@ -835,6 +889,15 @@ static struct kv_hdr *wk_hdr(struct worker *wk, uint32_t op, int z, uint64_t mar
 	*h = (struct kv_hdr){ .op = op, .worker = wk->w, .size_idx = z,
 			      .nkeys = wk->cfg->keys, .seq = wk->seq, .mark = mark };
 	wk->seq++;
+	return h;
+}
+
+/* The header of a request to server @s, numbered in its sequence. */
+static struct kv_hdr *wk_req(struct worker *wk, int s, uint32_t op, int z, uint64_t mark)
+{
+	struct kv_hdr *h = wk_hdr(wk, op, z, mark);
+
+	h->rseq = wk->rseq[s]++;
 	return h;
 }
 
@@ -881,7 +944,7 @@ static int dpw_sendv(struct worker *wk, int s, uint64_t tag,
 static int dpw_push(struct worker *wk, int s, int z, uint64_t mark, const uint8_t *grad)
 {
 	const struct kv_cfg *cfg = wk->cfg;
-	struct kv_hdr *h = wk_hdr(wk, OP_PUSH, z, mark), *ack;
+	struct kv_hdr *h = wk_req(wk, s, OP_PUSH, z, mark), *ack;
 	struct iovec iov[MAX_KEYS + 2];
 	uint64_t vlen = val_len(cfg, z);
 	int ret;
@@ -932,7 +995,7 @@ static int dpw_push(struct worker *wk, int s, int z, uint64_t mark, const uint8_
 static int dpw_pull(struct worker *wk, int s, int z, uint8_t *dst)
 {
 	const struct kv_cfg *cfg = wk->cfg;
-	struct kv_hdr *h = wk_hdr(wk, OP_PULL, z, 0), *rh;
+	struct kv_hdr *h = wk_req(wk, s, OP_PULL, z, 0), *rh;
 	struct iovec iov[MAX_KEYS + 2];
 	uint64_t vlen = val_len(cfg, z);
 	int ret;
@@ -968,7 +1031,7 @@ static int dpw_wait_one(struct worker *wk)
 
 static int dpw_done(struct worker *wk, int s)
 {
-	struct kv_hdr *h = wk_hdr(wk, OP_DONE, 0, 0);
+	struct kv_hdr *h = wk_req(wk, s, OP_DONE, 0, 0);
 	struct iovec iov = { h, sizeof(*h) };
 	int ret = dpw_sendv(wk, s, TAG(OP_DONE, h->seq), &iov, 1);
 
@@ -1019,7 +1082,7 @@ static int zw_expect(struct worker *wk, int s, int op, int z, uint8_t *dst)
 static int zw_push(struct worker *wk, int s, int z, uint64_t mark, const uint8_t *grad)
 {
 	const struct kv_cfg *cfg = wk->cfg;
-	struct kv_hdr *h = wk_hdr(wk, OP_PUSH, z, mark);
+	struct kv_hdr *h = wk_req(wk, s, OP_PUSH, z, mark);
 	uint64_t vlen = val_len(cfg, z);
 	void *sock = wk->zsock[s];
 	int ret = 0;
@@ -1036,7 +1099,7 @@ static int zw_push(struct worker *wk, int s, int z, uint64_t mark, const uint8_t
 static int zw_pull(struct worker *wk, int s, int z, uint8_t *dst)
 {
 	const struct kv_cfg *cfg = wk->cfg;
-	struct kv_hdr *h = wk_hdr(wk, OP_PULL, z, 0);
+	struct kv_hdr *h = wk_req(wk, s, OP_PULL, z, 0);
 
 	if (zmq_send(wk->zsock[s], h, sizeof(*h), ZMQ_SNDMORE) < 0 ||
 	    zmq_send(wk->zsock[s], wk->keys + s * cfg->keys, cfg->keys * 8, 0) < 0)
@@ -1066,7 +1129,7 @@ static int zw_wait_one(struct worker *wk)
 
 static int zw_done(struct worker *wk, int s)
 {
-	struct kv_hdr *h = wk_hdr(wk, OP_DONE, 0, 0);
+	struct kv_hdr *h = wk_req(wk, s, OP_DONE, 0, 0);
 
 	return zmq_send(wk->zsock[s], h, sizeof(*h), 0) < 0 ? zerr() : 0;
 }
