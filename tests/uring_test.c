@@ -99,8 +99,13 @@ static int ring_run(struct io_uring *ring, struct io_uring_sqe *sqe)
 	int ret;
 
 	io_uring_sqe_set_data64(sqe, 0xd0d0);
+	/*
+	 * With SQPOLL this counts the SQ ring's entries the kernel has not
+	 * marked consumed yet: the thread posts a CQE before it moves the
+	 * ring's head, so the previous entry may still be counted.
+	 */
 	ret = io_uring_submit(ring);
-	if (ret != 1)
+	if (ret < 1)
 		return MARK + 1;
 	if (io_uring_wait_cqe(ring, &cqe))
 		return MARK + 2;
@@ -287,7 +292,7 @@ TEST_F(uring, sqpoll_sends_without_syscall)
 		dp_prep_uring_submit(sqe, dp_fd(self->a), &s, 1);
 		if (!(IO_URING_READ_ONCE(*self->ring.sq.kflags) & IORING_SQ_NEED_WAKEUP))
 			awake++;
-		ASSERT_EQ(1, io_uring_submit(&self->ring));
+		ASSERT_LE(1, io_uring_submit(&self->ring));
 		ASSERT_EQ(1, dp_wait(self->b, &c, 1, 10000));
 		EXPECT_EQ(0, c.status);
 		EXPECT_EQ(out, in);
