@@ -640,8 +640,9 @@ static int dp_x_setup(struct xport *x, int rank)
 		struct io_uring_params p = { 0 };
 
 		if (x->sub == SUB_SQPOLL) {
+			/* Awake through a run, asleep between runs. */
 			p.flags = IORING_SETUP_SQPOLL;
-			p.sq_thread_idle = 1000;
+			p.sq_thread_idle = 50;
 		}
 		setup_step = "io_uring_queue_init";
 		ret = io_uring_queue_init_params(8, &x->ring, &p);
@@ -741,14 +742,19 @@ static int uring_submit(struct xport *x, const struct dmaplane_op *ops,
 		ret = io_uring_submit(&x->ring);
 		if (ret < 0)
 			return ret;
+		/*
+		 * Yield to the submission thread a few times (it may share
+		 * this CPU), then sleep: a waiter that keeps spinning takes
+		 * the CPU the thread needs when there are fewer CPUs than
+		 * busy threads (two ranks and two SQPOLL threads on 2 vCPUs).
+		 */
 		for (unsigned int spin = 1;
 		     (ret = io_uring_peek_cqe(&x->ring, &cqe)) == -EAGAIN; spin++) {
-			if (!(spin % 65536)) {
+			if (spin > 64) {
 				ret = io_uring_wait_cqe(&x->ring, &cqe);
 				break;
 			}
-			if (!(spin % 1024))
-				sched_yield();
+			sched_yield();
 		}
 	}
 	if (ret)
