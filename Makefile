@@ -51,7 +51,15 @@ EXAMPLES   += $(BUILD)/dp-kvstore
 
 # kselftest harness header, from the test kernel's source tree.
 KSFT_DIR   ?=
+# io_uring submission (uring_test, dp-bench's uring modes) needs liburing
+# (liburing-dev); without it uring_test is not built and dp-bench has no
+# uring rows.
+HAVE_URING := $(shell pkg-config --exists liburing 2>/dev/null && echo y)
+URING_LIBS := $(if $(HAVE_URING),$(shell pkg-config --libs liburing))
 TEST_SRCS  := $(wildcard tests/*_test.c)
+ifneq ($(HAVE_URING),y)
+TEST_SRCS  := $(filter-out tests/uring_test.c,$(TEST_SRCS))
+endif
 TESTS      := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 HOST_TEST_SRCS := $(wildcard tests/host/*_test.c)
 HOST_TESTS := $(HOST_TEST_SRCS:tests/host/%.c=$(BUILD)/tests/host/%)
@@ -119,10 +127,11 @@ IBVERBS_LIBS := $(shell pkg-config --libs libibverbs 2>/dev/null)
 ifneq ($(IBVERBS_LIBS),)
 BENCH_FLAGS := -DHAVE_IBVERBS
 endif
+BENCH_FLAGS += $(if $(HAVE_URING),-DHAVE_LIBURING)
 
 $(BUILD)/dp-bench: tools/dp-bench.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(BENCH_FLAGS) $(CFLAGS) $(WARN) -o $@ $< \
-		$(USER_LDFLAGS) -ldmaplane $(IBVERBS_LIBS)
+		$(USER_LDFLAGS) -ldmaplane $(IBVERBS_LIBS) $(URING_LIBS)
 
 $(BUILD)/dp-demo: examples/demo.c $(LIB_LINKS)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -o $@ $< $(USER_LDFLAGS) -ldmaplane
@@ -183,7 +192,9 @@ $(BUILD)/tests/%: tests/%.c tests/dp_test.h $(LIB_LINKS)
 	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_U) $(LIBNL_CFLAGS) -I$(KSFT_DIR) $(CFLAGS) -Wall -Werror -o $@ $< \
-		$(USER_LDFLAGS) -ldmaplane $(LIBNL_LIBS)
+		$(USER_LDFLAGS) -ldmaplane $(LIBNL_LIBS) $(TEST_LIBS)
+
+$(BUILD)/tests/uring_test: TEST_LIBS := $(URING_LIBS)
 
 # The malicious peer needs no library of dmaplane, only the wire format.
 $(BUILD)/tests/evil_peer: tests/evil_peer.c kmod/ib_wire.h uapi/linux/dmaplane.h

@@ -25,6 +25,7 @@ static const struct {
 	{ DMAPLANE_CAP_SRC_AV, "src-av" },
 	{ DMAPLANE_CAP_REGION_BUF, "region-buf" },
 	{ DMAPLANE_CAP_PUT_DATA, "put-data" },
+	{ DMAPLANE_CAP_URING_CMD, "uring-cmd" },
 };
 
 static void print_caps(unsigned long long caps)

@@ -16,6 +16,22 @@
 
 #include "compat/dmaplane_probes.h"
 
+/*
+ * The uring_cmd driver API has its own header from 6.7.  A uring_cmd's
+ * command area (the SQE's cmd bytes) is io_uring_sqe_cmd() of its SQE
+ * from 6.6, before that a pointer in struct io_uring_cmd.
+ */
+#ifdef DMAPLANE_HAVE_IO_URING_CMD_H
+#include <linux/io_uring/cmd.h>
+#else
+#include <linux/io_uring.h>
+#endif
+#if defined(DMAPLANE_HAVE_IO_URING_CMD_H) || defined(DMAPLANE_HAVE_IO_URING_SQE_CMD)
+#define dmaplane_uring_cmd_area(ioucmd)	io_uring_sqe_cmd((ioucmd)->sqe)
+#else
+#define dmaplane_uring_cmd_area(ioucmd)	((ioucmd)->cmd)
+#endif
+
 /* <asm/unaligned.h> moved to <linux/unaligned.h> in 6.12. */
 #ifdef DMAPLANE_HAVE_LINUX_UNALIGNED_H
 #include <linux/unaligned.h>

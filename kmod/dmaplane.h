@@ -632,6 +632,7 @@ int dmaplane_ubuf_iter_end(struct dmaplane_region_map *map);
 int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
 			       u64 tag, u64 len, u64 cq_data, u8 cqe_flags,
 			       const void *data, struct dmaplane_rdv *rdv);
+int dmaplane_submit(struct dmaplane_ep *ep, u64 uops, u32 nr, u32 op_size);
 int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg);

@@ -119,6 +119,43 @@ static long dmaplane_ioctl(struct file *file, unsigned int cmd,
 	}
 }
 
+/*
+ * IORING_OP_URING_CMD on an endpoint: the batch of DMAPLANE_IOCTL_SUBMIT
+ * without a system call of its own.  It runs synchronously wherever
+ * io_uring issues it (the submitter's io_uring_enter(), its SQPOLL thread,
+ * an io-wq worker) and its result is the CQE's res, so it never returns
+ * -EIOCBQUEUED.  IO_URING_F_NONBLOCK does not make it punt: the batch
+ * sleeps only as the ioctl does (faults on the caller's memory, the copy
+ * of a matched message), never waiting for a peer.  A batch whose first
+ * operation finds no room (-EAGAIN) is issued once more by an io-wq
+ * worker, which io_uring does for every -EAGAIN; it has no side effects,
+ * and the worker's -EAGAIN is final.
+ */
+static int dmaplane_uring_cmd(struct io_uring_cmd *ioucmd,
+			      unsigned int issue_flags)
+{
+	const struct dmaplane_uring_submit *area = dmaplane_uring_cmd_area(ioucmd);
+	struct dmaplane_ep *ep = ioucmd->file->private_data;
+	u64 ops;
+	u32 nr;
+	u16 op_size, flags;
+
+	static_assert(sizeof(*area) == 16);
+	if (ioucmd->cmd_op != DMAPLANE_URING_CMD_SUBMIT)
+		return -EOPNOTSUPP;
+	/* No registered buffers: the operations name their own. */
+	if (ioucmd->flags & IORING_URING_CMD_FIXED)
+		return -EINVAL;
+	/* The area may be the SQE that user space still writes: read it once. */
+	ops = READ_ONCE(area->ops);
+	nr = READ_ONCE(area->nr);
+	op_size = READ_ONCE(area->op_size);
+	flags = READ_ONCE(area->flags);
+	if (flags)
+		return -EINVAL;
+	return dmaplane_submit(ep, ops, nr, op_size);
+}
+
 static int dmaplane_mmap_file(struct file *file, struct vm_area_struct *vma)
 {
 	struct dmaplane_ep *ep = file->private_data;
@@ -146,6 +183,7 @@ static const struct file_operations dmaplane_fops = {
 	.open = dmaplane_open,
 	.release = dmaplane_release,
 	.unlocked_ioctl = dmaplane_ioctl,
+	.uring_cmd = dmaplane_uring_cmd,
 	.mmap = dmaplane_mmap_file,
 	.poll = dmaplane_poll,
 	.compat_ioctl = compat_ptr_ioctl,

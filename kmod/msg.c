@@ -1215,20 +1215,33 @@ static int check_op(const struct dmaplane_op *op, u32 op_size)
 	return 0;
 }
 
-int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
+/**
+ * dmaplane_submit() - check and start a batch of operations
+ * @ep: the endpoint, set up
+ * @uops: user pointer to @nr operations of @op_size bytes each
+ * @nr: how many, 1 to MAX_SUBMIT
+ * @op_size: the stride of the array (0: %DMAPLANE_OP_SIZE_V0)
+ *
+ * The one body of %DMAPLANE_IOCTL_SUBMIT and %DMAPLANE_URING_CMD_SUBMIT.
+ * Operations are taken in order; the first one rejected stops the batch.
+ * Every accepted operation completes on the endpoint's ring.  May sleep:
+ * faults on the caller's memory and the copy of a matched message.
+ *
+ * Return: the number of operations accepted (1 to @nr), or a negative
+ * errno when the first was rejected or the batch itself is invalid.
+ */
+int dmaplane_submit(struct dmaplane_ep *ep, u64 uops, u32 nr, u32 op_size)
 {
-	struct dmaplane_submit arg;
 	struct dmaplane_op op;
-	u32 i, op_size;
 	int ret = 0;
+	u32 i;
 
 	static_assert(sizeof(op) == DMAPLANE_OP_SIZE_V1);
-	if (copy_from_user(&arg, uarg, sizeof(arg)))
-		return -EFAULT;
-	if (arg.flags || arg.done || !arg.nr || arg.nr > MAX_SUBMIT)
+	static_assert(MAX_SUBMIT <= INT_MAX);
+	if (!nr || nr > MAX_SUBMIT)
 		return -EINVAL;
 	/* Operations grow at their end: each is op_size bytes (0: the first). */
-	op_size = arg.op_size ?: DMAPLANE_OP_SIZE_V0;
+	op_size = op_size ?: DMAPLANE_OP_SIZE_V0;
 	if (op_size < DMAPLANE_OP_SIZE_V0 || op_size % 8 || op_size > PAGE_SIZE)
 		return -EINVAL;
 	if (!dmaplane_ep_cq(ep))
@@ -1236,14 +1249,16 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 	/*
 	 * Every buffer address below is one of the opener's: only the
 	 * opener's address space may name them (not a process that was
-	 * handed the fd), as for MR_REG.
+	 * handed the fd), as for MR_REG.  io_uring issues a command in the
+	 * address space of the ring's creator: its SQPOLL thread and its
+	 * workers share it, a ring created by a forked child does not.
 	 */
 	if (!current->mm || current->mm != ep->mm)
 		return -EPERM;
 
-	for (i = 0; i < arg.nr; i++) {
+	for (i = 0; i < nr; i++) {
 		ret = copy_struct_from_user(&op, sizeof(op),
-					    u64_to_user_ptr(arg.ops) + i * op_size,
+					    u64_to_user_ptr(uops) + i * op_size,
 					    op_size);
 		if (ret)
 			break;
@@ -1264,9 +1279,22 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 		if (ret)
 			break;
 	}
-	if (i == 0)
+	return i ? i : ret;
+}
+
+int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
+{
+	struct dmaplane_submit arg;
+	int ret;
+
+	if (copy_from_user(&arg, uarg, sizeof(arg)))
+		return -EFAULT;
+	if (arg.flags || arg.done)
+		return -EINVAL;
+	ret = dmaplane_submit(ep, arg.ops, arg.nr, arg.op_size);
+	if (ret < 0)
 		return ret;
-	arg.done = i;
+	arg.done = ret;
 	if (put_user(arg.done, &((struct dmaplane_submit __user *)uarg)->done))
 		return -EFAULT;
 	return 0;

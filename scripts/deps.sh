@@ -18,7 +18,7 @@
 set -e
 
 build_pkgs="gcc make pkg-config libnl-3-dev libnl-genl-3-dev python3-docutils groff-base
-	linux-headers-amd64 kmod libzmq3-dev libxxhash-dev libb2-dev"
+	linux-headers-amd64 kmod libzmq3-dev libxxhash-dev libb2-dev liburing-dev"
 vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
 	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64
 	linux-source-6.12 linux-image-6.12-amd64 linux-headers-6.12-amd64 dkms

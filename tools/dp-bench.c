@@ -27,11 +27,17 @@
  * (what MPI libraries do for small messages); then dp_rs, dmaplane with
  * each side's next receive posted in the same dp_submit() batch as its
  * send (one system call per message), and rs/dp, its time over
- * dmaplane's.
+ * dmaplane's; rs_uring and rs_sqpoll, the same batches submitted through
+ * io_uring (IORING_OP_URING_CMD, DMAPLANE_CAP_URING_CMD) without and with
+ * IORING_SETUP_SQPOLL (no system call to submit while the kernel's
+ * submission thread is awake), and sqp/rs, rs_sqpoll's time over dp_rs.
  *
  * bw, rate: windows of messages (16 of each size; 64 of 8 bytes) from one
  * process to the other, each window acknowledged; dmaplane submits a
- * window as one batch and polls its ring.
+ * window as one batch and polls its ring.  rate also submits the same
+ * windows through io_uring (dp_uring) and io_uring with SQPOLL
+ * (dp_sqpoll).  "-": this build has no liburing, or the kernel no
+ * io_uring or the module no DMAPLANE_CAP_URING_CMD.
  *
  * rlat, rbw, rrate: lat, bw and rate between a dp-bench on each of two
  * nodes (dmaplane's remote transport), beside TCP on the connection the
@@ -61,6 +67,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#ifdef HAVE_LIBURING
+#include <liburing.h>	/* before dmaplane.h: dp_prep_uring_submit() */
+#endif
 #include <dmaplane.h>
 
 #ifdef HAVE_IBVERBS
@@ -382,7 +391,20 @@ struct xport {
 	/* across nodes: the TCP control connection (names, steps, tcp data) */
 	int remote;
 	int ctl;
+	/* dmaplane: how operations are submitted (enum dp_sub) */
+	int sub;
+#ifdef HAVE_LIBURING
+	struct io_uring ring;
+	int ring_up;
+#endif
 };
+
+/*
+ * How dmaplane's operations are submitted: DMAPLANE_IOCTL_SUBMIT, an
+ * io_uring IORING_OP_URING_CMD (io_uring_enter() per batch), or the same
+ * with IORING_SETUP_SQPOLL (the kernel's thread takes the SQE).
+ */
+enum dp_sub { SUB_IOCTL, SUB_URING, SUB_SQPOLL };
 
 static int full_write(int fd, const void *buf, size_t len)
 {
@@ -613,6 +635,20 @@ static int dp_x_setup(struct xport *x, int rank)
 		setup_step = "dp_getname";
 		ret = dp_getname(x->ep, &mine);
 	}
+#ifdef HAVE_LIBURING
+	if (!ret && x->sub != SUB_IOCTL) {
+		struct io_uring_params p = { 0 };
+
+		if (x->sub == SUB_SQPOLL) {
+			/* Awake through a run, asleep between runs. */
+			p.flags = IORING_SETUP_SQPOLL;
+			p.sq_thread_idle = 50;
+		}
+		setup_step = "io_uring_queue_init";
+		ret = io_uring_queue_init_params(8, &x->ring, &p);
+		x->ring_up = !ret;
+	}
+#endif
 	ret = swap_names(x, rank, ret, &mine, &peer);
 	if (!ret) {
 		setup_step = "dp_av_insert";
@@ -679,21 +715,128 @@ static int dp_wait_one(struct dp_ep *ep)
 	return n < 0 ? n : c.status;
 }
 
+#ifdef HAVE_LIBURING
+/*
+ * One batch through io_uring: the CQE's res (the count accepted, or
+ * -errno).  Without SQPOLL io_uring_enter() issues it and the CQE is
+ * there when it returns; with SQPOLL the submission thread takes it and
+ * this side polls the CQ ring (no system call), sleeping in
+ * io_uring_wait_cqe() only after a long spin.
+ */
+static int uring_submit(struct xport *x, const struct dmaplane_op *ops,
+			unsigned int n)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&x->ring);
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	if (!sqe)
+		return -EBUSY;
+	dp_prep_uring_submit(sqe, dp_fd(x->ep), ops, n);
+	if (x->sub == SUB_URING) {
+		ret = io_uring_submit_and_wait(&x->ring, 1);
+		if (ret < 0)
+			return ret;
+		ret = io_uring_peek_cqe(&x->ring, &cqe);
+	} else {
+		ret = io_uring_submit(&x->ring);
+		if (ret < 0)
+			return ret;
+		/*
+		 * Yield to the submission thread a few times (it may share
+		 * this CPU), then sleep: a waiter that keeps spinning takes
+		 * the CPU the thread needs when there are fewer CPUs than
+		 * busy threads (two ranks and two SQPOLL threads on 2 vCPUs).
+		 */
+		for (unsigned int spin = 1;
+		     (ret = io_uring_peek_cqe(&x->ring, &cqe)) == -EAGAIN; spin++) {
+			if (spin > 64) {
+				ret = io_uring_wait_cqe(&x->ring, &cqe);
+				break;
+			}
+			sched_yield();
+		}
+	}
+	if (ret)
+		return ret;
+	ret = cqe->res;
+	io_uring_cqe_seen(&x->ring, cqe);
+	return ret;
+}
+
+/*
+ * Can this kernel and module take operations through io_uring (with
+ * SQPOLL when @sqpoll)?  0, or -EOPNOTSUPP.
+ */
+static int uring_usable(int sqpoll)
+{
+	struct io_uring_params p = { .flags = sqpoll ? IORING_SETUP_SQPOLL : 0 };
+	struct dmaplane_info info;
+	struct io_uring ring;
+	struct dp_ep *ep;
+	int ret;
+
+	if (dp_open(NULL, 0, &ep))
+		return -EOPNOTSUPP;
+	ret = dp_info(ep, &info);
+	dp_close(ep);
+	if (ret || !(info.caps & DMAPLANE_CAP_URING_CMD))
+		return -EOPNOTSUPP;
+	if (io_uring_queue_init_params(2, &ring, &p))
+		return -EOPNOTSUPP;
+	io_uring_queue_exit(&ring);
+	return 0;
+}
+#else
+static int uring_usable(int sqpoll)
+{
+	(void)sqpoll;
+	return -EOPNOTSUPP;
+}
+#endif
+
+/* Submit a batch the xport's way: as dp_submit(), count or -errno. */
+static int x_submit(struct xport *x, const struct dmaplane_op *ops,
+		    unsigned int n)
+{
+#ifdef HAVE_LIBURING
+	if (x->sub != SUB_IOCTL)
+		return uring_submit(x, ops, n);
+#endif
+	return dp_submit(x->ep, ops, n);
+}
+
 static int dp_x_send(struct xport *x, int rank, void *buf, size_t len)
 {
+	struct dmaplane_op op;
 	int ret;
 
 	(void)rank;
-	while ((ret = dp_send(x->ep, x->peer, 1, buf, len, 0)) == -EAGAIN)
-		;
+	if (x->sub == SUB_IOCTL) {
+		while ((ret = dp_send(x->ep, x->peer, 1, buf, len, 0)) == -EAGAIN)
+			;
+	} else {
+		dp_prep_send(&op, x->peer, 1, buf, len, 0);
+		while ((ret = x_submit(x, &op, 1)) == -EAGAIN)
+			;
+		ret = ret < 0 ? ret : 0;
+	}
 	return ret ? ret : dp_wait_one(x->ep);
 }
 
 static int dp_x_recv(struct xport *x, int rank, void *buf, size_t len)
 {
-	int ret = dp_recv(x->ep, x->peer, 1, 0, buf, len, 0);
+	struct dmaplane_op op;
+	int ret;
 
 	(void)rank;
+	if (x->sub == SUB_IOCTL) {
+		ret = dp_recv(x->ep, x->peer, 1, 0, buf, len, 0);
+	} else {
+		dp_prep_recv(&op, x->peer, 1, 0, buf, len, 0);
+		ret = x_submit(x, &op, 1);
+		ret = ret < 0 ? ret : 0;
+	}
 	return ret ? ret : dp_wait_one(x->ep);
 }
 
@@ -712,7 +855,7 @@ static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w
 		ops[i].len = len;
 	}
 	while (done < w) {
-		n = dp_submit(x->ep, ops + done, w - done);
+		n = x_submit(x, ops + done, w - done);
 		if (n == -EAGAIN) {
 			n = dp_poll(x->ep, c, 256);
 			if (n < 0)
@@ -836,10 +979,10 @@ static int rs_reap(struct dp_ep *ep, int *got, int *sent, int want_got,
 }
 
 /* Submit all of @ops (a full ring makes dp_submit() take fewer). */
-static int rs_submit(struct dp_ep *ep, struct dmaplane_op *ops, int n)
+static int rs_submit(struct xport *x, struct dmaplane_op *ops, int n)
 {
 	for (int done = 0; done < n;) {
-		int ret = dp_submit(ep, ops + done, n - done);
+		int ret = x_submit(x, ops + done, n - done);
 
 		if (ret < 0 && ret != -EAGAIN)
 			return ret;
@@ -873,12 +1016,12 @@ static double lat_rs_rank(struct xport *x, int rank, const struct run_args *a,
 	dp_prep_recv(&ops[0], x->peer, 1, 0, rb, a->len, 1);
 	dp_prep_send(&ops[1], x->peer, 1, sb, a->len, 2);
 	if (rank)
-		ret = rs_submit(x->ep, ops, 1);
+		ret = rs_submit(x, ops, 1);
 	for (int i = 0; !ret && i < total; i++) {
 		if (!rank) {
 			if (i == 2)
 				t0 = now_us();
-			ret = rs_submit(x->ep, ops, 2);
+			ret = rs_submit(x, ops, 2);
 			if (!ret)
 				ret = rs_reap(x->ep, &got, &sent, i + 1, i + 1);
 			continue;
@@ -886,8 +1029,8 @@ static double lat_rs_rank(struct xport *x, int rank, const struct run_args *a,
 		/* the ping; then the next receive (if any) and the pong */
 		ret = rs_reap(x->ep, &got, &sent, i + 1, 0);
 		if (!ret)
-			ret = i + 1 < total ? rs_submit(x->ep, ops, 2) :
-					      rs_submit(x->ep, ops + 1, 1);
+			ret = i + 1 < total ? rs_submit(x, ops, 2) :
+					      rs_submit(x, ops + 1, 1);
 	}
 	if (!ret && rank)
 		ret = rs_reap(x->ep, &got, &sent, total, total);
@@ -993,6 +1136,11 @@ static double run_forked(struct xport *x, rank_fn fn, const struct run_args *a)
 	out = res[0];
 	last_rx_thp_kb = (long)res[1];
 	munmap(res, 2 * sizeof(double));
+#ifdef HAVE_LIBURING
+	if (x->ring_up)
+		io_uring_queue_exit(&x->ring);
+	x->ring_up = 0;
+#endif
 	if (x->ep)
 		dp_close(x->ep);
 	x->ep = NULL;
@@ -1006,11 +1154,12 @@ static double run_latency(struct xport *x, size_t len, int iters)
 	return run_forked(x, lat_rank, &a);
 }
 
-static double run_latency_rs(size_t len, int iters)
+static double run_latency_rs(size_t len, int iters, int sub)
 {
 	struct run_args a = { .len = len, .iters = iters };
 	struct xport x = xports[0];	/* dmaplane */
 
+	x.sub = sub;
 	return run_forked(&x, lat_rs_rank, &a);
 }
 
@@ -1024,6 +1173,7 @@ static double run_stream(struct xport *x, size_t len, int w, int windows)
 static int bench_lat(int iters)
 {
 	static const size_t sizes[] = { 8, 64, 1024, 16384, 65536, 1 << 20, 4 << 20 };
+	int uring_ok[] = { 0, !uring_usable(0), !uring_usable(1) };
 	char sz[32];
 
 	printf("# dp-bench lat: half round trip, microseconds (%d iterations; lower is better)\n",
@@ -1031,9 +1181,10 @@ static int bench_lat(int iters)
 	printf("%-8s", "size");
 	for (unsigned int t = 0; t < NR_XPORTS; t++)
 		printf(" %10s", xports[t].name);
-	printf(" %12s %10s %8s\n", "dp/pipe", "dp_rs", "rs/dp");
+	printf(" %12s %10s %8s %10s %10s %8s\n", "dp/pipe", "dp_rs", "rs/dp",
+	       "rs_uring", "rs_sqpoll", "sqp/rs");
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		double v[NR_XPORTS], rs;
+		double v[NR_XPORTS], rs, ur[SUB_SQPOLL + 1];
 		int n = sizes[i] >= (1 << 20) ? (iters + 9) / 10 : iters;
 
 		if (sizes[i] > max_size)
@@ -1056,7 +1207,7 @@ static int bench_lat(int iters)
 			printf(" %12.2f", v[0] / v[1]);
 		else
 			printf(" %12s", "-");
-		rs = run_latency_rs(sizes[i], n);
+		rs = run_latency_rs(sizes[i], n, SUB_IOCTL);
 		if (rs < 0) {
 			dp_failures++;
 			printf(" %10s %8s", "error", "-");
@@ -1067,6 +1218,26 @@ static int bench_lat(int iters)
 			else
 				printf(" %8s", "-");
 		}
+		fflush(stdout);
+		for (int sub = SUB_URING; sub <= SUB_SQPOLL; sub++) {
+			ur[sub] = -1;
+			if (!uring_ok[sub]) {
+				printf(" %10s", "-");
+				continue;
+			}
+			ur[sub] = run_latency_rs(sizes[i], n, sub);
+			if (ur[sub] < 0)
+				dp_failures++;
+			if (ur[sub] < 0)
+				printf(" %10s", "error");
+			else
+				printf(" %10.1f", ur[sub]);
+			fflush(stdout);
+		}
+		if (rs > 0 && ur[SUB_SQPOLL] > 0)
+			printf(" %8.2f", ur[SUB_SQPOLL] / rs);
+		else
+			printf(" %8s", "-");
 		printf("\n");
 	}
 	return 0;
@@ -1120,6 +1291,25 @@ static int bench_rate(int windows)
 			printf("%-10s %12s\n", xports[t].name, "error");
 		else
 			printf("%-10s %12.0f\n", xports[t].name, v);
+	}
+	/* dmaplane's windows again, submitted through io_uring. */
+	for (int sub = SUB_URING; sub <= SUB_SQPOLL; sub++) {
+		const char *name = sub == SUB_URING ? "dp_uring" : "dp_sqpoll";
+		struct xport x = xports[0];
+		double v;
+
+		if (uring_usable(sub == SUB_SQPOLL)) {
+			printf("%-10s %12s\n", name, "-");
+			continue;
+		}
+		x.sub = sub;
+		v = run_stream(&x, 8, 64, windows);
+		if (v < 0) {
+			dp_failures++;
+			printf("%-10s %12s\n", name, "error");
+		} else {
+			printf("%-10s %12.0f\n", name, v);
+		}
 	}
 	return 0;
 }

@@ -391,6 +391,35 @@ static inline void dp_prep_set_region(struct dmaplane_op *op, uint32_t region)
 }
 
 /*
+ * dp_prep_uring_submit - fill an io_uring SQE that submits @nr prepared
+ * operations, as dp_submit() does, through IORING_OP_URING_CMD on the
+ * endpoint's file descriptor @fd (dp_fd(), or a registered file's index
+ * with IOSQE_FIXED_FILE); with IORING_SETUP_SQPOLL no system call at all
+ * (needs DMAPLANE_CAP_URING_CMD).  The CQE's res is what dp_submit()
+ * returns; @ops must stay unchanged until that CQE arrives.  Defined only
+ * when <liburing.h> (or <linux/io_uring.h>) is included before this
+ * header: libdmaplane itself does not need io_uring.
+ */
+#ifdef LINUX_IO_URING_H
+static inline void dp_prep_uring_submit(struct io_uring_sqe *sqe, int fd,
+					const struct dmaplane_op *ops,
+					unsigned int nr)
+{
+	struct dmaplane_uring_submit cmd = {
+		.ops = (uintptr_t)ops,
+		.nr = nr,
+		.op_size = sizeof(*ops),
+	};
+
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = DMAPLANE_URING_CMD_SUBMIT;
+	memcpy(sqe->cmd, &cmd, sizeof(cmd));
+}
+#endif
+
+/*
  * dp_poll - take up to @max completions from the ring; no system call
  * Returns the number taken (0 when none), or -EINVAL before dp_ep_setup().
  */

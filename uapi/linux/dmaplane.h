@@ -107,6 +107,13 @@
  * target's ring too (%DMAPLANE_CQE_F_REMOTE), on one node and across nodes
  */
 #define DMAPLANE_CAP_PUT_DATA	_BITULL(11)
+/**
+ * DMAPLANE_CAP_URING_CMD - operations can be submitted through io_uring:
+ * an ``IORING_OP_URING_CMD`` on the endpoint's file descriptor with
+ * %DMAPLANE_URING_CMD_SUBMIT (see &struct dmaplane_uring_submit); set only
+ * when the running kernel has io_uring
+ */
+#define DMAPLANE_CAP_URING_CMD	_BITULL(12)
 
 /**
  * struct dmaplane_info - argument of %DMAPLANE_IOCTL_GET_INFO
@@ -700,6 +707,63 @@ struct dmaplane_submit {
 	__u32 flags;
 	__u32 done;
 	__u32 op_size;
+};
+
+/**
+ * DOC: Submission through io_uring
+ *
+ * With %DMAPLANE_CAP_URING_CMD, a batch of operations can also be
+ * submitted as an io_uring ``IORING_OP_URING_CMD`` on the endpoint's file
+ * descriptor, in an ordinary 64-byte SQE: ``sqe->cmd_op`` is
+ * %DMAPLANE_URING_CMD_SUBMIT and the SQE's 16-byte command area
+ * (``sqe->cmd``) holds a &struct dmaplane_uring_submit.  With
+ * ``IORING_SETUP_SQPOLL`` the kernel's submission thread picks the SQE up,
+ * so a send needs no system call of its own.
+ *
+ * The batch goes through the same code as %DMAPLANE_IOCTL_SUBMIT, with
+ * the same checks and the same completions on the endpoint's ring; the
+ * io_uring completion (CQE) only says how the submission went: its
+ * ``res`` is the number of operations accepted, from the first (1 to
+ * @nr; the rest were not looked at, or the first of them was rejected and
+ * is submitted again to see its error), or a negative errno when none
+ * was: the errors of %DMAPLANE_IOCTL_SUBMIT, and -EOPNOTSUPP for an
+ * unknown ``cmd_op``.  The operations are read when io_uring issues the
+ * SQE, which may be later than io_uring_enter() returns (SQPOLL, or a
+ * request io_uring hands to its workers): the array must stay unchanged
+ * until the CQE arrives.
+ *
+ * The address-space rule of %DMAPLANE_IOCTL_SUBMIT holds: io_uring issues
+ * the command in the ring owner's address space (its own task, its SQPOLL
+ * thread or its workers), so a ring created by any process other than the
+ * endpoint's opener (a child after fork(), a receiver of the descriptor)
+ * gets -EPERM.
+ */
+
+/**
+ * DMAPLANE_URING_CMD_SUBMIT - ``sqe->cmd_op`` of a batch submission
+ * through io_uring (see "Submission through io_uring").  Command numbers
+ * are only appended; an unknown one fails with -EOPNOTSUPP.
+ */
+#define DMAPLANE_URING_CMD_SUBMIT	1
+
+/**
+ * struct dmaplane_uring_submit - the command area (``sqe->cmd``) of
+ * %DMAPLANE_URING_CMD_SUBMIT
+ * @ops: user pointer to an array of &struct dmaplane_op, as
+ *	&dmaplane_submit.ops.
+ * @nr: number of operations, 1 to 256 (else -EINVAL).
+ * @op_size: size in bytes of each operation, as &dmaplane_submit.op_size
+ *	(0 for %DMAPLANE_OP_SIZE_V0).
+ * @flags: must be zero (-EINVAL).
+ *
+ * 16 bytes: the command area of a 64-byte SQE; no ``IORING_SETUP_SQE128``
+ * is needed.
+ */
+struct dmaplane_uring_submit {
+	__u64 ops;
+	__u32 nr;
+	__u16 op_size;
+	__u16 flags;
 };
 
 /**

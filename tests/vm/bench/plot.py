@@ -144,8 +144,9 @@ def main():
     npp = t.get("NetPIPE ping-pong")
     lines = []
     if lat:
-        for c, (xs, ys) in series(lat, ["dmaplane", "dp_rs", "pipe", "unix",
-                                        "cma", "shm2copy"]).items():
+        for c, (xs, ys) in series(lat, ["dmaplane", "dp_rs", "rs_uring",
+                                        "rs_sqpoll", "pipe", "unix", "cma",
+                                        "shm2copy"]).items():
             lines.append(("dp-bench " + c, (xs, ys)))
     if npp:
         for c, (xs, ys) in series(npp, ["vader_us", "ucx_us", "dp_us"]).items():

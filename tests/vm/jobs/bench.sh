@@ -40,7 +40,7 @@ dmaplane_errors() {
 			cols = " 3 4 5"
 		} else {
 			for (i = 1; i <= NF; i++)
-				if ($i ~ /^(dmaplane|dp_cold|dp_cached|latency|dp_rs|spec1000|wild1000)$/)
+				if ($i ~ /^(dmaplane|dp_cold|dp_cached|latency|dp_rs|rs_uring|rs_sqpoll|spec1000|wild1000)$/)
 					cols = cols " " i
 		}
 		next
@@ -48,7 +48,7 @@ dmaplane_errors() {
 	/^# dmaplane: n\/a/ { print; next }	# rlat, rbw, rrate
 	/^#/ { next }
 	NF == 0 { cols = ""; next }
-	$1 == "dmaplane" && ($2 == "error" || $2 == "n/a") { print; next }
+	$1 ~ /^(dmaplane|dp_uring|dp_sqpoll)$/ && ($2 == "error" || $2 == "n/a") { print; next }
 	$3 == "dmaplane" && $4 ~ /^error/ { print; next }	# overlap
 	cols != "" {
 		off = $2 ~ /^(B|KiB|MiB|GiB)$/ ? 1 : 0
