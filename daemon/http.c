@@ -36,6 +36,8 @@ struct listener {
 static struct listener unix_l = { .fd = -1 };
 static struct listener tcp_l = { .tcp = true, .fd = -1 };
 static const struct dpd_config *conf;
+/* The request being answered in this connection's thread, for -v logs. */
+static __thread const char *cur_method, *cur_url;
 
 struct req {
 	bool responded;		/* a response was queued before the body */
@@ -83,6 +85,9 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned int status,
 					"Bearer realm=\"dmaplaned\"");
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
+	if (dpd_verbose)
+		log_info("%s %s: %u", cur_method ? cur_method : "?",
+			 cur_url ? cur_url : "?", status);
 	return ret;
 }
 
@@ -371,6 +376,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
 	const char *h;
 
 	(void)version;
+	cur_method = method;
+	cur_url = url;
 	if (!q) {
 		q = calloc(1, sizeof(*q));
 		if (!q)
@@ -439,7 +446,10 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	(void)cls;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	buf[strcspn(buf, "\n")] = '\0';
-	log_warn("http: %s", buf);
+	/* libmicrohttpd 0.9.75 says this even when it is the first option. */
+	if (strstr(buf, "MHD_OPTION_EXTERNAL_LOGGER is not the first"))
+		return;
+	log_info("http: %s", buf);
 }
 
 static int start(struct listener *l)
