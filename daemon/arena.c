@@ -24,6 +24,7 @@ struct dpd_arena {
 	time_t created;
 	uint64_t attaches;		/* dma-bufs handed out */
 	uint64_t attach_refused;	/* attach requests refused (access) */
+	unsigned int busy;		/* moves holding it (arena_hold()) */
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -184,7 +185,7 @@ static void destroy_locked(struct dpd_arena **pp)
  * arena_destroy - destroy @name for @cred (NULL: the daemon itself).
  * Attached programs keep their mappings: the module frees the memory
  * when the last dma-buf goes.  Returns 0, -ENOENT, -EPERM (neither the
- * owner nor an administrator).
+ * owner nor an administrator), -EBUSY (a move holds it).
  */
 int arena_destroy(const char *name, const struct dpd_cred *cred)
 {
@@ -200,6 +201,10 @@ int arena_destroy(const char *name, const struct dpd_cred *cred)
 		if (cred && !cred_admin(cred) && cred->uid != a->spec.owner) {
 			ret = cred_may(cred, a->spec.owner, a->spec.group,
 				       a->spec.mode, DPD_PERM_READ) ? -EPERM : -EACCES;
+			break;
+		}
+		if (cred && a->busy) {
+			ret = -EBUSY;
 			break;
 		}
 		destroy_locked(pp);
@@ -320,7 +325,7 @@ json_t *node_json(const struct dpd_config *cfg)
 	size_t i;
 
 	caps = json_array();
-	svc = json_pack("[s, s, s]", "arenas", "attach", "events");
+	svc = json_pack("[s, s, s, s]", "arenas", "attach", "events", "moves-local");
 	o = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}",
 		      "name", cfg->node_name, "version", DPD_VERSION,
 		      "api", "v1", "device", ep != NULL,
@@ -339,4 +344,51 @@ json_t *node_json(const struct dpd_config *cfg)
 	json_object_set_new(o, "arena_bytes", json_integer((json_int_t)total_bytes));
 	pthread_mutex_unlock(&lock);
 	return o;
+}
+
+/*
+ * arena_hold - take @name for a move: @cred needs @perm on it.  Fills
+ * @ref (the daemon's mapping, handle, key) and keeps the arena from being
+ * destroyed until arena_release().  Returns 0, -ENOENT, -EACCES, -ENODEV.
+ */
+int arena_hold(const char *name, const struct dpd_cred *cred,
+	       unsigned int perm, struct dpd_arena_ref *ref)
+{
+	struct dpd_arena *a;
+	int ret = 0;
+
+	if (!ep)
+		return -ENODEV;
+	pthread_mutex_lock(&lock);
+	a = find(name);
+	if (!a) {
+		ret = -ENOENT;
+	} else if (!cred_may(cred, a->spec.owner, a->spec.group, a->spec.mode, perm)) {
+		ret = -EACCES;
+	} else {
+		a->busy++;
+		ref->ptr = dp_arena_ptr(a->arena);
+		ref->size = a->spec.size;
+		ref->handle = dp_arena_handle(a->arena);
+		ref->rkey = dp_arena_key(a->arena);
+	}
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+void arena_release(const char *name)
+{
+	struct dpd_arena *a;
+
+	pthread_mutex_lock(&lock);
+	a = find(name);
+	if (a && a->busy)
+		a->busy--;
+	pthread_mutex_unlock(&lock);
+}
+
+/* arenas_ep - the daemon's endpoint (only the mover uses its ring) */
+struct dp_ep *arenas_ep(void)
+{
+	return ep;
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -369,10 +370,18 @@ int config_read_token(struct dpd_config *cfg, char *err, size_t errlen)
 
 	if (!cfg->token_file)
 		return 0;
+	struct stat st;
+
 	f = fopen(cfg->token_file, "re");
 	if (!f) {
 		snprintf(err, errlen, "%s: %s", cfg->token_file, strerror(errno));
 		return -errno;
+	}
+	if (fstat(fileno(f), &st) || (st.st_mode & 0077)) {
+		snprintf(err, errlen, "%s: the token file must not be accessible to group or others (chmod 0600)",
+			 cfg->token_file);
+		fclose(f);
+		return -EPERM;
 	}
 	if (!fgets(buf, sizeof(buf), f))
 		buf[0] = '\0';

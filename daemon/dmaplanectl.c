@@ -49,9 +49,20 @@ static void *map(const char *name, uint64_t *size)
 	return p;
 }
 
+/* splitmix64: distinct seeds give distinct, non-zero xorshift states */
+static uint64_t first(uint64_t seed)
+{
+	uint64_t z = seed + 0x9e3779b97f4a7c15ULL;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	z ^= z >> 31;
+	return z ? z : 1;
+}
+
 static void fill(uint64_t *p, uint64_t size, uint64_t seed)
 {
-	uint64_t s = seed | 1, i;
+	uint64_t s = first(seed), i;
 
 	for (i = 0; i < size / 8; i++)
 		p[i] = next(&s);
@@ -59,7 +70,7 @@ static void fill(uint64_t *p, uint64_t size, uint64_t seed)
 
 static int verify(const uint64_t *p, uint64_t size, uint64_t seed)
 {
-	uint64_t s = seed | 1, i;
+	uint64_t s = first(seed), i;
 
 	for (i = 0; i < size / 8; i++) {
 		if (p[i] != next(&s)) {

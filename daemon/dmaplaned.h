@@ -108,6 +108,26 @@ struct json_t *arenas_list_json(const struct dpd_cred *cred);
 int arena_attach_fd(const char *name, const struct dpd_cred *cred,
 		    uint64_t *size);
 struct json_t *node_json(const struct dpd_config *cfg);
+struct dpd_arena_ref {
+	void *ptr;		/* the daemon's own mapping */
+	uint64_t size;
+	uint32_t handle;
+	uint64_t rkey;
+};
+int arena_hold(const char *name, const struct dpd_cred *cred,
+	       unsigned int perm, struct dpd_arena_ref *ref);
+void arena_release(const char *name);
+struct dp_ep;
+struct dp_ep *arenas_ep(void);
+
+/* ---- move.c: moves between arenas ------------------------------------- */
+int moves_start(const struct dpd_config *cfg);
+void moves_stop(void);
+struct json_t *move_create(struct json_t *req, const struct dpd_cred *cred,
+			   int *err, char *msg, size_t msglen);
+struct json_t *move_get_json(uint64_t id, const struct dpd_cred *cred, int *err);
+struct json_t *moves_list_json(const struct dpd_cred *cred);
+int move_cancel(uint64_t id, const struct dpd_cred *cred);
 
 /* ---- events.c: the event stream ---------------------------------------- */
 void events_post(const char *type, const char *arena, uid_t owner,

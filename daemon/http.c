@@ -52,14 +52,18 @@ struct req {
 static unsigned int http_status(int err)
 {
 	switch (err) {
-	case -EINVAL:	return MHD_HTTP_BAD_REQUEST;
+	case -EINVAL:
+	case -ERANGE:	return MHD_HTTP_BAD_REQUEST;
 	case -EACCES:
 	case -EPERM:	return MHD_HTTP_FORBIDDEN;
 	case -ENOENT:	return MHD_HTTP_NOT_FOUND;
+	case -EBUSY:
+	case -EALREADY:
 	case -EEXIST:	return MHD_HTTP_CONFLICT;
 	case -ENOSPC:
 	case -ENOMEM:	return MHD_HTTP_INSUFFICIENT_STORAGE;
 	case -ENODEV:	return MHD_HTTP_SERVICE_UNAVAILABLE;
+	case -EOPNOTSUPP: return MHD_HTTP_NOT_IMPLEMENTED;
 	default:	return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
 }
@@ -140,7 +144,9 @@ static enum MHD_Result send_errno(struct MHD_Connection *c, int err)
 	return send_error(c, http_status(err),
 			  err == -ENOENT ? "no such arena" :
 			  err == -EACCES ? "permission denied" :
-			  err == -ENODEV ? "no dmaplane device" : strerror(-err), NULL);
+			  err == -ENODEV ? "no dmaplane device" :
+			  err == -EBUSY ? "a move holds the arena" :
+			  err == -EALREADY ? "the move has ended" : strerror(-err), NULL);
 }
 
 /* Constant-time comparison of the presented token with the configured one. */
@@ -237,7 +243,8 @@ static enum MHD_Result post_arena(struct MHD_Connection *c, struct req *q)
 				  "max_arenas or max_total_bytes reached", NULL);
 	if (ret)
 		return send_errno(c, ret);
-	o = arena_get_json(spec.name, &q->cred, false, &ret);
+	/* The creator sees what it made, whatever mode it gave it. */
+	o = arena_get_json(spec.name, &(struct dpd_cred){ .token = true }, false, &ret);
 	if (!o)	/* destroyed meanwhile */
 		return send_errno(c, ret);
 	snprintf(loc, sizeof(loc), "/v1/arenas/%s", spec.name);
@@ -261,6 +268,61 @@ static enum MHD_Result post_arena(struct MHD_Connection *c, struct req *q)
 		MHD_destroy_response(r);
 		return mr;
 	}
+}
+
+static bool is(const char *method, const char *m)
+{
+	return !strcmp(method, m);
+}
+
+static enum MHD_Result post_move(struct MHD_Connection *c, struct req *q)
+{
+	json_error_t jerr;
+	char err[256];
+	json_t *o, *m;
+	int ret;
+
+	o = json_loadb(q->body ? q->body : "", q->len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o) {
+		snprintf(err, sizeof(err), "bad JSON: %d:%d: %s", jerr.line,
+			 jerr.column, jerr.text);
+		return send_error(c, MHD_HTTP_BAD_REQUEST, err, NULL);
+	}
+	m = move_create(o, &q->cred, &ret, err, sizeof(err));
+	json_decref(o);
+	if (!m)
+		return err[0] ? send_error(c, http_status(ret), err, NULL) : send_errno(c, ret);
+	return send_json(c, MHD_HTTP_ACCEPTED, m);
+}
+
+/* /v1/moves/ID: ID is decimal */
+static enum MHD_Result move_route(struct MHD_Connection *c, const char *id,
+				  const char *method, struct req *q)
+{
+	unsigned long long v;
+	json_t *o;
+	char *end;
+	int err;
+
+	if (!*id || strlen(id) > 19 || id[strspn(id, "0123456789")] != '\0')
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL);
+	v = strtoull(id, &end, 10);
+	if (is(method, "GET")) {
+		o = move_get_json(v, &q->cred, &err);
+		return o ? send_json(c, MHD_HTTP_OK, o) :
+		       send_error(c, http_status(err), err == -ENOENT ? "no such move" :
+				  "permission denied", NULL);
+	}
+	if (is(method, "DELETE")) {
+		err = move_cancel(v, &q->cred);
+		if (err == -ENOENT)
+			return send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL);
+		if (err)
+			return send_errno(c, err);
+		o = move_get_json(v, &q->cred, &err);
+		return o ? send_json(c, MHD_HTTP_ACCEPTED, o) : send_errno(c, err);
+	}
+	return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, DELETE");
 }
 
 static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
@@ -298,10 +360,6 @@ static enum MHD_Result get_events(struct MHD_Connection *c, struct req *q)
 	return ret;
 }
 
-static bool is(const char *method, const char *m)
-{
-	return !strcmp(method, m);
-}
 
 /* route - dispatch a complete request */
 static enum MHD_Result route(struct MHD_Connection *c, const char *url,
@@ -337,6 +395,15 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url,
 			return post_arena(c, q);
 		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, POST");
 	}
+	if (!strcmp(rest, "moves")) {
+		if (is(method, "GET"))
+			return send_json(c, MHD_HTTP_OK, moves_list_json(&q->cred));
+		if (is(method, "POST"))
+			return post_move(c, q);
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, POST");
+	}
+	if (!strncmp(rest, "moves/", 6))
+		return move_route(c, rest + 6, method, q);
 	if (strncmp(rest, "arenas/", 7))
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
 	rest += 7;
@@ -444,6 +511,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	char buf[512];
 
 	(void)cls;
+	/* Its messages are about malformed requests it refused itself. */
+	if (!dpd_verbose)
+		return;
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	buf[strcspn(buf, "\n")] = '\0';
 	/* libmicrohttpd 0.9.75 says this even when it is the first option. */

@@ -123,8 +123,9 @@ static void usage(FILE *f)
 "the daemon's uid or the configured create_group.\n"
 "\n"
 "Endpoints: GET /v1/node, GET|POST /v1/arenas, GET|DELETE /v1/arenas/NAME,\n"
-"GET /v1/arenas/NAME/stats, GET /v1/peers, GET /v1/events (server-sent\n"
-"events).  OpenAPI description: daemon/openapi.yaml.\n"
+"GET /v1/arenas/NAME/stats, GET|POST /v1/moves (this node's arenas only,\n"
+"for now), GET|DELETE /v1/moves/ID (DELETE cancels), GET /v1/peers,\n"
+"GET /v1/events (server-sent events).  OpenAPI: daemon/openapi.yaml.\n"
 "SIGTERM or SIGINT: stop, destroying the daemon's arenas (programs that\n"
 "attached keep their mappings until they unmap and close them).\n"
 "Logs go to standard error (the journal under systemd).\n");
@@ -234,7 +235,7 @@ int main(int argc, char **argv)
 			goto stop;
 		}
 	}
-	if (attach_start(&cfg) || http_start(&cfg))
+	if (moves_start(&cfg) || attach_start(&cfg) || http_start(&cfg))
 		goto stop;
 	log_info("dmaplaned %s on node %s: ready", DPD_VERSION, cfg.node_name);
 
@@ -253,6 +254,7 @@ stop:
 	events_stop();
 	http_stop();
 	attach_stop();
+	moves_stop();
 	arenas_fini();
 	events_free();
 	if (status == 0)

@@ -21,7 +21,9 @@ import sys
 PATHS = ["/v1/node", "/v1/arenas", "/v1/arenas/fz1", "/v1/arenas/fz2/stats",
          "/v1/peers", "/v1/events", "/", "/v1", "/v1/", "/v1/arenas/",
          "/v1/arenas/..", "/v1/arenas/fz1/x", "/v1/arenas/%2e%2e",
-         "/v1/arenas/" + "a" * 300, "/v2/node", "/v1/arenas/fz1/stats/x"]
+         "/v1/arenas/" + "a" * 300, "/v2/node", "/v1/arenas/fz1/stats/x",
+         "/v1/moves", "/v1/moves/1", "/v1/moves/2", "/v1/moves/x",
+         "/v1/moves/99999999999999999999999", "/v1/moves/-1"]
 METHODS = ["GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS", "G\x01T"]
 
 
@@ -49,10 +51,35 @@ def rnd_body(r):
     return s.encode("utf-8", "surrogatepass")
 
 
+def rnd_move(r):
+    def end():
+        e = {}
+        if r.random() < 0.9:
+            e["arena"] = r.choice(["fz0", "fz1", "nosuch", "", 7])
+        if r.random() < 0.6:
+            e["offset"] = r.choice([0, 4096, "4K", -1, 2 ** 64 - 4096, "1G"]) \
+                if r.random() < 0.7 else rnd_value(r)
+        if r.random() < 0.1:
+            e["node"] = r.choice(["other", "", None])
+        return e if r.random() < 0.95 else rnd_value(r)
+    o = {}
+    for k in ("src", "dst"):
+        if r.random() < 0.9:
+            o[k] = end()
+    if r.random() < 0.9:
+        o["length"] = r.choice([4096, 8192, "8K", 0, -1, 2 ** 63]) \
+            if r.random() < 0.7 else rnd_value(r)
+    if r.random() < 0.3:
+        o["chunk"] = r.choice([4096, 1, "64M", "1G"]) if r.random() < 0.7 else rnd_value(r)
+    return json.dumps(o).encode("utf-8", "surrogatepass")
+
+
 def request(r):
     method = r.choice(METHODS) if r.random() < 0.3 else r.choice(["GET", "POST", "DELETE"])
     path = r.choice(PATHS)
     body = rnd_body(r) if method == "POST" or r.random() < 0.1 else b""
+    if path == "/v1/moves" and method == "POST" and r.random() < 0.8:
+        body = rnd_move(r)
     headers = ["Host: x", "Connection: close"]
     mode = r.random()
     if mode < 0.1:
@@ -112,6 +139,36 @@ def status_of(data):
         return None
 
 
+def simple(sock_path, method, path):
+    data = exchange(sock_path, b"%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+                    % (method.encode(), path.encode()))
+    st = status_of(data)
+    body = data.split(b"\r\n\r\n", 1)[1] if b"\r\n\r\n" in data else b""
+    return st, body
+
+
+def cleanup(sock_path):
+    """Cancel the fuzzed moves still running, then delete the fz* arenas
+    (a move holds its arenas: 409 until it has ended)."""
+    import time
+    for _ in range(60):
+        st, body = simple(sock_path, "GET", "/v1/moves")
+        try:
+            moves = json.loads(body) if st == 200 else []
+        except ValueError:
+            moves = []
+        live = [m["id"] for m in moves if m.get("state") in ("queued", "running")]
+        for i in live:
+            simple(sock_path, "DELETE", "/v1/moves/%d" % i)
+        left = 0
+        for name in ("fz0", "fz1", "fz2", "fz3"):
+            st, _ = simple(sock_path, "DELETE", "/v1/arenas/" + name)
+            left += st == 409
+        if not live and not left:
+            return
+        time.sleep(0.5)
+
+
 def main():
     sock_path, n, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     r = random.Random(seed)
@@ -125,9 +182,7 @@ def main():
         hist[st] = hist.get(st, 0) + 1
         if st is not None and st >= 500 and st not in (503, 507):
             bad.append((i, st, raw[:200]))
-    for name in ("fz0", "fz1", "fz2", "fz3"):
-        exchange(sock_path, b"DELETE /v1/arenas/%s HTTP/1.1\r\nHost: x\r\n"
-                 b"Connection: close\r\n\r\n" % name.encode())
+    cleanup(sock_path)
     alive = status_of(exchange(sock_path, b"GET /v1/node HTTP/1.1\r\nHost: x\r\n"
                                b"Connection: close\r\n\r\n"))
     print("statuses:", ", ".join("%s x%d" % (k, v) for k, v in

@@ -53,7 +53,7 @@ api() {
 }
 
 echo "TAP version 13"
-echo "1..26"
+echo "1..27"
 "$d" --help | grep -q 'Bearer'
 result $? "--help explains"
 "$d" --version | grep -q '^dmaplaned '
@@ -64,6 +64,9 @@ result $? "unknown option: status 2"
 
 printf 'abcdefghijklmnopqrstuvwxyz\n' >"$tmp/token"
 printf 'short\n' >"$tmp/short"
+chmod 0600 "$tmp/token" "$tmp/short"
+printf 'abcdefghijklmnopqrstuvwxyz\n' >"$tmp/open-token"
+chmod 0644 "$tmp/open-token"
 conf good "{\"node_name\":\"n1\",\"tcp_address\":\"127.0.0.1\",\"tcp_port\":7070,\"token_file\":\"$tmp/token\",\"arenas\":[{\"name\":\"a\",\"size\":\"2M\",\"owner\":1000,\"group\":1000,\"mode\":\"0660\",\"huge_only\":true}],\"peers\":[{\"name\":\"p\",\"address\":\"10.0.0.2\"}]}"
 result $? "config: a good one"
 grep -q '1 arenas, 1 peers' "$tmp/good.out"
@@ -85,7 +88,8 @@ for bad in \
 	'tcp-no-token|{"tcp_address":"127.0.0.1"}' \
 	'bad-port|{"tcp_port":70000}' \
 	'bad-peer|{"peers":[{"name":"p"}]}' \
-	"short-token|{\"tcp_address\":\"127.0.0.1\",\"token_file\":\"$tmp/short\"}"; do
+	"short-token|{\"tcp_address\":\"127.0.0.1\",\"token_file\":\"$tmp/short\"}" \
+	"open-token|{\"tcp_address\":\"127.0.0.1\",\"token_file\":\"$tmp/open-token\"}"; do
 	name=${bad%%|*}
 	conf "$name" "${bad#*|}"
 	[ $? = 1 ] && grep -q 'error' "$tmp/$name.out"
