@@ -320,10 +320,34 @@ expect move-unknown-id 404 "$(api http://x/v1/moves/999999)"
 # the middle.
 expect move-big-create 201 "$(api -X POST -d '{"name":"big","size":"16M","mode":"0600"}' http://x/v1/arenas)"
 expect move-m2-create 201 "$(api -X POST -d '{"name":"m2","size":"16M","mode":"0600"}' http://x/v1/arenas)"
-api -X POST -d '{"src":{"arena":"big"},"dst":{"arena":"m2"},"length":"16M","chunk":4096}' http://x/v1/moves >/dev/null
-id2=$(move_id)
-expect move-holds-arena 409 "$(api -X DELETE http://x/v1/arenas/m2)"
-expect move-cancel 202 "$(api -X DELETE http://x/v1/moves/$id2)"
+# One python process makes the move, tries to destroy its destination
+# and cancels it, so that no process start (seconds under TCG) lies
+# between them; it prints the three statuses and the move's id.
+in_host python3 -c '
+import json, socket, sys
+def req(method, path, body=b""):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("'$API'")
+    s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+              % (method, path, len(body)) + body)
+    data = b""
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        data += c
+    head, _, payload = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), payload
+st, body = req(b"POST", b"/v1/moves", b"{\"src\":{\"arena\":\"big\"},\"dst\":{\"arena\":\"m2\"},\"length\":\"16M\",\"chunk\":4096}")
+mid = json.loads(body)["id"] if st == 202 else 0
+st2, _ = req(b"DELETE", b"/v1/arenas/m2")
+st3, _ = req(b"DELETE", b"/v1/moves/%d" % mid)
+print(st, st2, st3, mid)
+' >$H/tmp/cancel.out 2>&1
+read st st2 st3 id2 <$H/tmp/cancel.out
+expect move-long-create 202 "$st" $H/tmp/cancel.out
+expect move-holds-arena 409 "$st2" $H/tmp/cancel.out
+expect move-cancel 202 "$st3" $H/tmp/cancel.out
 poll_move "$id2"
 grep -q '"state":"cancelled"' $H/tmp/body && ! grep -q '"bytes_done":16777216' $H/tmp/body
 case_result move-cancelled $? "$(body)"
