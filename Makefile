@@ -15,6 +15,9 @@
 #   make fabric          the libfabric provider, libdmaplane-fi.so (needs
 #                        libfabric-dev); part of make and make install when
 #                        libfabric's pkg-config file is there
+#   make daemon          dmaplaned, the arena service, and dmaplanectl (needs
+#                        libmicrohttpd-dev and libjansson-dev); part of make
+#                        when both pkg-config files are there
 #
 # The kernel objects are described in Kbuild; this file drives kbuild for
 # them and builds the user-space parts itself into $(BUILD).
@@ -69,6 +72,28 @@ USER_LDFLAGS = -L$(BUILD) -Wl,-rpath-link,$(BUILD)
 .PHONY: all modules lib tools examples tests clean install install-user check demo bench \
 	bench2 soak fabric install-fabric fabric-tests
 
+# dmaplaned, the arena service (daemon/), and dmaplanectl, the small
+# client of its attach socket.  daemon-asan: the same daemon built with
+# AddressSanitizer and UBSan, for the VM job (tests/run-daemon.sh).
+DAEMON_PKGS  := libmicrohttpd jansson
+HAVE_DAEMON  := $(shell pkg-config --exists $(DAEMON_PKGS) 2>/dev/null && echo y)
+DAEMON_SRCS  := $(filter-out daemon/client.c daemon/dmaplanectl.c daemon/dedup.c,$(wildcard daemon/*.c))
+DAEMON_HDRS  := daemon/dmaplaned.h
+DAEMON_SAN   := -fsanitize=address,undefined -fno-omit-frame-pointer
+
+.PHONY: daemon daemon-asan
+daemon: $(BUILD)/dmaplaned $(BUILD)/dmaplanectl
+daemon-asan: $(BUILD)/dmaplaned-asan
+
+$(BUILD)/dmaplaned $(BUILD)/dmaplaned-asan: $(DAEMON_SRCS) $(DAEMON_HDRS) $(LIB_LINKS)
+	@pkg-config --exists $(DAEMON_PKGS) || { echo "make daemon: apt-get install libmicrohttpd-dev libjansson-dev" >&2; exit 1; }
+	$(CC) $(CPPFLAGS_U) $(shell pkg-config --cflags $(DAEMON_PKGS)) $(CFLAGS) $(WARN) \
+		$(if $(filter %-asan,$@),$(DAEMON_SAN)) -pthread -o $@ $(DAEMON_SRCS) \
+		$(USER_LDFLAGS) -ldmaplane $(shell pkg-config --libs $(DAEMON_PKGS))
+$(BUILD)/dmaplanectl: daemon/dmaplanectl.c daemon/client.c daemon/client.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(WARN) -D_GNU_SOURCE -o $@ daemon/dmaplanectl.c daemon/client.c
+
 # The libfabric provider (fabric/), built against the installed libfabric's
 # public headers and installed into its provider directory.
 FABRIC_SRCS   := $(wildcard fabric/*.c)
@@ -76,7 +101,7 @@ FABRIC_SO     := $(BUILD)/fabric/libdmaplane-fi.so
 FABRIC_PROVDIR ?= $(shell pkg-config --variable=libdir libfabric 2>/dev/null)/libfabric
 HAVE_FABRIC   := $(shell pkg-config --exists libfabric 2>/dev/null && echo y)
 
-all: modules lib tools examples $(if $(HAVE_FABRIC),fabric)
+all: modules lib tools examples $(if $(HAVE_FABRIC),fabric) $(if $(HAVE_DAEMON),daemon)
 
 modules:
 	@test -d $(KDIR) || { echo "no kernel build tree at $(KDIR):" \

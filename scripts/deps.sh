@@ -3,8 +3,10 @@
 # Install the Debian packages dmaplane's build, VM harness and tests need.
 # Idempotent: does nothing when every package is already installed.
 # Usage: scripts/deps.sh [build|vm|all|bench]   (default: all)
-# build includes libzmq3-dev, for dp-kvstore's ZeroMQ transport.
-# build includes libxxhash-dev and libb2-dev, for dmaplaned's dedup engine.
+# build includes libzmq3-dev, for dp-kvstore's ZeroMQ transport, and
+# libmicrohttpd-dev and libjansson-dev, for dmaplaned (the arena service);
+# libxxhash-dev and libb2-dev, for its dedup engine; liburing-dev, for the
+# io_uring submission tests and dp-bench's io_uring columns.
 # vm/all include libfabric-dev and -bin and the autotools, for the
 # libfabric provider, fi_pingpong and fabtests (built from
 # ../shared/external) in make check, and Open MPI (mpirun, mpicc) for the
@@ -18,7 +20,8 @@
 set -e
 
 build_pkgs="gcc make pkg-config libnl-3-dev libnl-genl-3-dev python3-docutils groff-base
-	linux-headers-amd64 kmod libzmq3-dev libxxhash-dev libb2-dev liburing-dev"
+	linux-headers-amd64 kmod libzmq3-dev libmicrohttpd-dev libjansson-dev
+	libxxhash-dev libb2-dev liburing-dev"
 vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
 	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64
 	linux-source-6.12 linux-image-6.12-amd64 linux-headers-6.12-amd64 dkms

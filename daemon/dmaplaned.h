@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * dmaplaned - the arena service: private structures and prototypes,
+ * grouped by file.
+ *
+ * Every function returning int returns 0 (or a count) or a negative
+ * errno; the HTTP layer maps errnos to status codes in one place
+ * (http.c: http_status()).
+ */
+#ifndef DMAPLANED_H
+#define DMAPLANED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define DPD_VERSION		"0.1.0"
+#define DPD_NAME_MAX		63	/* arena and peer names */
+#define DPD_MAX_GROUPS		64	/* supplementary groups looked at */
+#define DPD_BODY_MAX		(64 * 1024)	/* request bodies */
+#define DPD_DEFAULT_CONFIG	"/etc/dmaplaned.conf"
+#define DPD_DEFAULT_SOCKET	"/run/dmaplaned/api.sock"
+#define DPD_DEFAULT_ATTACH	"/run/dmaplaned/attach.sock"
+
+/* ---- log (main.c) ------------------------------------------------------ */
+extern int dpd_verbose;
+void dpd_log(const char *level, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+#define log_err(...)	dpd_log("error", __VA_ARGS__)
+#define log_warn(...)	dpd_log("warning", __VA_ARGS__)
+#define log_info(...)	dpd_log("info", __VA_ARGS__)
+
+/* ---- config.c ---------------------------------------------------------- */
+struct dpd_arena_spec {
+	char name[DPD_NAME_MAX + 1];
+	uint64_t size;
+	uid_t owner;
+	gid_t group;
+	unsigned int mode;
+	bool huge_only;
+};
+
+struct dpd_peer {
+	char name[DPD_NAME_MAX + 1];
+	char address[DPD_NAME_MAX + 1];
+};
+
+struct dpd_config {
+	char *node_name;
+	char *socket_path;
+	char *attach_path;
+	unsigned int socket_mode;
+	char *device;
+	char *tcp_address;	/* NULL: no TCP listener */
+	unsigned int tcp_port;
+	char *token_file;
+	char *token;		/* read from token_file */
+	uint64_t max_total_bytes;
+	unsigned int max_arenas;
+	long create_group;	/* -1: only root and the daemon's uid create */
+	struct dpd_arena_spec *arenas;
+	size_t n_arenas;
+	struct dpd_peer *peers;
+	size_t n_peers;
+};
+
+void config_defaults(struct dpd_config *cfg);
+int config_load(struct dpd_config *cfg, const char *path, char *err,
+		size_t errlen);
+int config_read_token(struct dpd_config *cfg, char *err, size_t errlen);
+void config_free(struct dpd_config *cfg);
+int parse_size(const char *s, uint64_t *out);
+int parse_mode(const char *s, unsigned int *out);
+bool name_valid(const char *name);
+struct json_t;
+int arena_spec_from_json(struct json_t *o, struct dpd_arena_spec *spec,
+			 char *err, size_t errlen);
+
+/* ---- access.c: who is asking ------------------------------------------- */
+struct dpd_cred {
+	bool token;		/* TCP with the API token: full rights */
+	uid_t uid;
+	gid_t gid;
+	unsigned int ngroups;
+	gid_t groups[DPD_MAX_GROUPS];
+};
+
+#define DPD_PERM_READ	4
+#define DPD_PERM_WRITE	2
+
+int cred_from_socket(int fd, struct dpd_cred *cred);
+bool cred_admin(const struct dpd_cred *cred);
+bool cred_in_group(const struct dpd_cred *cred, gid_t gid);
+bool cred_may(const struct dpd_cred *cred, uid_t owner, gid_t group,
+	      unsigned int mode, unsigned int perm);
+
+/* ---- arena.c: the daemon's arenas -------------------------------------- */
+struct json_t;
+int arenas_init(const char *device, const struct dpd_config *cfg);
+void arenas_fini(void);
+bool arenas_have_device(void);
+int arena_create(const struct dpd_arena_spec *spec);
+int arena_destroy(const char *name, const struct dpd_cred *cred);
+struct json_t *arena_get_json(const char *name, const struct dpd_cred *cred,
+			      bool stats, int *err);
+struct json_t *arenas_list_json(const struct dpd_cred *cred);
+int arena_attach_fd(const char *name, const struct dpd_cred *cred,
+		    uint64_t *size);
+struct json_t *node_json(const struct dpd_config *cfg);
+struct dpd_arena_ref {
+	void *ptr;		/* the daemon's own mapping */
+	uint64_t size;
+	uint32_t handle;
+	uint64_t rkey;
+};
+int arena_hold(const char *name, const struct dpd_cred *cred,
+	       unsigned int perm, struct dpd_arena_ref *ref);
+void arena_release(const char *name);
+struct dp_ep;
+struct dp_ep *arenas_ep(void);
+
+/* ---- move.c: moves between arenas ------------------------------------- */
+int moves_start(const struct dpd_config *cfg);
+void moves_stop(void);
+struct json_t *move_create(struct json_t *req, const struct dpd_cred *cred,
+			   int *err, char *msg, size_t msglen);
+struct json_t *move_get_json(uint64_t id, const struct dpd_cred *cred, int *err);
+struct json_t *moves_list_json(const struct dpd_cred *cred);
+int move_cancel(uint64_t id, const struct dpd_cred *cred);
+
+/* ---- events.c: the event stream ---------------------------------------- */
+void events_post(const char *type, const char *arena, uid_t owner,
+		 gid_t group, unsigned int mode, struct json_t *data);
+void events_stop(void);
+void events_free(void);
+struct dpd_sse;
+struct dpd_sse *sse_open(const struct dpd_cred *cred);
+ssize_t sse_read(struct dpd_sse *s, char *buf, size_t max);
+void sse_close(struct dpd_sse *s);
+
+/* ---- http.c ------------------------------------------------------------ */
+int http_start(const struct dpd_config *cfg);
+void http_stop(void);
+
+/* ---- attach.c: the attach socket (SCM_RIGHTS) -------------------------- */
+int attach_start(const struct dpd_config *cfg);
+void attach_stop(void);
+
+/* ---- sockets (main.c) -------------------------------------------------- */
+int unix_listen(const char *path, unsigned int mode);
+
+#endif /* DMAPLANED_H */

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The REST API over HTTP (libmicrohttpd, JSON by jansson).  It listens
+ * on the UNIX socket, always, and on TCP only when configured; both
+ * sockets are bound here and handed to libmicrohttpd with
+ * MHD_OPTION_LISTEN_SOCKET.  One thread per connection (at most
+ * HTTP_CONNECTIONS), so that event streams may block in their reader.
+ *
+ * On the UNIX socket the client is who SO_PEERCRED says; on TCP every
+ * request needs "Authorization: Bearer <token>" (the token_file's), and
+ * a token holder may do everything.  Errors are JSON:
+ * {"error": "...", "code": N}.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <netdb.h>
+
+#include <jansson.h>
+#include <microhttpd.h>
+
+#include "dmaplaned.h"
+
+#define HTTP_CONNECTIONS	64
+#define HTTP_TIMEOUT		60	/* idle seconds; event streams send keepalives */
+#define HTTP_URL_MAX		256
+
+struct listener {
+	bool tcp;
+	int fd;
+	struct MHD_Daemon *d;
+};
+
+static struct listener unix_l = { .fd = -1 };
+static struct listener tcp_l = { .tcp = true, .fd = -1 };
+static const struct dpd_config *conf;
+/* The request being answered in this connection's thread, for -v logs. */
+static __thread const char *cur_method, *cur_url;
+
+struct req {
+	bool responded;		/* a response was queued before the body */
+	bool too_large;
+	int auth;		/* 0, or the HTTP status refusing the client */
+	struct dpd_cred cred;
+	size_t len;
+	char *body;
+};
+
+/* http_status - the HTTP status for a negative errno of the daemon's calls */
+static unsigned int http_status(int err)
+{
+	switch (err) {
+	case -EINVAL:
+	case -ERANGE:	return MHD_HTTP_BAD_REQUEST;
+	case -EACCES:
+	case -EPERM:	return MHD_HTTP_FORBIDDEN;
+	case -ENOENT:	return MHD_HTTP_NOT_FOUND;
+	case -EBUSY:
+	case -EALREADY:
+	case -EEXIST:	return MHD_HTTP_CONFLICT;
+	case -ENOSPC:
+	case -ENOMEM:	return MHD_HTTP_INSUFFICIENT_STORAGE;
+	case -ENODEV:	return MHD_HTTP_SERVICE_UNAVAILABLE;
+	case -EOPNOTSUPP: return MHD_HTTP_NOT_IMPLEMENTED;
+	default:	return MHD_HTTP_INTERNAL_SERVER_ERROR;
+	}
+}
+
+static enum MHD_Result send_text(struct MHD_Connection *c, unsigned int status,
+				 char *text, const char *allow)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (!text)
+		return MHD_NO;	/* out of memory: libmicrohttpd closes the connection */
+	r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
+	if (status == MHD_HTTP_UNAUTHORIZED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+					"Bearer realm=\"dmaplaned\"");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	if (dpd_verbose)
+		log_info("%s %s: %u", cur_method ? cur_method : "?",
+			 cur_url ? cur_url : "?", status);
+	return ret;
+}
+
+/* send_json - respond with @o (taken; NULL: 500) */
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned int status,
+				 json_t *o)
+{
+	char *text;
+
+	if (!o)
+		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				 strdup("{\"error\":\"out of memory\",\"code\":500}\n"),
+				 NULL);
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (text) {
+		char *t = realloc(text, strlen(text) + 2);
+
+		if (t) {
+			strcat(t, "\n");
+			text = t;
+		}
+	}
+	return send_text(c, status, text, NULL);
+}
+
+static enum MHD_Result send_error(struct MHD_Connection *c, unsigned int status,
+				  const char *msg, const char *allow)
+{
+	json_t *o = json_pack("{s:s, s:i}", "error", msg, "code", (int)status);
+	char *text;
+
+	if (!o)
+		return MHD_NO;
+	text = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (text) {
+		char *t = realloc(text, strlen(text) + 2);
+
+		if (t) {
+			strcat(t, "\n");
+			text = t;
+		}
+	}
+	return send_text(c, status, text, allow);
+}
+
+static enum MHD_Result send_errno(struct MHD_Connection *c, int err)
+{
+	return send_error(c, http_status(err),
+			  err == -ENOENT ? "no such arena" :
+			  err == -EACCES ? "permission denied" :
+			  err == -ENODEV ? "no dmaplane device" :
+			  err == -EBUSY ? "a move holds the arena" :
+			  err == -EALREADY ? "the move has ended" : strerror(-err), NULL);
+}
+
+/* Constant-time comparison of the presented token with the configured one. */
+static bool token_ok(const char *given)
+{
+	const char *want = conf->token;
+	size_t n, i;
+	unsigned char diff;
+
+	if (!want || !given)
+		return false;
+	n = strlen(want);
+	diff = strlen(given) != n;
+	for (i = 0; i < n; i++)
+		diff |= (unsigned char)(given[i] ^ want[i]) | !given[i];
+	return diff == 0;
+}
+
+/* Who is asking: req->cred, or req->auth = 401/403/500 */
+static void authenticate(struct listener *l, struct MHD_Connection *c,
+			 struct req *q)
+{
+	const union MHD_ConnectionInfo *ci;
+	const char *h;
+
+	if (l->tcp) {
+		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						MHD_HTTP_HEADER_AUTHORIZATION);
+		if (!h || strncmp(h, "Bearer ", 7) || !token_ok(h + 7)) {
+			q->auth = MHD_HTTP_UNAUTHORIZED;
+			return;
+		}
+		q->cred.token = true;
+		return;
+	}
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci || cred_from_socket(ci->connect_fd, &q->cred))
+		q->auth = MHD_HTTP_INTERNAL_SERVER_ERROR;
+}
+
+/* ---- endpoints ---------------------------------------------------------- */
+
+static enum MHD_Result get_peers(struct MHD_Connection *c)
+{
+	json_t *arr = json_array();
+	size_t i;
+
+	for (i = 0; arr && i < conf->n_peers; i++)
+		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}",
+				      "name", conf->peers[i].name,
+				      "address", conf->peers[i].address,
+				      "state", "configured"));
+	return send_json(c, MHD_HTTP_OK, arr);
+}
+
+static enum MHD_Result post_arena(struct MHD_Connection *c, struct req *q)
+{
+	struct dpd_arena_spec spec;
+	json_error_t jerr;
+	char err[256], loc[HTTP_URL_MAX];
+	json_t *o;
+	int ret;
+
+	if (!cred_admin(&q->cred) &&
+	    (conf->create_group < 0 || !cred_in_group(&q->cred, conf->create_group)))
+		return send_error(c, MHD_HTTP_FORBIDDEN,
+				  "creating arenas needs root, the daemon's uid or the create_group",
+				  NULL);
+	o = json_loadb(q->body ? q->body : "", q->len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o) {
+		snprintf(err, sizeof(err), "bad JSON: %d:%d: %s", jerr.line,
+			 jerr.column, jerr.text);
+		return send_error(c, MHD_HTTP_BAD_REQUEST, err, NULL);
+	}
+	memset(&spec, 0, sizeof(spec));
+	spec.owner = q->cred.uid;
+	spec.group = q->cred.gid;
+	spec.mode = 0600;
+	err[0] = '\0';
+	ret = arena_spec_from_json(o, &spec, err, sizeof(err));
+	json_decref(o);
+	if (ret)
+		return send_error(c, MHD_HTTP_BAD_REQUEST, err, NULL);
+	if (!cred_admin(&q->cred) &&
+	    (spec.owner != q->cred.uid || !cred_in_group(&q->cred, spec.group)))
+		return send_error(c, MHD_HTTP_FORBIDDEN,
+				  "only an administrator may give an arena to another uid or group",
+				  NULL);
+	ret = arena_create(&spec);
+	if (ret == -EEXIST)
+		return send_error(c, MHD_HTTP_CONFLICT, "an arena of that name exists", NULL);
+	if (ret == -ENOSPC)
+		return send_error(c, MHD_HTTP_INSUFFICIENT_STORAGE,
+				  "max_arenas or max_total_bytes reached", NULL);
+	if (ret)
+		return send_errno(c, ret);
+	/* The creator sees what it made, whatever mode it gave it. */
+	o = arena_get_json(spec.name, &(struct dpd_cred){ .token = true }, false, &ret);
+	if (!o)	/* destroyed meanwhile */
+		return send_errno(c, ret);
+	snprintf(loc, sizeof(loc), "/v1/arenas/%s", spec.name);
+	{
+		char *text = json_dumps(o, JSON_COMPACT);
+		struct MHD_Response *r;
+		enum MHD_Result mr;
+
+		json_decref(o);
+		if (!text)
+			return MHD_NO;
+		r = MHD_create_response_from_buffer(strlen(text), text,
+						    MHD_RESPMEM_MUST_FREE);
+		if (!r) {
+			free(text);
+			return MHD_NO;
+		}
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+		MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, loc);
+		mr = MHD_queue_response(c, MHD_HTTP_CREATED, r);
+		MHD_destroy_response(r);
+		return mr;
+	}
+}
+
+static bool is(const char *method, const char *m)
+{
+	return !strcmp(method, m);
+}
+
+static enum MHD_Result post_move(struct MHD_Connection *c, struct req *q)
+{
+	json_error_t jerr;
+	char err[256];
+	json_t *o, *m;
+	int ret;
+
+	o = json_loadb(q->body ? q->body : "", q->len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o) {
+		snprintf(err, sizeof(err), "bad JSON: %d:%d: %s", jerr.line,
+			 jerr.column, jerr.text);
+		return send_error(c, MHD_HTTP_BAD_REQUEST, err, NULL);
+	}
+	m = move_create(o, &q->cred, &ret, err, sizeof(err));
+	json_decref(o);
+	if (!m)
+		return err[0] ? send_error(c, http_status(ret), err, NULL) : send_errno(c, ret);
+	return send_json(c, MHD_HTTP_ACCEPTED, m);
+}
+
+/* /v1/moves/ID: ID is decimal */
+static enum MHD_Result move_route(struct MHD_Connection *c, const char *id,
+				  const char *method, struct req *q)
+{
+	unsigned long long v;
+	json_t *o;
+	char *end;
+	int err;
+
+	if (!*id || strlen(id) > 19 || id[strspn(id, "0123456789")] != '\0')
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL);
+	v = strtoull(id, &end, 10);
+	if (is(method, "GET")) {
+		o = move_get_json(v, &q->cred, &err);
+		return o ? send_json(c, MHD_HTTP_OK, o) :
+		       send_error(c, http_status(err), err == -ENOENT ? "no such move" :
+				  "permission denied", NULL);
+	}
+	if (is(method, "DELETE")) {
+		err = move_cancel(v, &q->cred);
+		if (err == -ENOENT)
+			return send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL);
+		if (err)
+			return send_errno(c, err);
+		o = move_get_json(v, &q->cred, &err);
+		return o ? send_json(c, MHD_HTTP_ACCEPTED, o) : send_errno(c, err);
+	}
+	return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, DELETE");
+}
+
+static ssize_t sse_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	ssize_t n = sse_read(cls, buf, max);
+
+	(void)pos;
+	return n < 0 ? MHD_CONTENT_READER_END_OF_STREAM : n;
+}
+
+static void sse_free(void *cls)
+{
+	sse_close(cls);
+}
+
+static enum MHD_Result get_events(struct MHD_Connection *c, struct req *q)
+{
+	struct MHD_Response *r;
+	struct dpd_sse *s;
+	enum MHD_Result ret;
+
+	s = sse_open(&q->cred);
+	if (!s)
+		return send_errno(c, -ENOMEM);
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_reader,
+					      s, sse_free);
+	if (!r) {
+		sse_close(s);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	ret = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+
+/* route - dispatch a complete request */
+static enum MHD_Result route(struct MHD_Connection *c, const char *url,
+			     const char *method, struct req *q)
+{
+	char name[HTTP_URL_MAX];
+	const char *rest, *slash;
+	json_t *o;
+	int err = 0;
+
+	if (strlen(url) >= HTTP_URL_MAX || strncmp(url, "/v1/", 4))
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+	rest = url + 4;
+	if (!strcmp(rest, "node")) {
+		if (!is(method, "GET"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
+		return send_json(c, MHD_HTTP_OK, node_json(conf));
+	}
+	if (!strcmp(rest, "peers")) {
+		if (!is(method, "GET"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
+		return get_peers(c);
+	}
+	if (!strcmp(rest, "events")) {
+		if (!is(method, "GET"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
+		return get_events(c, q);
+	}
+	if (!strcmp(rest, "arenas")) {
+		if (is(method, "GET"))
+			return send_json(c, MHD_HTTP_OK, arenas_list_json(&q->cred));
+		if (is(method, "POST"))
+			return post_arena(c, q);
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, POST");
+	}
+	if (!strcmp(rest, "moves")) {
+		if (is(method, "GET"))
+			return send_json(c, MHD_HTTP_OK, moves_list_json(&q->cred));
+		if (is(method, "POST"))
+			return post_move(c, q);
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, POST");
+	}
+	if (!strncmp(rest, "moves/", 6))
+		return move_route(c, rest + 6, method, q);
+	if (strncmp(rest, "arenas/", 7))
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+	rest += 7;
+	slash = strchr(rest, '/');
+	snprintf(name, sizeof(name), "%.*s",
+		 (int)(slash ? (size_t)(slash - rest) : strlen(rest)), rest);
+	if (!name_valid(name))
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such arena", NULL);
+	if (slash && !strcmp(slash, "/stats")) {
+		if (!is(method, "GET"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
+		o = arena_get_json(name, &q->cred, true, &err);
+		return o ? send_json(c, MHD_HTTP_OK, o) : send_errno(c, err);
+	}
+	if (slash)
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+	if (is(method, "GET")) {
+		o = arena_get_json(name, &q->cred, false, &err);
+		return o ? send_json(c, MHD_HTTP_OK, o) : send_errno(c, err);
+	}
+	if (is(method, "DELETE")) {
+		err = arena_destroy(name, &q->cred);
+		if (err)
+			return send_errno(c, err);
+		return send_text(c, MHD_HTTP_NO_CONTENT, strdup(""), NULL);
+	}
+	return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, DELETE");
+}
+
+static enum MHD_Result handler(void *cls, struct MHD_Connection *c,
+			       const char *url, const char *method,
+			       const char *version, const char *upload,
+			       size_t *upload_size, void **con_cls)
+{
+	struct listener *l = cls;
+	struct req *q = *con_cls;
+	const char *h;
+
+	(void)version;
+	cur_method = method;
+	cur_url = url;
+	if (!q) {
+		q = calloc(1, sizeof(*q));
+		if (!q)
+			return MHD_NO;
+		*con_cls = q;
+		authenticate(l, c, q);
+		if (q->auth) {
+			q->responded = true;
+			return send_error(c, q->auth, q->auth == MHD_HTTP_UNAUTHORIZED ?
+					  "a valid bearer token is needed" :
+					  "cannot tell who is asking", NULL);
+		}
+		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						MHD_HTTP_HEADER_CONTENT_LENGTH);
+		if (h && (strlen(h) > 9 || strtoull(h, NULL, 10) > DPD_BODY_MAX)) {
+			q->responded = true;
+			return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE,
+					  "request body too large", NULL);
+		}
+		return MHD_YES;
+	}
+	if (q->responded) {
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		if (q->too_large || *upload_size > DPD_BODY_MAX - q->len) {
+			q->too_large = true;
+		} else {
+			char *b = realloc(q->body, q->len + *upload_size + 1);
+
+			if (!b)
+				return MHD_NO;
+			memcpy(b + q->len, upload, *upload_size);
+			q->len += *upload_size;
+			b[q->len] = '\0';
+			q->body = b;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	if (q->too_large)
+		return send_error(c, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large", NULL);
+	return route(c, url, method, q);
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct req *q = *con_cls;
+
+	(void)cls;
+	(void)c;
+	(void)toe;
+	if (q) {
+		free(q->body);
+		free(q);
+		*con_cls = NULL;
+	}
+}
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+	char buf[512];
+
+	(void)cls;
+	/* Its messages are about malformed requests it refused itself. */
+	if (!dpd_verbose)
+		return;
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	buf[strcspn(buf, "\n")] = '\0';
+	/* libmicrohttpd 0.9.75 says this even when it is the first option. */
+	if (strstr(buf, "MHD_OPTION_EXTERNAL_LOGGER is not the first"))
+		return;
+	log_info("http: %s", buf);
+}
+
+static int start(struct listener *l)
+{
+	l->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION |
+				MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG,
+				0, NULL, NULL, handler, l,
+				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, NULL,
+				MHD_OPTION_LISTEN_SOCKET, (MHD_socket)l->fd,
+				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONNECTIONS,
+				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT,
+				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				MHD_OPTION_END);
+	if (!l->d)
+		return -EIO;
+	l->fd = -1;	/* MHD_stop_daemon() closes it */
+	return 0;
+}
+
+/* tcp_listen - bind the configured TCP address (numeric, v4 or v6) */
+static int tcp_listen(const char *addr, unsigned int port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE };
+	struct addrinfo *ai;
+	char svc[16];
+	int fd, one = 1, ret;
+
+	snprintf(svc, sizeof(svc), "%u", port);
+	ret = getaddrinfo(addr, svc, &hints, &ai);
+	if (ret) {
+		log_err("tcp_address %s: %s", addr, gai_strerror(ret));
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+		goto out;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) || listen(fd, 64)) {
+		ret = -errno;
+		close(fd);
+		goto out;
+	}
+	ret = fd;
+out:
+	freeaddrinfo(ai);
+	return ret;
+}
+
+/* http_start - listen on the UNIX socket, and on TCP when configured */
+int http_start(const struct dpd_config *cfg)
+{
+	int ret;
+
+	conf = cfg;
+	unix_l.fd = unix_listen(cfg->socket_path, cfg->socket_mode);
+	if (unix_l.fd < 0) {
+		log_err("%s: %s", cfg->socket_path, strerror(-unix_l.fd));
+		return unix_l.fd;
+	}
+	ret = start(&unix_l);
+	if (ret) {
+		log_err("cannot start the HTTP server on %s", cfg->socket_path);
+		return ret;
+	}
+	log_info("REST API on unix:%s", cfg->socket_path);
+	if (!cfg->tcp_address)
+		return 0;
+	tcp_l.fd = tcp_listen(cfg->tcp_address, cfg->tcp_port);
+	if (tcp_l.fd < 0) {
+		log_err("tcp %s port %u: %s", cfg->tcp_address, cfg->tcp_port,
+			strerror(-tcp_l.fd));
+		return tcp_l.fd;
+	}
+	ret = start(&tcp_l);
+	if (ret) {
+		log_err("cannot start the HTTP server on TCP");
+		return ret;
+	}
+	log_info("REST API on tcp %s port %u (bearer token)", cfg->tcp_address,
+		 cfg->tcp_port);
+	return 0;
+}
+
+void http_stop(void)
+{
+	struct listener *ls[] = { &unix_l, &tcp_l };
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		if (ls[i]->d)
+			MHD_stop_daemon(ls[i]->d);
+		ls[i]->d = NULL;
+		if (ls[i]->fd >= 0)
+			close(ls[i]->fd);
+		ls[i]->fd = -1;
+	}
+	if (conf && conf->socket_path)
+		unlink(conf->socket_path);
+}
