@@ -9,6 +9,7 @@
 #     stock 6.1 and 6.12 kernels (W=1, warnings are errors)
 #  3. checkpatch --strict on kernel and uapi sources
 #  4. host tests: the library without a module, install + pkg-config,
+#     dmaplaned without a module, the dedup engine,
 #     the documentation (scripts/check-docs.py, with the 6.12 test
 #     kernel's kernel-doc), dkms build for both stock kernels
 #  5. test kernel VMs, 6.1 and 6.12 (KASAN, lockdep, kmemleak): KUnit +
@@ -114,7 +115,8 @@ stock612=$(stock_version linux-image-6.12-amd64)
 KSFT=$KSRC/tools/testing/selftests
 
 section "build (W=1 -Werror against every kernel)"
-step build/user make -s BUILD="$BUILD" KSFT_DIR="$KSFT" lib tools examples tests
+step build/user make -s BUILD="$BUILD" KSFT_DIR="$KSFT" lib tools examples tests \
+	daemon daemon-asan
 step build/module-testkernel-6.1 build_ko test "$KSRC"
 step build/module-testkernel-6.12 build_ko test612 "$KSRC612"
 step build/module-stock-$stock build_ko stock "/usr/src/linux-headers-$stock"
@@ -140,6 +142,10 @@ sh tests/host/install_test.sh "$BUILD" >"$out/host-install.log" 2>&1
 judge --label host/install --tap "$out/host-install.log" --rc $?
 sh tests/host/kvstore_test.sh "$BUILD" >"$out/host-kvstore.log" 2>&1
 judge --label host/kvstore --tap "$out/host-kvstore.log" --rc $?
+# dmaplaned without the module (its VM job, tests/run-daemon.sh, runs in
+# make soak)
+sh tests/host/dmaplaned_test.sh "$BUILD" >"$out/host-dmaplaned.log" 2>&1
+judge --label host/dmaplaned --tap "$out/host-dmaplaned.log" --rc $?
 step host/docs env KERNELDOC="$KSRC612/scripts/kernel-doc" python3 scripts/check-docs.py
 section "dkms build for $stock and $stock612"
 sh tests/host/dkms_test.sh "$stock" "$stock612" >"$out/host-dkms.log" 2>&1

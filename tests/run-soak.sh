@@ -14,7 +14,10 @@
 #             peer (make check: 500)
 #   fabric2   the libfabric provider across two VMs (tests/run-fabric2.sh:
 #             fi_pingpong, the fabtests pairs and Open MPI with 2 ranks per
-#             node; about 50 minutes under TCG, so not in make check)
+#             node; about 50 minutes under TCG; make check runs the
+#             fabtests part)
+#   dmaplaned the arena service's VM job (tests/run-daemon.sh; make check
+#             runs its host test)
 #
 # DMAPLANE_SOAK_ITERS=, DMAPLANE_SOAK_ROUNDS= and DMAPLANE_FUZZ_CALLS=
 # override the counts; DMAPLANE_FUZZ_SEED=N replays a fuzz run (the seed is
@@ -69,6 +72,16 @@ grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric2.log" | sed 's/^\([A-Z]*\) /\1 soak\//
 grep -qE '^(PASS|FAIL) ' "$out/fabric2.log" ||
 	echo "FAIL soak/fabric2 no results: $(tail -3 "$out/fabric2.log" | tr '\n' ' ')" >>"$out/results.txt"
 echo "   fabric2: $(($(date +%s) - t0)) s"
+
+# dmaplaned (the arena service) in one VM: arenas, attach, access control,
+# malformed requests, events, local moves, a fuzz pass (12-18 minutes
+# under TCG, so not in make check, which runs its host test)
+t0=$(date +%s)
+DAEMON_RUN=soak tests/run-daemon.sh 6.1 >"$out/dmaplaned.log" 2>&1
+grep -E '^(PASS|FAIL|SKIP) ' "$out/dmaplaned.log" | sed 's/^\([A-Z]*\) /\1 soak\//' >>"$out/results.txt"
+grep -qE '^(PASS|FAIL) ' "$out/dmaplaned.log" ||
+	echo "FAIL soak/dmaplaned no results: $(tail -3 "$out/dmaplaned.log" | tr '\n' ' ')" >>"$out/results.txt"
+echo "   dmaplaned: $(($(date +%s) - t0)) s"
 
 grep -h '^# \(faults\|killloop\|[0-9]* rounds\|drain\|nth:\|fail\|random\)\|^fuzz' \
 	"$out"/*/results-0.log 2>/dev/null
