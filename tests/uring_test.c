@@ -322,7 +322,14 @@ TEST_F(uring, bad_commands)
 	NEED_RING();
 	dp_prep_recv(&ops[0], self->b2a, 1, 0, &buf, sizeof(buf), 1);
 	EXPECT_EQ(-EOPNOTSUPP, ucmd(ring, self->b, 0, p, 1, sizeof(ops[0]), 0));
+	EXPECT_EQ(-EOPNOTSUPP, ucmd(ring, self->b, 1, p, 1, sizeof(ops[0]), 0));
 	EXPECT_EQ(-EOPNOTSUPP, ucmd(ring, self->b, 2, p, 1, sizeof(ops[0]), 0));
+	/* the right number with another direction or size */
+	EXPECT_EQ(-EOPNOTSUPP, ucmd(ring, self->b,
+				    _IOR(DMAPLANE_IOCTL_TYPE, 0x80, struct dmaplane_uring_submit),
+				    p, 1, sizeof(ops[0]), 0));
+	EXPECT_EQ(-EOPNOTSUPP, ucmd(ring, self->b, _IOW(DMAPLANE_IOCTL_TYPE, 0x80, __u64),
+				    p, 1, sizeof(ops[0]), 0));
 	EXPECT_EQ(-EOPNOTSUPP, ucmd(ring, self->b, ~0u, p, 1, sizeof(ops[0]), 0));
 	EXPECT_EQ(-EINVAL, ucmd(ring, self->b, DMAPLANE_URING_CMD_SUBMIT, p, 1,
 				sizeof(ops[0]), 1));

@@ -742,9 +742,12 @@ struct dmaplane_submit {
 /**
  * DMAPLANE_URING_CMD_SUBMIT - ``sqe->cmd_op`` of a batch submission
  * through io_uring (see "Submission through io_uring").  Command numbers
- * are only appended; an unknown one fails with -EOPNOTSUPP.
+ * are encoded like ioctl numbers (type %DMAPLANE_IOCTL_TYPE, the size of
+ * the command area they read), as ublk's are, and only appended; any
+ * other ``cmd_op`` fails with -EOPNOTSUPP.
  */
-#define DMAPLANE_URING_CMD_SUBMIT	1
+#define DMAPLANE_URING_CMD_SUBMIT \
+	_IOW(DMAPLANE_IOCTL_TYPE, 0x80, struct dmaplane_uring_submit)
 
 /**
  * struct dmaplane_uring_submit - the command area (``sqe->cmd``) of
