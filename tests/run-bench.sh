@@ -65,6 +65,9 @@ extra_files="$*"
 # shellcheck disable=SC2086
 make_initramfs "$out/bench.cpio.gz" "$kodir" $extra_files
 args="dmaplane.fabric_build=$(pwd)/$BUILD"
+# DMAPLANE_BENCH_ONLY=lat,rate,matchbench,kvstore-dmaplane,peers: only
+# these parts of the one-node job (jobs/bench.sh)
+[ -n "${DMAPLANE_BENCH_ONLY:-}" ] && args="$args dmaplane.bench_only=$DMAPLANE_BENCH_ONLY"
 if [ "$mode" = 2node ]; then
 	# ~15 minutes under TCG on 2 host cores (NetPIPE: mpirun across the VMs);
 	# node 1 serves, node 0 measures.

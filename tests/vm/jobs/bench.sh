@@ -17,6 +17,16 @@
 
 SMOKE=$(cmdline dmaplane.bench_smoke 0)
 export SMOKE
+# dmaplane.bench_only=NAME,NAME (tests/run-bench.sh with
+# DMAPLANE_BENCH_ONLY=): only these dp-bench modes, matchbench,
+# kvstore-NAME runs and "peers"
+ONLY=$(cmdline dmaplane.bench_only "")
+
+want() {	# NAME: is this part to run?
+	[ -z "$ONLY" ] && return 0
+	case ",$ONLY," in *",$1,"*) return 0 ;; esac
+	return 1
+}
 
 check insmod load_dmaplane
 for m in crc32_generic udp_tunnel ip6_udp_tunnel ib_uverbs rdma_rxe; do
@@ -69,6 +79,7 @@ dmaplane_errors() {
 bench() {
 	mode=$1
 	shift
+	want "$mode" || return 0
 	spid=
 	case $mode in
 	rlat|rbw|rrate)
@@ -101,6 +112,7 @@ kvstore() {
 	name=$1
 	t=$2
 	shift 2
+	want "kvstore-$name" || return 0
 	if [ ! -x $D/dp-kvstore ]; then
 		echo "DMAPLANE-CASE kvstore-$name SKIP dp-kvstore not built"
 		return 0
@@ -117,6 +129,7 @@ kvstore() {
 # prints its table to the kernel log; a wrong match fails the load);
 # case matchbench.
 matchbench() {
+	want matchbench || return 0
 	if [ ! -e $D/dmaplane_matchbench.ko ]; then
 		echo "DMAPLANE-CASE matchbench SKIP no dmaplane_matchbench.ko"
 		return 0
@@ -175,8 +188,10 @@ else
 	done
 	kvstore dmaplane-single dmaplane --no-batch
 fi
-sh $D/bench/peers.sh
-fails=$((fails + $?))
+if want peers; then
+	sh $D/bench/peers.sh
+	fails=$((fails + $?))
+fi
 echo "DMAPLANE-BENCH-END"
 check rmmod rmmod dmaplane
 exit $fails
