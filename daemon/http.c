@@ -95,17 +95,11 @@ static enum MHD_Result send_text(struct MHD_Connection *c, unsigned int status,
 	return ret;
 }
 
-/* send_json - respond with @o (taken; NULL: 500) */
-static enum MHD_Result send_json(struct MHD_Connection *c, unsigned int status,
-				 json_t *o)
+/* json_line - @o (taken) as compact JSON and a newline; NULL without memory */
+static char *json_line(json_t *o)
 {
-	char *text;
+	char *text = json_dumps(o, JSON_COMPACT);
 
-	if (!o)
-		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
-				 strdup("{\"error\":\"out of memory\",\"code\":500}\n"),
-				 NULL);
-	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (text) {
 		char *t = realloc(text, strlen(text) + 2);
@@ -115,28 +109,28 @@ static enum MHD_Result send_json(struct MHD_Connection *c, unsigned int status,
 			text = t;
 		}
 	}
-	return send_text(c, status, text, NULL);
+	return text;
+}
+
+/* send_json - respond with @o (taken; NULL: 500) */
+static enum MHD_Result send_json(struct MHD_Connection *c, unsigned int status,
+				 json_t *o)
+{
+	if (!o)
+		return send_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				 strdup("{\"error\":\"out of memory\",\"code\":500}\n"),
+				 NULL);
+	return send_text(c, status, json_line(o), NULL);
 }
 
 static enum MHD_Result send_error(struct MHD_Connection *c, unsigned int status,
 				  const char *msg, const char *allow)
 {
 	json_t *o = json_pack("{s:s, s:i}", "error", msg, "code", (int)status);
-	char *text;
 
 	if (!o)
 		return MHD_NO;
-	text = json_dumps(o, JSON_COMPACT);
-	json_decref(o);
-	if (text) {
-		char *t = realloc(text, strlen(text) + 2);
-
-		if (t) {
-			strcat(t, "\n");
-			text = t;
-		}
-	}
-	return send_text(c, status, text, allow);
+	return send_text(c, status, json_line(o), allow);
 }
 
 static enum MHD_Result send_errno(struct MHD_Connection *c, int err)
