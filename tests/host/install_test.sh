@@ -89,7 +89,7 @@ kdir=/usr/src/linux-headers-$kver
 if [ -d "$kdir" ]; then
 	# In a copy of the sources: kbuild's clean would sweep the whole tree.
 	mkdir -p "$stage/src"
-	cp -a Kbuild Makefile compat kmod kunit-tests uapi libuser tools examples udev fabric \
+	cp -a Kbuild Makefile compat kmod kunit-tests uapi libuser tools examples udev fabric daemon \
 		"$stage/src/"
 	env -u PKG_CONFIG_SYSROOT_DIR -u PKG_CONFIG_LIBDIR \
 	make -s -C "$stage/src" DESTDIR="$stage/full" PREFIX=/usr KDIR="$kdir" \
