@@ -9,13 +9,16 @@
 #   killloop2 1,000 kill rounds of a group spread over two VMs (make
 #             check: 100)
 #   fuzz      the random-ioctl fuzzer, 1,000,000 calls, half as root and
-#             half as nobody (make check: 200,000)
+#             half as nobody (make check: 100,000)
 #   twonode   the two-VM job with 5,000 random frames from the malicious
 #             peer (make check: 500)
 #   fabric2   the libfabric provider across two VMs (tests/run-fabric2.sh:
 #             fi_pingpong, the fabtests pairs and Open MPI with 2 ranks per
 #             node; about 50 minutes under TCG; make check runs the
 #             fabtests part)
+#   fabric    the libfabric provider's Open MPI programs that make check
+#             leaves out, in one VM: mpi_ping_pong (np 2) and mpi_osc
+#             (np 4, one-sided over osc/pt2pt)
 #   dmaplaned the arena service's VM job (tests/run-daemon.sh; make check
 #             runs its host test)
 #
@@ -72,6 +75,14 @@ grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric2.log" | sed 's/^\([A-Z]*\) /\1 soak\//
 grep -qE '^(PASS|FAIL) ' "$out/fabric2.log" ||
 	echo "FAIL soak/fabric2 no results: $(tail -3 "$out/fabric2.log" | tr '\n' ' ')" >>"$out/results.txt"
 echo "   fabric2: $(($(date +%s) - t0)) s"
+
+t0=$(date +%s)
+FABRIC_RUN=soak FABRIC_VM_TIMEOUT=2400 tests/run-fabric.sh 6.1 \
+	"dmaplane.fabric_only=openmpi,openmpi-osc" >"$out/fabric.log" 2>&1
+grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric.log" | sed 's/^\([A-Z]*\) /\1 soak\//' >>"$out/results.txt"
+grep -qE '^(PASS|FAIL) ' "$out/fabric.log" ||
+	echo "FAIL soak/fabric no results: $(tail -3 "$out/fabric.log" | tr '\n' ' ')" >>"$out/results.txt"
+echo "   fabric: $(($(date +%s) - t0)) s"
 
 # dmaplaned (the arena service) in one VM: arenas, attach, access control,
 # malformed requests, events, local moves, a fuzz pass (12-18 minutes
