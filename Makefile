@@ -220,6 +220,8 @@ $(BUILD)/tests/%: tests/%.c tests/dp_test.h $(LIB_LINKS)
 		$(USER_LDFLAGS) -ldmaplane $(LIBNL_LIBS) $(TEST_LIBS)
 
 $(BUILD)/tests/uring_test: TEST_LIBS := $(URING_LIBS)
+# fuzz.c adds io_uring submissions when <liburing.h> is there.
+$(BUILD)/tests/fuzz: TEST_LIBS := $(URING_LIBS)
 
 # The malicious peer needs no library of dmaplane, only the wire format.
 $(BUILD)/tests/evil_peer: tests/evil_peer.c kmod/ib_wire.h uapi/linux/dmaplane.h

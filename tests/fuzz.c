@@ -23,7 +23,11 @@
  * ones (dup2 over the same number, so a number always names a dmaplane
  * file); munmap/madvise/mprotect of registered memory; fork()ed children
  * that use the inherited descriptors and exit or are killed; children
- * that get a descriptor over SCM_RIGHTS and use it.
+ * that get a descriptor over SCM_RIGHTS and use it; with liburing, the
+ * same submissions through io_uring (IORING_OP_URING_CMD on a dmaplane
+ * descriptor or on another file, with mutated command numbers and command
+ * areas, inline or forced to io-wq with IOSQE_ASYNC, from a forked child
+ * on its own ring: -EPERM).
  *
  * Every ioctl must return 0 or -1 with an errno; the run fails (exit 1)
  * only when that does not hold, when the fuzzer's own child dies of
@@ -62,6 +66,10 @@
 #include <sys/wait.h>
 #include <linux/dma-heap.h>
 #include <linux/dmaplane.h>
+#if __has_include(<liburing.h>)
+#include <liburing.h>
+#define FUZZ_URING 1
+#endif
 
 #define PG		4096UL
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
@@ -82,7 +90,7 @@
 
 /* Histogram rows: the 15 commands, then these; children's calls twice. */
 #define NCMDS		15
-enum { K_MUTATED = NCMDS, K_RANDOM, K_MMAP, NKINDS };
+enum { K_MUTATED = NCMDS, K_RANDOM, K_MMAP, K_URING, NKINDS };
 #define NERR		136	/* column 0: success; 1..134: errno; 135: other */
 
 _Static_assert(OPS_MAX * sizeof(struct dmaplane_op) <= OPS_BYTES, "OPS_BYTES");
@@ -101,7 +109,7 @@ static const char *const kind_names[NKINDS] = {
 	"GET_INFO", "ARENA_CREATE", "ARENA_DESTROY", "MR_REG", "MR_DEREG",
 	"MR_QUERY", "DMABUF_EXPORT", "MR_IMPORT_DMABUF", "EP_SETUP",
 	"GETNAME", "AV_INSERT", "AV_REMOVE", "SUBMIT", "PROBE", "CANCEL",
-	"mutated-cmd", "random-cmd", "mmap",
+	"mutated-cmd", "random-cmd", "mmap", "uring_cmd",
 };
 
 static const char *const op_names[] = {
@@ -152,6 +160,11 @@ struct tctx {
 	struct iovec *iov;	/* IOV_TOTAL, then a guard page */
 	unsigned int iov_used;
 	unsigned long calls;
+#ifdef FUZZ_URING
+	struct io_uring ring;	/* this thread's (or child's own) ring */
+	bool ring_ok;
+	pid_t ring_pid;		/* the process that set it up */
+#endif
 };
 
 static struct slot slots[NSLOTS];
@@ -945,6 +958,83 @@ static void op_submit(struct tctx *t)
 	issue(t, c.fd, DMAPLANE_IOCTL_SUBMIT, &sub, sizeof(sub));
 }
 
+#ifdef FUZZ_URING
+/*
+ * The SUBMIT of op_submit() as an io_uring command: on a dmaplane
+ * descriptor (sometimes another file's), with the command number and the
+ * 16-byte command area mutated or random, sometimes forced to an io-wq
+ * worker.  The CQE's res counts like an ioctl's result.  A forked child
+ * sets up a ring of its own (the parent's is shared memory it must not
+ * touch); its submissions on the inherited endpoints must get -EPERM.
+ */
+static void op_uring(struct tctx *t)
+{
+	struct rng *r = &t->r;
+	int s = pick_slot(t);
+	struct slot c = snap_slot(s);
+	struct dmaplane_uring_submit cmd = { 0 };
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	uint64_t nr, i, built;
+	struct dmaplane_op *ops;
+	int fd = c.fd, ret, res;
+	__u32 cmd_op = DMAPLANE_URING_CMD_SUBMIT;
+
+	if (t->ring_ok && t->ring_pid != getpid())
+		t->ring_ok = false;	/* inherited: not ours */
+	if (!t->ring_ok) {
+		if (io_uring_queue_init(4, &t->ring, 0))
+			return;
+		t->ring_ok = true;
+		t->ring_pid = getpid();
+	}
+	nr = 1 + below(r, 8);
+	if (!t->sane && chance(r, 10))
+		nr = chance(r, 50) ? below(r, 300) : interesting(r);
+	built = nr < OPS_MAX ? nr : OPS_MAX;
+	ops = chance(r, 50) ? t->ops : t->ops + OPS_MAX - built;
+	t->iov_used = 0;
+	for (i = 0; i < built; i++)
+		gen_op(t, &c, &ops[i]);
+	cmd.ops = (uintptr_t)ops;
+	cmd.nr = nr;
+	cmd.op_size = sizeof(*ops);
+	if (!t->sane) {
+		if (chance(r, 10)) {
+			__u64 len;
+
+			gen_buf(t, &cmd.ops, &len, false);
+		}
+		if (chance(r, 20))
+			mutate(r, &cmd, sizeof(cmd));
+		if (chance(r, 5))
+			fd = chance(r, 50) && heap_fd >= 0 ? heap_fd : 0;
+	}
+	sqe = io_uring_get_sqe(&t->ring);
+	if (!sqe)
+		return;
+	if (!t->sane && chance(r, 10))
+		cmd_op = chance(r, 50) ? gen_cmd(t, DMAPLANE_URING_CMD_SUBMIT) : rnd(r);
+	memset(sqe, 0, sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = fd;
+	sqe->cmd_op = cmd_op;
+	memcpy(sqe->cmd, &cmd, sizeof(cmd));
+	if (chance(r, 30))
+		sqe->flags |= IOSQE_ASYNC;
+	ret = io_uring_submit_and_wait(&t->ring, 1);
+	if (ret < 0)
+		return;
+	if (io_uring_wait_cqe(&t->ring, &cqe))
+		return;
+	res = cqe->res;
+	io_uring_cqe_seen(&t->ring, cqe);
+	if (fd != c.fd)
+		return;		/* not ours to count: another file's answer */
+	count(K_URING, res < 0 ? -1 : 0, res < 0 ? -res : 0, cmd_op);
+}
+#endif
+
 static void op_probe(struct tctx *t)
 {
 	int s = pick_slot(t);
@@ -1649,6 +1739,9 @@ static const struct op_weight ops_table[] = {
 	{ op_av_insert, "av_insert", 40, false },
 	{ op_av_remove, "av_remove", 10, false },
 	{ op_submit, "submit", 260, false },
+#ifdef FUZZ_URING
+	{ op_uring, "uring_cmd", 60, false },
+#endif
 	{ op_probe, "probe", 50, false },
 	{ op_cancel, "cancel", 30, false },
 	{ op_arena_create, "arena_create", 40, false },
