@@ -5,7 +5,8 @@
 #   make                 module (against KDIR), library, tools, examples
 #   make install         install module, headers, library, pkg-config, tools,
 #                        the library's man pages (3), dpctl's man page and
-#                        bash completion, udev rule
+#                        bash completion, udev rule; dmaplaned, dmaplanectl,
+#                        their man pages and the systemd unit when built
 #   make check           the whole test suite (test VM, stock kernel, host)
 #   make demo            build, boot the test VM, load the module, run the demo
 #   make bench           dp-bench in a stock-kernel VM, against the peers
@@ -34,6 +35,8 @@ BINDIR     ?= $(PREFIX)/bin
 UDEVDIR    ?= /lib/udev/rules.d
 MANDIR     ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= /usr/share/bash-completion/completions
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR     ?= $(PREFIX)/share/doc/dmaplane
 DESTDIR    ?=
 
 CC         ?= cc
@@ -259,6 +262,21 @@ install-user: lib tools
 	install -m 0644 tools/dpctl.8 $(DESTDIR)$(MANDIR)/man8/
 	install -m 0644 tools/dpctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/dpctl
 	$(if $(HAVE_FABRIC),$(MAKE) install-fabric)
+	$(if $(HAVE_DAEMON),$(MAKE) install-daemon)
+
+# dmaplaned: the daemon and its client, man pages, the systemd unit (its
+# ExecStart names BINDIR) and the example configuration.
+.PHONY: install-daemon
+install-daemon: daemon
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(DOCDIR)
+	install -m 0755 $(BUILD)/dmaplaned $(BUILD)/dmaplanectl $(DESTDIR)$(BINDIR)/
+	install -m 0644 daemon/dmaplaned.8 $(DESTDIR)$(MANDIR)/man8/
+	install -m 0644 daemon/dmaplanectl.1 $(DESTDIR)$(MANDIR)/man1/
+	sed 's|/usr/local/bin/|$(BINDIR)/|' daemon/dmaplaned.service \
+		>$(DESTDIR)$(SYSTEMDUNITDIR)/dmaplaned.service
+	chmod 0644 $(DESTDIR)$(SYSTEMDUNITDIR)/dmaplaned.service
+	install -m 0644 daemon/dmaplaned.conf.example daemon/openapi.yaml $(DESTDIR)$(DOCDIR)/
 
 install-fabric: fabric
 	install -d $(DESTDIR)$(FABRIC_PROVDIR)

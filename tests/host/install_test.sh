@@ -23,7 +23,7 @@ result() {	# rc description
 }
 
 echo "TAP version 13"
-echo "1..10"
+echo "1..11"
 
 make -s BUILD="$build" DESTDIR="$stage" PREFIX=/usr install-user >"$stage/install.log" 2>&1
 result $? install-user
@@ -112,6 +112,30 @@ else
 	echo "ok 8 # SKIP no $kdir"
 	echo "ok 9 # SKIP no $kdir"
 	echo "ok 10 # SKIP no $kdir"
+fi
+
+# dmaplaned (install-user installs it when libmicrohttpd and jansson are
+# there): binaries, man pages that render without a warning, the unit
+# file pointing at the installed daemon, the example configuration.
+if env -u PKG_CONFIG_SYSROOT_DIR -u PKG_CONFIG_LIBDIR pkg-config --exists libmicrohttpd jansson; then
+	missing=0
+	for f in usr/bin/dmaplaned usr/bin/dmaplanectl usr/share/man/man8/dmaplaned.8 \
+		 usr/share/man/man1/dmaplanectl.1 usr/lib/systemd/system/dmaplaned.service \
+		 usr/share/doc/dmaplane/dmaplaned.conf.example; do
+		[ -e "$stage/$f" ] || { echo "# missing $f"; missing=1; }
+	done
+	grep -qx 'ExecStart=/usr/bin/dmaplaned' "$stage/usr/lib/systemd/system/dmaplaned.service" ||
+		{ echo "# unit: $(grep ExecStart "$stage/usr/lib/systemd/system/dmaplaned.service")"; missing=1; }
+	if command -v groff >/dev/null; then
+		for p in "$stage"/usr/share/man/man8/dmaplaned.8 "$stage"/usr/share/man/man1/dmaplanectl.1; do
+			w=$(groff -man -ww -z "$p" 2>&1)
+			[ -z "$w" ] || { echo "# $p: $w"; missing=1; }
+		done
+	fi
+	LD_LIBRARY_PATH="$stage/usr/lib" "$stage/usr/bin/dmaplaned" --help | grep -q '^Usage: dmaplaned' || missing=1
+	result "$missing" daemon-installed
+else
+	echo "ok 11 # SKIP no libmicrohttpd-dev or libjansson-dev"
 fi
 
 [ $fails = 0 ]
