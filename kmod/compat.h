@@ -19,17 +19,32 @@
 /*
  * The uring_cmd driver API has its own header from 6.7.  A uring_cmd's
  * command area (the SQE's cmd bytes) is io_uring_sqe_cmd() of its SQE
- * from 6.6, before that a pointer in struct io_uring_cmd.
+ * from 6.6 (taking the command's type as well by 7.2), before that a
+ * pointer in struct io_uring_cmd.
  */
 #ifdef DMAPLANE_HAVE_IO_URING_CMD_H
 #include <linux/io_uring/cmd.h>
 #else
 #include <linux/io_uring.h>
 #endif
-#if defined(DMAPLANE_HAVE_IO_URING_CMD_H) || defined(DMAPLANE_HAVE_IO_URING_SQE_CMD)
+#if defined(DMAPLANE_HAVE_IO_URING_SQE_CMD_TYPED)
+#define dmaplane_uring_cmd_area(ioucmd)	\
+	io_uring_sqe_cmd((ioucmd)->sqe, struct dmaplane_uring_submit)
+#elif defined(DMAPLANE_HAVE_IO_URING_CMD_H) || defined(DMAPLANE_HAVE_IO_URING_SQE_CMD)
 #define dmaplane_uring_cmd_area(ioucmd)	io_uring_sqe_cmd((ioucmd)->sqe)
 #else
 #define dmaplane_uring_cmd_area(ioucmd)	((ioucmd)->cmd)
+#endif
+
+/*
+ * A dynamic importer's callback for a moving dma-buf is
+ * dma_buf_attach_ops.invalidate_mappings in newer kernels (7.2),
+ * move_notify before; the same contract.
+ */
+#ifdef DMAPLANE_HAVE_DMA_BUF_INVALIDATE_MAPPINGS
+#define DMAPLANE_DMA_BUF_INVALIDATE_OP(fn)	.invalidate_mappings = (fn)
+#else
+#define DMAPLANE_DMA_BUF_INVALIDATE_OP(fn)	.move_notify = (fn)
 #endif
 
 /* <asm/unaligned.h> moved to <linux/unaligned.h> in 6.12. */

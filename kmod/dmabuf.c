@@ -376,7 +376,7 @@ static void dmaplane_import_move_notify(struct dma_buf_attachment *attach)
 
 static const struct dma_buf_attach_ops dmaplane_import_attach_ops = {
 	.allow_peer2peer = false,
-	.move_notify = dmaplane_import_move_notify,
+	DMAPLANE_DMA_BUF_INVALIDATE_OP(dmaplane_import_move_notify),
 };
 
 /*

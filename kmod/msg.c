@@ -217,9 +217,14 @@ static long folio_run(struct page **pages, long nr)
 
 	if (!folio_test_large(folio))
 		return 1;
+	/*
+	 * A folio's pages are consecutive in the memory map (why newer
+	 * kernels dropped nth_page()), so pages[0] + i is the folio's i-th
+	 * page while pages[i] is in the folio; a shorter run is only a
+	 * smaller copy.
+	 */
 	for (i = 1; i < nr; i++)
-		if (pages[i] != nth_page(pages[0], i) ||
-		    page_folio(pages[i]) != folio)
+		if (page_folio(pages[i]) != folio || pages[i] != pages[0] + i)
 			break;
 	return i;
 }
