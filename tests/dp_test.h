@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -328,6 +329,33 @@ static inline void dp_test_mem_expect(struct __test_metadata *_metadata,
 		TH_LOG("before: " DP_TEST_MEM_FMT, DP_TEST_MEM_ARGS(base));
 	EXPECT_TRUE(dp_test_mem_eq(base, &now))
 		TH_LOG("after:  " DP_TEST_MEM_FMT, DP_TEST_MEM_ARGS(&now));
+}
+
+/*
+ * After a child in another address space tried to move data through the
+ * endpoints @a and @b (and was refused, exiting 0 when every refusal was
+ * the expected one): the child's status, nothing posted or unexpected,
+ * no completion on either ring, and @landing (@len bytes the refused
+ * operations aimed at, filled with 0x5a before) untouched.
+ */
+static inline void dp_test_expect_refused_child(struct __test_metadata *_metadata,
+						pid_t pid, struct dp_ep *a,
+						struct dp_ep *b,
+						const void *landing, size_t len)
+{
+	const unsigned char *p = landing;
+	struct dmaplane_cqe c;
+	int status;
+
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, dp_test_stat("posted_recvs"));
+	EXPECT_EQ(0, dp_test_stat("unexp_msgs"));
+	EXPECT_EQ(0, dp_poll(a, &c, 1));
+	EXPECT_EQ(0, dp_poll(b, &c, 1));
+	for (size_t i = 0; i < len; i++)
+		ASSERT_EQ(0x5a, p[i]);
 }
 #endif
 

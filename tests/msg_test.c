@@ -1027,7 +1027,6 @@ TEST_F(pair, other_address_space_moves_no_data)
 	static char secret[4096], landing[4096];
 	struct dmaplane_cqe c;
 	struct dp_mr *mr;
-	int status;
 	pid_t pid;
 
 	dp_test_fill(secret, sizeof(secret), 77);
@@ -1058,15 +1057,8 @@ TEST_F(pair, other_address_space_moves_no_data)
 				 DMAPLANE_ACCESS_REMOTE_READ, &mr) != -EPERM;
 		_exit(bad);
 	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status));
-	EXPECT_EQ(0, dp_test_stat("posted_recvs"));
-	EXPECT_EQ(0, dp_test_stat("unexp_msgs"));
-	EXPECT_EQ(0, dp_poll(self->a, &c, 1));
-	EXPECT_EQ(0, dp_poll(self->b, &c, 1));
-	for (size_t i = 0; i < sizeof(landing); i++)
-		ASSERT_EQ(0x5a, (unsigned char)landing[i]);
+	dp_test_expect_refused_child(_metadata, pid, self->a, self->b, landing,
+				     sizeof(landing));
 
 	/* The opener itself still can. */
 	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 1, 0, landing,

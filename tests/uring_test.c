@@ -450,7 +450,6 @@ TEST_F(uring, other_address_space_refused)
 	static char secret[4096], landing[4096];
 	struct dmaplane_cqe c;
 	struct dmaplane_op op;
-	int status;
 	pid_t pid;
 
 	NEED_RING();
@@ -474,15 +473,8 @@ TEST_F(uring, other_address_space_refused)
 		io_uring_queue_exit(&ring);
 		_exit(bad);
 	}
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	EXPECT_EQ(0, WEXITSTATUS(status));
-	EXPECT_EQ(0, dp_test_stat("posted_recvs"));
-	EXPECT_EQ(0, dp_test_stat("unexp_msgs"));
-	EXPECT_EQ(0, dp_poll(self->a, &c, 1));
-	EXPECT_EQ(0, dp_poll(self->b, &c, 1));
-	for (size_t i = 0; i < sizeof(landing); i++)
-		ASSERT_EQ(0x5a, (unsigned char)landing[i]);
+	dp_test_expect_refused_child(_metadata, pid, self->a, self->b, landing,
+				     sizeof(landing));
 
 	/* The opener's ring still can. */
 	dp_prep_recv(&op, self->b2a, 1, 0, landing, sizeof(landing), 1);
