@@ -37,6 +37,22 @@
 #endif
 
 /*
+ * A uring_cmd handler completes its command with io_uring_cmd_done():
+ * (cmd, ret, issue_flags) by 7.2, (cmd, ret, res2, issue_flags) from 6.3
+ * (and in Debian's 6.1.y), (cmd, ret, res2) before.
+ */
+#if defined(DMAPLANE_HAVE_IO_URING_CMD_DONE32)
+#define dmaplane_uring_cmd_done(ioucmd, ret, issue_flags) \
+	io_uring_cmd_done(ioucmd, ret, issue_flags)
+#elif defined(DMAPLANE_HAVE_IO_URING_CMD_DONE_RES2)
+#define dmaplane_uring_cmd_done(ioucmd, ret, issue_flags) \
+	io_uring_cmd_done(ioucmd, ret, 0, issue_flags)
+#else
+#define dmaplane_uring_cmd_done(ioucmd, ret, issue_flags) \
+	io_uring_cmd_done(ioucmd, ret, 0)
+#endif
+
+/*
  * A dynamic importer's callback for a moving dma-buf is
  * dma_buf_attach_ops.invalidate_mappings in newer kernels (7.2),
  * move_notify before; the same contract.

@@ -123,13 +123,15 @@ static long dmaplane_ioctl(struct file *file, unsigned int cmd,
  * IORING_OP_URING_CMD on an endpoint: the batch of DMAPLANE_IOCTL_SUBMIT
  * without a system call of its own.  It runs synchronously wherever
  * io_uring issues it (the submitter's io_uring_enter(), its SQPOLL thread,
- * an io-wq worker) and its result is the CQE's res, so it never returns
- * -EIOCBQUEUED.  IO_URING_F_NONBLOCK does not make it punt: the batch
- * sleeps only as the ioctl does (faults on the caller's memory, the copy
- * of a matched message), never waiting for a peer.  A batch whose first
- * operation finds no room (-EAGAIN) is issued once more by an io-wq
- * worker, which io_uring does for every -EAGAIN; it has no side effects,
- * and the worker's -EAGAIN is final.
+ * an io-wq worker, e.g. with IOSQE_ASYNC).  IO_URING_F_NONBLOCK does not
+ * make it punt: the batch sleeps only as the ioctl does (faults on the
+ * caller's memory, the copy of a matched message), never waiting for a
+ * peer.  Its result (the count accepted, or -errno, -EAGAIN when the
+ * first operation finds no room) becomes the CQE's res through
+ * io_uring_cmd_done() before -EIOCBQUEUED is returned, as ublk does:
+ * 6.1's io_uring takes a positive return from a handler for a failure
+ * inline (links broken) and loses it in an io-wq worker (no CQE at all).
+ * Refusals before the batch are plain negative returns.
  */
 static int dmaplane_uring_cmd(struct io_uring_cmd *ioucmd,
 			      unsigned int issue_flags)
@@ -153,7 +155,9 @@ static int dmaplane_uring_cmd(struct io_uring_cmd *ioucmd,
 	flags = READ_ONCE(area->flags);
 	if (flags)
 		return -EINVAL;
-	return dmaplane_submit(ep, ops, nr, op_size);
+	dmaplane_uring_cmd_done(ioucmd, dmaplane_submit(ep, ops, nr, op_size),
+				issue_flags);
+	return -EIOCBQUEUED;
 }
 
 static int dmaplane_mmap_file(struct file *file, struct vm_area_struct *vma)
