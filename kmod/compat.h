@@ -44,7 +44,8 @@
 #if defined(DMAPLANE_HAVE_IO_URING_CMD_DONE32)
 #define dmaplane_uring_cmd_done(ioucmd, ret, issue_flags) \
 	io_uring_cmd_done(ioucmd, ret, issue_flags)
-#elif defined(DMAPLANE_HAVE_IO_URING_CMD_DONE_RES2)
+#elif defined(DMAPLANE_HAVE_IO_URING_CMD_DONE_RES2) || \
+	defined(DMAPLANE_HAVE_IO_URING_CMD_DONE_RES2_OLD)
 #define dmaplane_uring_cmd_done(ioucmd, ret, issue_flags) \
 	io_uring_cmd_done(ioucmd, ret, 0, issue_flags)
 #else
