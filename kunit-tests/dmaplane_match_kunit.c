@@ -28,9 +28,18 @@ static int match_init(struct kunit *test)
 	struct fixture *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
 
 	KUNIT_ASSERT_NOT_NULL(test, f);
-	dmaplane_matcher_init(&f->m, NULL);
 	test->priv = f;
+	/* On failure the tables are NULL: match_exit() frees nothing. */
+	KUNIT_ASSERT_EQ(test, dmaplane_matcher_init(&f->m, NULL), 0);
 	return 0;
+}
+
+static void match_exit(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	if (f)
+		dmaplane_matcher_destroy(&f->m);
 }
 
 /* Post a receive; return the index of the message it took, or -1. */
@@ -262,6 +271,7 @@ static struct kunit_case dmaplane_match_cases[] = {
 static struct kunit_suite dmaplane_match_suite = {
 	.name = "dmaplane_match",
 	.init = match_init,
+	.exit = match_exit,
 	.test_cases = dmaplane_match_cases,
 };
 
