@@ -223,8 +223,9 @@ struct dmaplane_match_msg {
  * @nr_recvs: receives posted and not matched or cancelled
  * @nr_unexp: unexpected messages queued
  * @lock: the owner's lock serialising every call, asserted with lockdep
- * @fail_alloc: tests only: table allocations after init fail, as when
- *	kvmalloc() returns NULL
+ * @fail_alloc: tests only (0 otherwise): when N > 0, the matcher's table
+ *	allocations from the Nth on fail as if kvmalloc() returned NULL
+ *	(set before dmaplane_matcher_init() to fail it)
  *
  * Everything here, the tables' growth included, is under @lock (the
  * matcher has no lock of its own); only @nr_recvs and @nr_unexp are read
@@ -242,7 +243,7 @@ struct dmaplane_matcher {
 	unsigned int nr_recvs;
 	unsigned int nr_unexp;
 	struct mutex *lock;	/* not owned: the owner's lock, for lockdep */
-	bool fail_alloc;
+	unsigned int fail_alloc;
 };
 
 /**

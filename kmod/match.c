@@ -101,8 +101,11 @@ static void qnode_key(const struct dmaplane_match_table *t,
 static struct hlist_head *table_alloc(struct dmaplane_matcher *m,
 				      unsigned int bits, gfp_t gfp)
 {
-	if (m->fail_alloc)
-		return NULL;
+	if (m->fail_alloc) {
+		if (m->fail_alloc == 1)
+			return NULL;
+		m->fail_alloc--;
+	}
 	/* Zeroed buckets are empty hlist_heads. */
 	return kvcalloc(1UL << bits, sizeof(struct hlist_head), gfp);
 }
@@ -224,7 +227,6 @@ int dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock)
 {
 	int ret;
 
-	m->fail_alloc = false;
 	ret = table_init(m, &m->recv_spec, MATCH_T_RECV);
 	if (ret)
 		return ret;
