@@ -144,7 +144,7 @@ static void table_resize(struct dmaplane_matcher *m,
 	nt.heads = table_alloc(m, bits, MATCH_GFP_RESIZE);
 	if (!nt.heads)
 		return;
-	for (i = 0; i < (1U << t->bits); i++) {
+	for (i = 0; t->nr_keys && i < (1U << t->bits); i++) {
 		hlist_for_each_entry_safe(q, tmp, &t->heads[i], hnode) {
 			hlist_del(&q->hnode);
 			qnode_key(t, q, &src, &tag);
