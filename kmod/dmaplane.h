@@ -158,7 +158,11 @@ struct dmaplane_match_qnode {
 
 /**
  * struct dmaplane_match_table - a growing hash table of matcher entries
- * @heads: 2^@bits buckets (kvmalloc()ed, charged to the owner's memcg)
+ * @heads: 2^@bits buckets, kvmalloc()ed with GFP_KERNEL_ACCOUNT (charged
+ *	to the task whose call allocated them: the endpoint's opener, or a
+ *	local sender whose message grew the receiver's unexpected tables).
+ *	Bounded: posted receives by the completion ring (65,536 entries at
+ *	most: 2^15 buckets), unexpected messages by unexp_max (msg.c).
  * @bits: log2 of the number of buckets
  * @nr_keys: distinct keys, i.e. hashed nodes, in the table
  * @kind: what the nodes are and which key they have (match.c)
