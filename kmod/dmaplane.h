@@ -127,20 +127,69 @@ struct dmaplane_stats {
 /*
  * Tag matching (match.c).  Sources are endpoint addresses; tags are
  * 64-bit; a receive ignores the tag bits set in its ignore mask.
+ *
+ * Hash tables of the matcher start with 2^DMAPLANE_MATCH_MIN_BITS buckets
+ * and double when they hold more than two keys per bucket, up to
+ * 2^DMAPLANE_MATCH_MAX_BITS buckets; one that grew past
+ * 2^DMAPLANE_MATCH_SHRINK_BITS goes back to the smallest size when it
+ * empties.
  */
 #define DMAPLANE_ANY_SRC		(~0ULL)
-#define DMAPLANE_MATCH_HASH_BITS	8
+#define DMAPLANE_MATCH_MIN_BITS		4
+#define DMAPLANE_MATCH_SHRINK_BITS	8
+#define DMAPLANE_MATCH_MAX_BITS		17
+
+/**
+ * struct dmaplane_match_qnode - an entry's place in a matcher hash table
+ * @hnode: in its table's bucket while the entry is the first of its key
+ *	(then hashed), else unhashed
+ * @same: the entries with the same key, in order: the first one's @same
+ *	is the list of the later ones (the first is never on it); a later
+ *	one's @same is its link in that list
+ *
+ * One node per distinct key is in a bucket, so a lookup costs the keys
+ * of one bucket, not the entries; the earliest entry of a key is the one
+ * hashed, and its successor takes its place in the bucket when it goes.
+ */
+struct dmaplane_match_qnode {
+	struct hlist_node hnode;
+	struct list_head same;
+};
+
+/**
+ * struct dmaplane_match_table - a growing hash table of matcher entries
+ * @heads: 2^@bits buckets, kvmalloc()ed with GFP_KERNEL_ACCOUNT (charged
+ *	to the task whose call allocated them: the endpoint's opener, or a
+ *	local sender whose message grew the receiver's unexpected tables).
+ *	Bounded: posted receives by the completion ring (65,536 entries at
+ *	most: 2^15 buckets), unexpected messages by unexp_max (msg.c).
+ * @bits: log2 of the number of buckets
+ * @nr_keys: distinct keys, i.e. hashed nodes, in the table
+ * @kind: what the nodes are and which key they have (match.c)
+ */
+struct dmaplane_match_table {
+	struct hlist_head *heads;
+	unsigned int bits;
+	unsigned int nr_keys;
+	unsigned int kind;
+};
 
 /**
  * struct dmaplane_match_recv - a posted receive, as the matcher sees it
- * @node: in a hash bucket (specific receives) or on the wildcard list
+ * @q: fully specified receives (a source, no ignored tag bit): in
+ *	&dmaplane_matcher.recv_spec; any-source receives with no ignored
+ *	tag bit: in &dmaplane_matcher.recv_tag
+ * @node: receives with ignored tag bits: on &dmaplane_matcher.recv_masked
+ * @all_node: on &dmaplane_matcher.recv_all, every posted receive
  * @src: source, or %DMAPLANE_ANY_SRC
  * @tag: tag
  * @ignore: tag bits that do not take part in matching
  * @seq: posting order, set by the matcher
  */
 struct dmaplane_match_recv {
+	struct dmaplane_match_qnode q;
 	struct list_head node;
+	struct list_head all_node;
 	u64 src;
 	u64 tag;
 	u64 ignore;
@@ -149,38 +198,56 @@ struct dmaplane_match_recv {
 
 /**
  * struct dmaplane_match_msg - an arrived message, as the matcher sees it
- * @all_node: on the unexpected list, in arrival order
- * @bucket_node: in its (source, tag) hash bucket, in arrival order
+ * @all_node: on &dmaplane_matcher.unexp_all, in arrival order
+ * @spec: in &dmaplane_matcher.unexp_spec, keyed by (source, tag)
+ * @by_tag: in &dmaplane_matcher.unexp_tag, keyed by tag
  * @src: source
  * @tag: tag
  */
 struct dmaplane_match_msg {
 	struct list_head all_node;
-	struct list_head bucket_node;
+	struct dmaplane_match_qnode spec;
+	struct dmaplane_match_qnode by_tag;
 	u64 src;
 	u64 tag;
 };
 
 /**
  * struct dmaplane_matcher - posted receives and unexpected messages
- * @recv_buckets: specific receives by hash of (source, tag), posting order
- * @unexp_buckets: unexpected messages by hash of (source, tag), arrival order
- * @recv_wild: receives with a wildcard source or ignore bits, posting order
+ * @recv_spec: receives naming a source and ignoring no tag bit, by
+ *	(source, tag), each key's receives in posting order
+ * @recv_tag: receives for any source ignoring no tag bit, by tag, each
+ *	key's receives in posting order
+ * @recv_masked: receives that ignore tag bits, posting order
+ * @recv_all: every posted receive, posting order
+ * @unexp_spec: every unexpected message by (source, tag), arrival order
+ * @unexp_tag: every unexpected message by tag, arrival order
  * @unexp_all: every unexpected message, arrival order
  * @next_seq: sequence number of the next posted receive
  * @nr_recvs: receives posted and not matched or cancelled
  * @nr_unexp: unexpected messages queued
  * @lock: the owner's lock serialising every call, asserted with lockdep
+ * @fail_alloc: tests only (0 otherwise): when N > 0, the matcher's table
+ *	allocations from the Nth on fail as if kvmalloc() returned NULL
+ *	(set before dmaplane_matcher_init() to fail it)
+ *
+ * Everything here, the tables' growth included, is under @lock (the
+ * matcher has no lock of its own); only @nr_recvs and @nr_unexp are read
+ * without it, as a snapshot.
  */
 struct dmaplane_matcher {
-	struct list_head recv_buckets[1 << DMAPLANE_MATCH_HASH_BITS];
-	struct list_head unexp_buckets[1 << DMAPLANE_MATCH_HASH_BITS];
-	struct list_head recv_wild;
+	struct dmaplane_match_table recv_spec;
+	struct dmaplane_match_table recv_tag;
+	struct list_head recv_masked;
+	struct list_head recv_all;
+	struct dmaplane_match_table unexp_spec;
+	struct dmaplane_match_table unexp_tag;
 	struct list_head unexp_all;
 	u64 next_seq;
 	unsigned int nr_recvs;
 	unsigned int nr_unexp;
 	struct mutex *lock;	/* not owned: the owner's lock, for lockdep */
+	unsigned int fail_alloc;
 };
 
 /**
@@ -527,7 +594,8 @@ static inline long dmaplane_stat_read(enum dmaplane_stat stat)
 extern struct miscdevice dmaplane_misc;
 
 /* match.c */
-void dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock);
+int dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock);
+void dmaplane_matcher_destroy(struct dmaplane_matcher *m);
 struct dmaplane_match_msg *dmaplane_match_post_recv(struct dmaplane_matcher *m,
 						    struct dmaplane_match_recv *r);
 struct dmaplane_match_recv *dmaplane_match_arrive(struct dmaplane_matcher *m,

@@ -92,7 +92,9 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 		goto err_free_ep;
 	mutex_init(&ep->setup_lock);
 	mutex_init(&ep->match_lock);
-	dmaplane_matcher_init(&ep->matcher, &ep->match_lock);
+	ret = dmaplane_matcher_init(&ep->matcher, &ep->match_lock);
+	if (ret)
+		goto err_destroy_av_rev;
 	dmaplane_ep_deliver_init(ep);
 	init_waitqueue_head(&ep->wq);
 	/* KUnit calls this from a kernel thread, which has no mm. */
@@ -119,6 +121,8 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 err_drop_mm:
 	if (ep->mm)
 		mmdrop(ep->mm);
+	dmaplane_matcher_destroy(&ep->matcher);
+err_destroy_av_rev:
 	rhashtable_destroy(&ep->av_rev);
 err_free_ep:
 	kfree(ep);
@@ -131,6 +135,8 @@ static void ep_free(struct kref *ref)
 	struct dmaplane_ep *ep = container_of(ref, struct dmaplane_ep, ref);
 
 	dmaplane_cq_destroy(ep->cq);
+	/* Drained by dmaplane_ep_drain_messages(): only the tables are left. */
+	dmaplane_matcher_destroy(&ep->matcher);
 	rhashtable_free_and_destroy(&ep->av_rev, av_rev_free, NULL);
 	xa_destroy(&ep->av);
 	xa_destroy(&ep->claims);

@@ -13,35 +13,280 @@
  *   they match in send order (non-overtaking) whenever the transport
  *   delivers them in send order.
  *
- * Receives that name a source and ignore no tag bit -- the common case --
- * are kept in hash buckets keyed by (source, tag), so matching them is not
- * a scan of every posted receive.  Other ("wildcard") receives are kept on
- * one list.  Every receive carries a sequence number in posting order;
- * when both the bucket and the wildcard list hold a candidate, the one
- * posted first wins, as UCX does.  Unexpected messages are on one list in
- * arrival order (for wildcard receives) and in (source, tag) buckets (for
- * fully specified receives, which take the first message of their bucket
- * that has their exact key).
+ * Posted receives are of three kinds, each kept in posting order:
  *
- * The matcher does no locking of its own: its owner serialises all calls
- * (lockdep-checked through the lock given to dmaplane_matcher_init()).
+ * - fully specified (a source, no ignored tag bit): in a hash table keyed
+ *   by (source, tag);
+ * - any source, exact tag (MPI_ANY_SOURCE): in a hash table keyed by tag;
+ * - with ignored tag bits (any source or not): on one list, the only
+ *   structure that is scanned.
+ *
+ * Every receive carries a sequence number in posting order.  An arriving
+ * message has at most three candidates: the first receive of its (source,
+ * tag) key, the first of its tag key and the first accepting one on the
+ * list; the one posted first wins, as UCX does.  Unexpected messages are
+ * in two hash tables, by (source, tag) and by tag, and on a list, each in
+ * arrival order, so that a posted receive of the first two kinds takes
+ * the first message of its key at once and one of the third kind scans
+ * the list.  Every entry leaves every structure it is on in O(1).
+ *
+ * A hash table holds one node per distinct key in its buckets: the
+ * earliest entry of that key, which heads a FIFO of the later ones
+ * (&struct dmaplane_match_qnode), so a key with many entries costs a
+ * lookup no more than a key with one.  A table doubles when it holds more
+ * than two keys per bucket, up to 2^DMAPLANE_MATCH_MAX_BITS buckets; when
+ * the allocation fails, it keeps its buckets (longer chains, nothing
+ * lost).  One that grew large goes back to its initial size when it
+ * empties.
+ *
+ * The matcher does no locking of its own: its owner serialises all calls,
+ * table growth included (lockdep-checked through the lock given to
+ * dmaplane_matcher_init()); growth and shrinking allocate with
+ * GFP_KERNEL, so that lock must be one a caller may sleep under.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/hash.h>
 #include <linux/lockdep.h>
+#include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/slab.h>
 
 #include "dmaplane.h"
 
-static unsigned int match_hash(u64 src, u64 tag)
+/* &dmaplane_match_table.kind: what its nodes are, which key they have. */
+enum {
+	MATCH_T_RECV,		/* dmaplane_match_recv.q: (src, tag) */
+	MATCH_T_UNEXP_SPEC,	/* dmaplane_match_msg.spec: (src, tag) */
+	MATCH_T_UNEXP_TAG,	/* dmaplane_match_msg.by_tag: (ANY_SRC, tag) */
+};
+
+static u64 match_hash(u64 src, u64 tag)
 {
-	return hash_64(src ^ hash_64(tag, 64), DMAPLANE_MATCH_HASH_BITS);
+	/* Multiplicative: the top bits of the product index the buckets. */
+	return (hash_64(src, 64) ^ tag) * GOLDEN_RATIO_64;
 }
 
-static bool recv_is_specific(const struct dmaplane_match_recv *r)
+static struct hlist_head *table_bucket(const struct dmaplane_match_table *t,
+				       u64 src, u64 tag)
 {
-	return r->src != DMAPLANE_ANY_SRC && !r->ignore;
+	return &t->heads[match_hash(src, tag) >> (64 - t->bits)];
+}
+
+static void qnode_key(const struct dmaplane_match_table *t,
+		      const struct dmaplane_match_qnode *q, u64 *src, u64 *tag)
+{
+	const struct dmaplane_match_recv *r;
+	const struct dmaplane_match_msg *msg;
+
+	switch (t->kind) {
+	case MATCH_T_RECV:
+		r = container_of(q, struct dmaplane_match_recv, q);
+		*src = r->src;
+		*tag = r->tag;
+		break;
+	case MATCH_T_UNEXP_SPEC:
+		msg = container_of(q, struct dmaplane_match_msg, spec);
+		*src = msg->src;
+		*tag = msg->tag;
+		break;
+	default:
+		msg = container_of(q, struct dmaplane_match_msg, by_tag);
+		*src = DMAPLANE_ANY_SRC;
+		*tag = msg->tag;
+		break;
+	}
+}
+
+static struct hlist_head *table_alloc(struct dmaplane_matcher *m,
+				      unsigned int bits, gfp_t gfp)
+{
+	if (m->fail_alloc) {
+		if (m->fail_alloc == 1)
+			return NULL;
+		m->fail_alloc--;
+	}
+	/* Zeroed buckets are empty hlist_heads. */
+	return kvcalloc(1UL << bits, sizeof(struct hlist_head), gfp);
+}
+
+/* Growth and shrinking are optimisations: they may fail, quietly. */
+#define MATCH_GFP_RESIZE (GFP_KERNEL_ACCOUNT | __GFP_NOWARN)
+
+static int table_init(struct dmaplane_matcher *m, struct dmaplane_match_table *t,
+		      unsigned int kind)
+{
+	t->heads = table_alloc(m, DMAPLANE_MATCH_MIN_BITS, GFP_KERNEL_ACCOUNT);
+	if (!t->heads)
+		return -ENOMEM;
+	t->bits = DMAPLANE_MATCH_MIN_BITS;
+	t->nr_keys = 0;
+	t->kind = kind;
+	return 0;
+}
+
+static void table_destroy(struct dmaplane_match_table *t)
+{
+	kvfree(t->heads);
+	t->heads = NULL;
+}
+
+/* Move every hashed node to a new array of 2^@bits buckets, or keep all. */
+static void table_resize(struct dmaplane_matcher *m,
+			 struct dmaplane_match_table *t, unsigned int bits)
+{
+	struct dmaplane_match_table nt = { .bits = bits, .kind = t->kind };
+	struct dmaplane_match_qnode *q;
+	struct hlist_node *tmp;
+	unsigned int i;
+	u64 src, tag;
+
+	nt.heads = table_alloc(m, bits, MATCH_GFP_RESIZE);
+	if (!nt.heads)
+		return;
+	for (i = 0; t->nr_keys && i < (1U << t->bits); i++) {
+		hlist_for_each_entry_safe(q, tmp, &t->heads[i], hnode) {
+			hlist_del(&q->hnode);
+			qnode_key(t, q, &src, &tag);
+			hlist_add_head(&q->hnode, table_bucket(&nt, src, tag));
+		}
+	}
+	kvfree(t->heads);
+	t->heads = nt.heads;
+	t->bits = bits;
+}
+
+/* The node of the earliest entry with key (@src, @tag), or NULL. */
+static struct dmaplane_match_qnode *
+table_find(const struct dmaplane_match_table *t, u64 src, u64 tag)
+{
+	struct dmaplane_match_qnode *q;
+	u64 qsrc, qtag;
+
+	hlist_for_each_entry(q, table_bucket(t, src, tag), hnode) {
+		qnode_key(t, q, &qsrc, &qtag);
+		if (qsrc == src && qtag == tag)
+			return q;
+	}
+	return NULL;
+}
+
+/* Append @q, whose entry has key (@src, @tag), to that key's FIFO. */
+static void table_add(struct dmaplane_matcher *m, struct dmaplane_match_table *t,
+		      struct dmaplane_match_qnode *q, u64 src, u64 tag)
+{
+	struct dmaplane_match_qnode *first = table_find(t, src, tag);
+
+	if (first) {
+		INIT_HLIST_NODE(&q->hnode);
+		list_add_tail(&q->same, &first->same);
+		return;
+	}
+	INIT_LIST_HEAD(&q->same);
+	hlist_add_head(&q->hnode, table_bucket(t, src, tag));
+	t->nr_keys++;
+	if (t->nr_keys > (2U << t->bits) && t->bits < DMAPLANE_MATCH_MAX_BITS)
+		table_resize(m, t, t->bits + 1);
+}
+
+/* Take @q off its table: O(1), whatever its place in its key's FIFO. */
+static void table_del(struct dmaplane_matcher *m, struct dmaplane_match_table *t,
+		      struct dmaplane_match_qnode *q)
+{
+	struct dmaplane_match_qnode *next;
+
+	if (hlist_unhashed(&q->hnode)) {
+		/* A later entry of its key: only on the first one's FIFO. */
+		list_del_init(&q->same);
+		return;
+	}
+	if (!list_empty(&q->same)) {
+		/* The next entry of the key takes @q's place in the bucket. */
+		next = list_first_entry(&q->same, struct dmaplane_match_qnode, same);
+		list_del_init(&next->same);
+		list_splice_init(&q->same, &next->same);
+		hlist_add_before(&next->hnode, &q->hnode);
+		hlist_del_init(&q->hnode);
+		return;
+	}
+	hlist_del_init(&q->hnode);
+	t->nr_keys--;
+	if (!t->nr_keys && t->bits > DMAPLANE_MATCH_SHRINK_BITS)
+		table_resize(m, t, DMAPLANE_MATCH_MIN_BITS);
+}
+
+/**
+ * dmaplane_matcher_init() - initialise an empty matcher
+ * @m: matcher
+ * @lock: the lock its owner holds around every call (for lockdep), or
+ *	NULL when the owner serialises calls otherwise (KUnit)
+ *
+ * Return: 0, or -ENOMEM (then there is nothing to destroy).
+ */
+int dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock)
+{
+	int ret;
+
+	ret = table_init(m, &m->recv_spec, MATCH_T_RECV);
+	if (ret)
+		return ret;
+	ret = table_init(m, &m->recv_tag, MATCH_T_RECV);
+	if (ret)
+		goto err_recv_spec;
+	ret = table_init(m, &m->unexp_spec, MATCH_T_UNEXP_SPEC);
+	if (ret)
+		goto err_recv_tag;
+	ret = table_init(m, &m->unexp_tag, MATCH_T_UNEXP_TAG);
+	if (ret)
+		goto err_unexp_spec;
+	INIT_LIST_HEAD(&m->recv_masked);
+	INIT_LIST_HEAD(&m->recv_all);
+	INIT_LIST_HEAD(&m->unexp_all);
+	m->next_seq = 0;
+	m->nr_recvs = 0;
+	m->nr_unexp = 0;
+	m->lock = lock;
+	return 0;
+
+err_unexp_spec:
+	table_destroy(&m->unexp_spec);
+err_recv_tag:
+	table_destroy(&m->recv_tag);
+err_recv_spec:
+	table_destroy(&m->recv_spec);
+	return ret;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_matcher_init);
+
+/**
+ * dmaplane_matcher_destroy() - free what dmaplane_matcher_init() allocated
+ * @m: matcher
+ *
+ * Entries still queued belong to their owners: they are not touched, and
+ * the matcher must not be used again.
+ */
+void dmaplane_matcher_destroy(struct dmaplane_matcher *m)
+{
+	table_destroy(&m->recv_spec);
+	table_destroy(&m->recv_tag);
+	table_destroy(&m->unexp_spec);
+	table_destroy(&m->unexp_tag);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_matcher_destroy);
+
+static void matcher_assert_held(struct dmaplane_matcher *m)
+{
+	if (m->lock)
+		lockdep_assert_held(m->lock);
+}
+
+/* Where a receive is kept: by its kind, fixed while it is posted. */
+static struct dmaplane_match_table *recv_table(struct dmaplane_matcher *m,
+					       const struct dmaplane_match_recv *r)
+{
+	if (r->ignore)
+		return NULL;
+	return r->src == DMAPLANE_ANY_SRC ? &m->recv_tag : &m->recv_spec;
 }
 
 static bool recv_accepts(const struct dmaplane_match_recv *r, u64 src, u64 tag)
@@ -50,46 +295,52 @@ static bool recv_accepts(const struct dmaplane_match_recv *r, u64 src, u64 tag)
 	       !((r->tag ^ tag) & ~r->ignore);
 }
 
-/**
- * dmaplane_matcher_init() - initialise an empty matcher
- * @m: matcher
- * @lock: the lock its owner holds around every call (for lockdep), or
- *	NULL when the owner serialises calls otherwise (KUnit)
- */
-void dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock)
-{
-	unsigned int i;
-
-	for (i = 0; i < ARRAY_SIZE(m->recv_buckets); i++) {
-		INIT_LIST_HEAD(&m->recv_buckets[i]);
-		INIT_LIST_HEAD(&m->unexp_buckets[i]);
-	}
-	INIT_LIST_HEAD(&m->recv_wild);
-	INIT_LIST_HEAD(&m->unexp_all);
-	m->next_seq = 0;
-	m->nr_recvs = 0;
-	m->nr_unexp = 0;
-	m->lock = lock;
-}
-EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_matcher_init);
-
-static void matcher_assert_held(struct dmaplane_matcher *m)
-{
-	if (m->lock)
-		lockdep_assert_held(m->lock);
-}
-
 static void unexp_unlink(struct dmaplane_matcher *m, struct dmaplane_match_msg *msg)
 {
 	list_del_init(&msg->all_node);
-	list_del_init(&msg->bucket_node);
+	table_del(m, &m->unexp_spec, &msg->spec);
+	table_del(m, &m->unexp_tag, &msg->by_tag);
 	m->nr_unexp--;
 }
 
 static void recv_unlink(struct dmaplane_matcher *m, struct dmaplane_match_recv *r)
 {
-	list_del_init(&r->node);
+	struct dmaplane_match_table *t = recv_table(m, r);
+
+	if (t)
+		table_del(m, t, &r->q);
+	else
+		list_del_init(&r->node);
+	list_del_init(&r->all_node);
 	m->nr_recvs--;
+}
+
+/*
+ * The earliest unexpected message a receive for (@src, @tag, @ignore)
+ * accepts, still queued, or NULL.
+ */
+static struct dmaplane_match_msg *unexp_find(struct dmaplane_matcher *m,
+					     u64 src, u64 tag, u64 ignore)
+{
+	struct dmaplane_match_recv probe = {
+		.src = src, .tag = tag, .ignore = ignore,
+	};
+	struct dmaplane_match_qnode *q;
+	struct dmaplane_match_msg *msg;
+
+	if (!ignore && src != DMAPLANE_ANY_SRC) {
+		q = table_find(&m->unexp_spec, src, tag);
+		return q ? container_of(q, struct dmaplane_match_msg, spec) : NULL;
+	}
+	if (!ignore) {
+		q = table_find(&m->unexp_tag, DMAPLANE_ANY_SRC, tag);
+		return q ? container_of(q, struct dmaplane_match_msg, by_tag) : NULL;
+	}
+	list_for_each_entry(msg, &m->unexp_all, all_node) {
+		if (recv_accepts(&probe, msg->src, msg->tag))
+			return msg;
+	}
+	return NULL;
 }
 
 /**
@@ -103,30 +354,22 @@ static void recv_unlink(struct dmaplane_matcher *m, struct dmaplane_match_recv *
 struct dmaplane_match_msg *dmaplane_match_post_recv(struct dmaplane_matcher *m,
 						    struct dmaplane_match_recv *r)
 {
+	struct dmaplane_match_table *t;
 	struct dmaplane_match_msg *msg;
 
 	matcher_assert_held(m);
-	if (recv_is_specific(r)) {
-		struct list_head *b = &m->unexp_buckets[match_hash(r->src, r->tag)];
-
-		list_for_each_entry(msg, b, bucket_node) {
-			if (msg->src == r->src && msg->tag == r->tag) {
-				unexp_unlink(m, msg);
-				return msg;
-			}
-		}
-		r->seq = m->next_seq++;
-		list_add_tail(&r->node, &m->recv_buckets[match_hash(r->src, r->tag)]);
-	} else {
-		list_for_each_entry(msg, &m->unexp_all, all_node) {
-			if (recv_accepts(r, msg->src, msg->tag)) {
-				unexp_unlink(m, msg);
-				return msg;
-			}
-		}
-		r->seq = m->next_seq++;
-		list_add_tail(&r->node, &m->recv_wild);
+	msg = unexp_find(m, r->src, r->tag, r->ignore);
+	if (msg) {
+		unexp_unlink(m, msg);
+		return msg;
 	}
+	r->seq = m->next_seq++;
+	t = recv_table(m, r);
+	if (t)
+		table_add(m, t, &r->q, r->src, r->tag);
+	else
+		list_add_tail(&r->node, &m->recv_masked);
+	list_add_tail(&r->all_node, &m->recv_all);
 	m->nr_recvs++;
 	return NULL;
 }
@@ -144,32 +387,35 @@ EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_post_recv);
 struct dmaplane_match_recv *dmaplane_match_arrive(struct dmaplane_matcher *m,
 						  struct dmaplane_match_msg *msg)
 {
-	unsigned int h = match_hash(msg->src, msg->tag);
-	struct dmaplane_match_recv *r, *spec = NULL, *wild = NULL;
+	struct dmaplane_match_recv *r, *best = NULL;
+	struct dmaplane_match_qnode *q;
 
 	matcher_assert_held(m);
-	list_for_each_entry(r, &m->recv_buckets[h], node) {
-		if (r->src == msg->src && r->tag == msg->tag) {
-			spec = r;
-			break;
-		}
+	q = table_find(&m->recv_spec, msg->src, msg->tag);
+	if (q)
+		best = container_of(q, struct dmaplane_match_recv, q);
+	q = table_find(&m->recv_tag, DMAPLANE_ANY_SRC, msg->tag);
+	if (q) {
+		r = container_of(q, struct dmaplane_match_recv, q);
+		if (!best || r->seq < best->seq)
+			best = r;
 	}
-	list_for_each_entry(r, &m->recv_wild, node) {
-		/* Later wildcards cannot beat an earlier specific receive. */
-		if (spec && r->seq > spec->seq)
+	list_for_each_entry(r, &m->recv_masked, node) {
+		/* Later masked receives cannot beat an earlier candidate. */
+		if (best && r->seq > best->seq)
 			break;
 		if (recv_accepts(r, msg->src, msg->tag)) {
-			wild = r;
+			best = r;
 			break;
 		}
 	}
-	r = wild ? wild : spec;
-	if (r) {
-		recv_unlink(m, r);
-		return r;
+	if (best) {
+		recv_unlink(m, best);
+		return best;
 	}
 	list_add_tail(&msg->all_node, &m->unexp_all);
-	list_add_tail(&msg->bucket_node, &m->unexp_buckets[h]);
+	table_add(m, &m->unexp_spec, &msg->spec, msg->src, msg->tag);
+	table_add(m, &m->unexp_tag, &msg->by_tag, DMAPLANE_ANY_SRC, msg->tag);
 	m->nr_unexp++;
 	return NULL;
 }
@@ -189,20 +435,13 @@ struct dmaplane_match_msg *dmaplane_match_probe(struct dmaplane_matcher *m,
 						u64 src, u64 tag, u64 ignore,
 						bool remove)
 {
-	struct dmaplane_match_recv probe = {
-		.src = src, .tag = tag, .ignore = ignore,
-	};
 	struct dmaplane_match_msg *msg;
 
 	matcher_assert_held(m);
-	list_for_each_entry(msg, &m->unexp_all, all_node) {
-		if (recv_accepts(&probe, msg->src, msg->tag)) {
-			if (remove)
-				unexp_unlink(m, msg);
-			return msg;
-		}
-	}
-	return NULL;
+	msg = unexp_find(m, src, tag, ignore);
+	if (msg && remove)
+		unexp_unlink(m, msg);
+	return msg;
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_probe);
 
@@ -235,25 +474,16 @@ void dmaplane_match_remove_msg(struct dmaplane_matcher *m,
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_remove_msg);
 
 /**
- * dmaplane_match_first_recv() - any posted receive, for draining
+ * dmaplane_match_first_recv() - the earliest posted receive, for draining
  * @m: matcher
  *
  * Return: a posted receive (still queued), or NULL when there is none.
  */
 struct dmaplane_match_recv *dmaplane_match_first_recv(struct dmaplane_matcher *m)
 {
-	unsigned int i;
-
 	matcher_assert_held(m);
-	if (!m->nr_recvs)
-		return NULL;
-	if (!list_empty(&m->recv_wild))
-		return list_first_entry(&m->recv_wild, struct dmaplane_match_recv, node);
-	for (i = 0; i < ARRAY_SIZE(m->recv_buckets); i++)
-		if (!list_empty(&m->recv_buckets[i]))
-			return list_first_entry(&m->recv_buckets[i],
-						struct dmaplane_match_recv, node);
-	return NULL;
+	return list_first_entry_or_null(&m->recv_all, struct dmaplane_match_recv,
+					all_node);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_first_recv);
 
@@ -271,26 +501,13 @@ dmaplane_match_find_recv(struct dmaplane_matcher *m,
 			 bool (*pred)(struct dmaplane_match_recv *r, void *arg),
 			 void *arg)
 {
-	struct dmaplane_match_recv *r, *best = NULL;
-	unsigned int i;
+	struct dmaplane_match_recv *r;
 
 	matcher_assert_held(m);
-	list_for_each_entry(r, &m->recv_wild, node) {
-		if (pred(r, arg)) {
-			best = r;
-			break;
-		}
+	list_for_each_entry(r, &m->recv_all, all_node) {
+		if (pred(r, arg))
+			return r;
 	}
-	for (i = 0; i < ARRAY_SIZE(m->recv_buckets); i++) {
-		list_for_each_entry(r, &m->recv_buckets[i], node) {
-			if (best && r->seq > best->seq)
-				break;
-			if (pred(r, arg)) {
-				best = r;
-				break;
-			}
-		}
-	}
-	return best;
+	return NULL;
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_find_recv);

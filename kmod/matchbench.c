@@ -14,12 +14,15 @@
  * - post-spec: D receives are posted with a specific source and tag; each
  *   timed operation is the arrival of a message for the receive posted
  *   last (the deepest for the list) and the re-posting of that receive;
- * - post-wild: the same with receives for any source (they are on a list
- *   in both matchers: dmaplane's hash buckets only hold receives that name
- *   a source and ignore no tag bit);
+ * - post-anysrc: the same with receives for any source and an exact tag
+ *   (dmaplane keeps them in a table keyed by tag);
+ * - post-masked: the same with receives for any source that ignore a tag
+ *   bit no message sets (on a list in both matchers: dmaplane scans the
+ *   receives that ignore tag bits);
  * - unexp-spec: D messages arrive unmatched; each timed operation posts a
  *   specific receive for the message that arrived last and lets that
- *   message arrive again.
+ *   message arrive again;
+ * - unexp-anysrc: the same with receives for any source and an exact tag.
  *
  * Every operation's result is checked against the receive or message it
  * must return, in both matchers; a wrong one fails the load with -EINVAL.
@@ -30,6 +33,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bits.h>
 #include <linux/ktime.h>
 #include <linux/mm.h>
 #include <linux/module.h>
@@ -117,18 +121,30 @@ static struct dmaplane_match_recv *run_arrive(struct mb_run *t,
 	return t->hashed ? dmaplane_match_arrive(&t->m, msg) : list_arrive(&t->l, msg);
 }
 
-static void run_reset(struct mb_run *t)
+static int run_reset(struct mb_run *t)
 {
-	dmaplane_matcher_init(&t->m, NULL);
 	INIT_LIST_HEAD(&t->l.recvs);
 	INIT_LIST_HEAD(&t->l.unexp);
+	return t->hashed ? dmaplane_matcher_init(&t->m, NULL) : 0;
 }
 
-enum mb_case { MB_POST_SPEC, MB_POST_WILD, MB_UNEXP_SPEC, MB_NR_CASES };
+static void run_done(struct mb_run *t)
+{
+	if (t->hashed)
+		dmaplane_matcher_destroy(&t->m);
+}
+
+enum mb_case {
+	MB_POST_SPEC, MB_POST_ANYSRC, MB_POST_MASKED, MB_UNEXP_SPEC,
+	MB_UNEXP_ANYSRC, MB_NR_CASES
+};
 
 static const char *const mb_case_names[MB_NR_CASES] = {
-	"post-spec", "post-wild", "unexp-spec",
+	"post-spec", "post-anysrc", "post-masked", "unexp-spec", "unexp-anysrc",
 };
+
+/* A tag bit no message of the benchmark sets (entry_key()). */
+#define MB_UNUSED_TAG_BIT	BIT_ULL(63)
 
 static void entry_key(unsigned int i, u64 *src, u64 *tag)
 {
@@ -143,34 +159,38 @@ static void entry_key(unsigned int i, u64 *src, u64 *tag)
  * @depth: entries queued before the timed operations
  * @ns: out: nanoseconds per operation
  *
- * Return: 0, or -EINVAL when a match returned the wrong entry.
+ * Return: 0, -ENOMEM, or -EINVAL when a match returned the wrong entry.
  */
 static int mb_measure(struct mb_run *t, enum mb_case c, unsigned int depth,
 		      u64 *ns)
 {
+	bool unexp = c == MB_UNEXP_SPEC || c == MB_UNEXP_ANYSRC;
 	struct dmaplane_match_recv *r, *last_r;
 	struct dmaplane_match_msg *msg, *last_m, probe;
 	unsigned int i;
+	int ret;
 	u64 t0;
 
-	run_reset(t);
+	ret = run_reset(t);
+	if (ret)
+		return ret;
+	ret = -EINVAL;
 	for (i = 0; i < depth; i++) {
 		r = &t->recvs[i];
 		msg = &t->msgs[i];
-		INIT_LIST_HEAD(&r->node);
-		INIT_LIST_HEAD(&msg->all_node);
-		INIT_LIST_HEAD(&msg->bucket_node);
 		entry_key(i, &r->src, &r->tag);
 		r->ignore = 0;
 		msg->src = r->src;
 		msg->tag = r->tag;
-		if (c == MB_POST_WILD)
+		if (c == MB_POST_ANYSRC || c == MB_POST_MASKED || c == MB_UNEXP_ANYSRC)
 			r->src = DMAPLANE_ANY_SRC;
-		if (c == MB_UNEXP_SPEC) {
+		if (c == MB_POST_MASKED)
+			r->ignore = MB_UNUSED_TAG_BIT;
+		if (unexp) {
 			if (run_arrive(t, msg))
-				return -EINVAL;
+				goto out;
 		} else if (run_post(t, r)) {
-			return -EINVAL;
+			goto out;
 		}
 	}
 	last_r = &t->recvs[depth - 1];
@@ -181,25 +201,26 @@ static int mb_measure(struct mb_run *t, enum mb_case c, unsigned int depth,
 	for (i = 0; i < ops + ops / 10; i++) {
 		if (i == ops / 10)
 			t0 = ktime_get_ns();
-		if (c == MB_UNEXP_SPEC) {
+		if (unexp) {
 			if (run_post(t, last_r) != last_m)
-				return -EINVAL;
+				goto out;
 			if (run_arrive(t, last_m))
-				return -EINVAL;
+				goto out;
 		} else {
 			probe.src = last_m->src;
 			probe.tag = last_m->tag;
-			INIT_LIST_HEAD(&probe.all_node);
-			INIT_LIST_HEAD(&probe.bucket_node);
 			if (run_arrive(t, &probe) != last_r)
-				return -EINVAL;
+				goto out;
 			if (run_post(t, last_r))
-				return -EINVAL;
+				goto out;
 		}
 	}
 	*ns = div_u64(ktime_get_ns() - t0, ops);
+	ret = 0;
+out:
+	run_done(t);
 	cond_resched();
-	return 0;
+	return ret;
 }
 
 static int __init matchbench_init(void)
@@ -228,7 +249,7 @@ static int __init matchbench_init(void)
 
 	pr_info("the tag matcher alone: ns per operation at queue depth D (%u operations each)\n",
 		ops);
-	pr_info("%-10s %8s %10s %10s %8s\n", "case", "D", "dmaplane", "list", "list/dp");
+	pr_info("%-12s %8s %10s %10s %8s\n", "case", "D", "dmaplane", "list", "list/dp");
 	for (c = 0; c < MB_NR_CASES && !ret; c++) {
 		for (depth = 1; depth <= max_depth && !ret; depth *= 10) {
 			t->hashed = true;
@@ -241,10 +262,10 @@ static int __init matchbench_init(void)
 				break;
 			ratio = div_u64(ns[1] * 100, max_t(u64, ns[0], 1));
 			ratio = div_u64_rem(ratio, 100, &frac);
-			pr_info("%-10s %8u %10llu %10llu %5llu.%02u\n",
+			pr_info("%-12s %8u %10llu %10llu %5llu.%02u\n",
 				mb_case_names[c], depth, ns[0], ns[1], ratio, frac);
 		}
-		if (ret)
+		if (ret == -EINVAL)
 			pr_err("%s: a match returned the wrong entry\n", mb_case_names[c]);
 	}
 

@@ -272,6 +272,56 @@ static int st_cancel(struct ctx *c)
 	return 0;
 }
 
+/*
+ * Enough distinct keys (MATCH_KEYS > 2 * 16) to grow the matcher's hash
+ * tables: unexpected messages by (source, tag) and by tag, then posted
+ * receives for any source and for one source.  A failed growth
+ * allocation must change nothing but speed.
+ */
+#define MATCH_KEYS	33
+
+static int st_match_grow(struct ctx *c)
+{
+	struct dmaplane_cqe cqe;
+	int i, k;
+
+	for (i = 0; i < MATCH_KEYS; i++) {
+		dp_test_fill(c->src + 8 * i, 8, 1000 + i);
+		TRY(dp_send(c->a, c->a2b, 1000 + i, c->src + 8 * i, 8, 20));
+		if (wait1(c->a, &cqe))
+			return BUG_LOST;
+		if (cqe.status)
+			return cqe.status;
+	}
+	for (i = 0; i < MATCH_KEYS; i++) {
+		memset(c->dst, 0, 8);
+		TRY(dp_recv(c->b, i & 1 ? c->b2a : DP_ANY_SRC, 1000 + i, 0,
+			    c->dst, 8, 21));
+		if (wait1(c->b, &cqe))
+			return BUG_LOST;
+		if (cqe.status)
+			return cqe.status;
+		if (cqe.ctx != 21 || cqe.len != 8 || cqe.tag != 1000 + (uint64_t)i)
+			return BUG_STATUS;
+		if (dp_test_check(c->dst, 8, 1000 + i) >= 0)
+			return BUG_DATA;
+	}
+	for (k = 0; k < 2; k++) {
+		for (i = 0; i < MATCH_KEYS; i++)
+			TRY(dp_recv(c->b, k ? c->b2a : DP_ANY_SRC, 2000 + i, 0,
+				    c->dst, 8, 22 + i));
+		for (i = 0; i < MATCH_KEYS; i++)
+			TRY(dp_cancel(c->b, 22 + i));
+		for (i = 0; i < MATCH_KEYS; i++) {
+			if (wait1(c->b, &cqe))
+				return BUG_LOST;
+			if (cqe.status != -ECANCELED)
+				return cqe.status ? cqe.status : BUG_STATUS;
+		}
+	}
+	return 0;
+}
+
 static int st_iov(struct ctx *c)
 {
 	struct iovec s[3] = {
@@ -532,6 +582,7 @@ static const struct step {
 	{ "rdv-expected", st_rdv_expected, NULL },
 	{ "probe-claim", st_probe_claim, NULL },
 	{ "cancel", st_cancel, NULL },
+	{ "match-grow", st_match_grow, NULL },
 	{ "iov", st_iov, NULL },
 	{ "mr-reg-put-get", st_mr, prep_mr },
 	{ "arena-put-get", st_arena, NULL },

@@ -138,7 +138,7 @@ matchbench() {
 	timeout "$TMO" insmod $D/dmaplane_matchbench.ko max_depth=$1 ops=$2
 	rc=$?
 	echo "# matchbench: the tag matcher alone, ns per operation at queue depth D;"
-	echo "# dmaplane = kmod/match.c (hash buckets for specific receives), list = one"
+	echo "# dmaplane = kmod/match.c (hash tables for exact tags), list = one"
 	echo "# list per queue searched from its head; the entry matched is the deepest"
 	dmesg | tail -n +$((n + 1)) | sed -n 's/^\(\[[^]]*\] *\)\{0,1\}dmaplane_matchbench: //p' |
 		grep -v '^the tag matcher'
