@@ -47,9 +47,12 @@
  * before and after, and when the entry died or lost its pages meanwhile
  * it is undone (the iterator reverted) and copy_remote() pins instead, so
  * that the data lands in the pages the process maps at the end of the
- * copy, as with the pinning copy.  Posting a receive never creates an
- * entry: only registrations are charged to RLIMIT_MEMLOCK.  The caches
- * are found by mm in an RCU hash table and freed after a grace period.
+ * copy, as with the pinning copy.  A write needs an entry pinned
+ * writable: the access is the one checked when the entry was pinned, as
+ * for regions (an mprotect() since does not revoke it, as it does not
+ * revoke a registration).  Posting a receive never creates an entry: only
+ * registrations are charged to RLIMIT_MEMLOCK.  The caches are found by
+ * mm in an RCU hash table and freed after a grace period.
  *
  * Locks, outermost first:
  *
