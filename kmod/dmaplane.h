@@ -67,6 +67,12 @@
  * @DMAPLANE_STAT_XFER_PAGES: user pages pinned for transfers with other
  *	nodes (ib_tx.c, ib_xfer.c: rendezvous senders until the FIN, put/get initiators
  *	until the FIN, receivers while they pull)
+ * @DMAPLANE_STAT_COPIES_CACHED: copies to or from a buffer of another
+ *	process on this node (a posted receive's, a rendezvous sender's: one
+ *	per piece) made through the pinned pages of its registration cache
+ *	(mr.c); cumulative
+ * @DMAPLANE_STAT_COPIES_PINNED: such copies that pinned the pages
+ *	themselves (msg.c: copy_remote()); cumulative
  * @DMAPLANE_NUM_STATS: number of counters
  *
  * Every object the module creates is counted and uncounted when it is
@@ -91,6 +97,8 @@ enum dmaplane_stat {
 	DMAPLANE_STAT_UNEXP_MSGS,
 	DMAPLANE_STAT_DELIVERIES,
 	DMAPLANE_STAT_XFER_PAGES,
+	DMAPLANE_STAT_COPIES_CACHED,
+	DMAPLANE_STAT_COPIES_PINNED,
 	DMAPLANE_NUM_STATS
 };
 
@@ -119,6 +127,8 @@ struct dmaplane_stats {
 			atomic_long_t unexp_msgs;
 			atomic_long_t deliveries;
 			atomic_long_t xfer_pages;
+			atomic_long_t copies_cached;
+			atomic_long_t copies_pinned;
 		};
 		atomic_long_t counters[DMAPLANE_NUM_STATS];
 	};
@@ -654,6 +664,8 @@ int dmaplane_ioctl_mr_reg(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_dereg(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_query(struct dmaplane_ep *ep, void __user *uarg);
 void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc);
+int dmaplane_mr_cache_copy(struct mm_struct *mm, u64 uaddr, u64 len,
+			   struct iov_iter *iter, bool to_mm);
 int dmaplane_mr_init(void);
 void dmaplane_mr_exit(void);
 #if IS_ENABLED(CONFIG_KUNIT)
@@ -666,6 +678,8 @@ unsigned int dmaplane_mr_test_invalidate(struct dmaplane_mr_cache *c,
 					 unsigned long start, unsigned long end);
 void dmaplane_mr_test_counts(struct dmaplane_mr_cache *c, unsigned int *entries,
 			     unsigned int *unused, u64 *invalidations, u64 *hits);
+int dmaplane_mr_test_copy(struct dmaplane_mr_cache *c, u64 addr, u64 len,
+			  struct iov_iter *iter, bool to_cache);
 #endif
 
 /* dmabuf.c */
@@ -694,6 +708,7 @@ void dmaplane_msg_post(struct dmaplane_ep *ep, struct dmaplane_cqe *cqe);
 int dmaplane_ep_reserve_remote(struct dmaplane_ep *ep);
 void dmaplane_put_data_complete(struct dmaplane_ep *ep, int status, u64 src,
 				u64 len, u64 data);
+long dmaplane_folio_run(struct page **pages, long nr);
 int dmaplane_ubuf_iter(struct dmaplane_ubuf *b, int dir, u64 len,
 		       struct iov_iter *iter, struct dmaplane_region_map *map);
 int dmaplane_ubuf_iter_end(struct dmaplane_region_map *map);

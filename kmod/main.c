@@ -38,6 +38,8 @@ const char * const dmaplane_stat_names[] = {
 	[DMAPLANE_STAT_UNEXP_MSGS] = "unexp_msgs",
 	[DMAPLANE_STAT_DELIVERIES] = "deliveries",
 	[DMAPLANE_STAT_XFER_PAGES] = "xfer_pages",
+	[DMAPLANE_STAT_COPIES_CACHED] = "copies_cached",
+	[DMAPLANE_STAT_COPIES_PINNED] = "copies_pinned",
 };
 
 static struct dentry *dmaplane_debugfs;
@@ -230,6 +232,8 @@ static int dmaplane_stats_show(struct seq_file *m, void *unused)
 	DMAPLANE_STAT_CHECK(unexp_msgs, DMAPLANE_STAT_UNEXP_MSGS);
 	DMAPLANE_STAT_CHECK(deliveries, DMAPLANE_STAT_DELIVERIES);
 	DMAPLANE_STAT_CHECK(xfer_pages, DMAPLANE_STAT_XFER_PAGES);
+	DMAPLANE_STAT_CHECK(copies_cached, DMAPLANE_STAT_COPIES_CACHED);
+	DMAPLANE_STAT_CHECK(copies_pinned, DMAPLANE_STAT_COPIES_PINNED);
 	BUILD_BUG_ON(sizeof(struct dmaplane_stats) !=
 		     sizeof(atomic_long_t) * DMAPLANE_NUM_STATS);
 	BUILD_BUG_ON(ARRAY_SIZE(dmaplane_stat_names) != DMAPLANE_NUM_STATS);

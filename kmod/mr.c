@@ -37,16 +37,39 @@
  * real loss is reported without any use.  A suspect entry that fails
  * the verification is invalidated and killed as on any other event.
  *
+ * Deliveries (msg.c: copy_remote(), a message copied into another
+ * process's posted receive buffer or out of a rendezvous sender's buffer)
+ * reuse the entries: when the range lies wholly in a VALID entry of the
+ * other mm's cache (referenced or on the LRU), dmaplane_mr_cache_copy()
+ * copies through the entry's pages and pins nothing.  The copy holds the
+ * entry like a region does (a user, off the LRU, so that no eviction
+ * unpins it), and pages_sem for reading; it verifies a suspect entry
+ * before and after, and when the entry died or lost its pages meanwhile
+ * it is undone (the iterator reverted) and copy_remote() pins instead, so
+ * that the data lands in the pages the process maps at the end of the
+ * copy, as with the pinning copy.  A write needs an entry pinned
+ * writable: the access is the one checked when the entry was pinned, as
+ * for regions (an mprotect() since does not revoke it, as it does not
+ * revoke a registration).  Posting a receive never creates an entry: only
+ * registrations are charged to RLIMIT_MEMLOCK.  The caches are found by
+ * mm in an RCU hash table and freed after a grace period.
+ *
  * Locks, outermost first:
  *
  * - dmaplane_mr_caches_lock (mutex): the table of caches and each
- *   cache's @users count, and the ep->mr_cache pointers.
+ *   cache's @users count, and the ep->mr_cache pointers.  The table is
+ *   also read under RCU (dmaplane_mr_cache_copy()), which takes a
+ *   reference with kref_get_unless_zero() and no lock.
  * - entry->pages_sem (rwsem): entry->pages against unpinning.  Copies
  *   and verifications hold it for reading; the teardown work takes it for
  *   writing before it unpins.  Never taken by the notifier callback, so
  *   copies may fault on user memory (and enter reclaim) while holding it,
  *   and verifications may wait for an invalidation to end and take the
- *   mm's mmap_lock under it.
+ *   mm's mmap_lock under it.  A delivery copy takes it with no other
+ *   lock held but a reference on the other mm (mm_users, not its
+ *   mmap_lock: a verification under it takes that), and holds one
+ *   entry's pages_sem at a time: copies through regions (the iterators of
+ *   dmaplane_region_iter()) hold page references, not pages_sem.
  * - cache->lock (spinlock): the tree, the LRU and dead lists, entry
  *   states and user counts, the region lists of the entries and the
  *   notifier sequence numbers.  Taken by the notifier callback, which may
@@ -62,6 +85,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/capability.h>
+#include <linux/hashtable.h>
 #include <linux/interval_tree.h>
 #include <linux/lockdep.h>
 #include <linux/mm.h>
@@ -69,11 +93,13 @@
 #include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/overflow.h>
+#include <linux/rcupdate.h>
 #include <linux/rwsem.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/shmem_fs.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/uaccess.h>
@@ -89,16 +115,23 @@ MODULE_PARM_DESC(mr_cache_max_entries,
 /* Teardown work of every cache; drained at module unload. */
 static struct workqueue_struct *dmaplane_mr_wq;
 
-/* The caches, one per mm, and their users counts; see the top comment. */
+/*
+ * The caches, one per mm, hashed by mm, and their users counts; see the
+ * top comment.  Changed under dmaplane_mr_caches_lock, read under it or
+ * under RCU.
+ */
 static DEFINE_MUTEX(dmaplane_mr_caches_lock);
-static LIST_HEAD(dmaplane_mr_caches);
+static DEFINE_HASHTABLE(dmaplane_mr_caches, 6);
 
 /**
  * struct dmaplane_mr_cache - the registration cache of one address space
  * @ref: the endpoints (one reference together), the entries and the
  *	queued teardown work
  * @users: endpoints using the cache, under dmaplane_mr_caches_lock
- * @node: entry in dmaplane_mr_caches, under dmaplane_mr_caches_lock
+ * @node: in dmaplane_mr_caches while @users is not zero, changed under
+ *	dmaplane_mr_caches_lock (read under RCU too)
+ * @rcu: the cache is freed after a grace period (RCU readers of
+ *	dmaplane_mr_caches)
  * @mm: the address space (mmgrab()ed); NULL for KUnit caches, whose
  *	entries hold kernel pages
  * @lock: protects @tree, @lru, @dead, @suspects, @nr_entries,
@@ -120,7 +153,8 @@ static LIST_HEAD(dmaplane_mr_caches);
 struct dmaplane_mr_cache {
 	struct kref ref;
 	unsigned int users;
-	struct list_head node;
+	struct hlist_node node;
+	struct rcu_head rcu;
 	struct mm_struct *mm;
 	spinlock_t lock;	/* tree, lists, counts, entry states: see above */
 	struct rb_root_cached tree;
@@ -153,8 +187,10 @@ enum mr_entry_state {
  * @regions: the &struct dmaplane_mr using it, under cache->lock
  * @notifier: MMU interval notifier covering the range
  * @cache: the cache (referenced)
- * @ref: regions using it plus the pin reference (see the top comment)
- * @users: number of @regions, under cache->lock
+ * @ref: regions using it plus the pin reference (see the top comment),
+ *	plus the delivery copies in flight
+ * @users: number of @regions plus delivery copies in flight
+ *	(dmaplane_mr_cache_copy()), under cache->lock
  * @state: &enum mr_entry_state, under cache->lock
  * @suspect: VALID, but hit by MMU_NOTIFY_CLEAR since its last
  *	verification (see the top comment), under cache->lock
@@ -219,7 +255,8 @@ static void mr_cache_release(struct kref *ref)
 	WARN_ON_ONCE(c->nr_entries || !list_empty(&c->dead) || !list_empty(&c->suspects));
 	if (c->mm)
 		mmdrop(c->mm);
-	kfree(c);
+	/* An RCU reader may still be looking at it (mr_cache_get_mm()). */
+	kfree_rcu(c, rcu);
 }
 
 static void mr_cache_kref_put(struct dmaplane_mr_cache *c)
@@ -239,7 +276,7 @@ static struct dmaplane_mr_cache *mr_cache_alloc(struct mm_struct *mm)
 		return NULL;
 	kref_init(&c->ref);
 	c->users = 1;
-	INIT_LIST_HEAD(&c->node);
+	INIT_HLIST_NODE(&c->node);
 	c->mm = mm;
 	if (mm)
 		mmgrab(mm);
@@ -803,6 +840,193 @@ static bool mr_try_cached(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr)
 	return e;
 }
 
+/*
+ * Hold a VALID entry of @c covering [start, last] (pinned writable when
+ * @write) for a delivery copy: a user like a region (off the LRU, so that
+ * no eviction unpins it) and a reference.  NULL on a miss.
+ */
+static struct dmaplane_mr_entry *
+mr_entry_hold(struct dmaplane_mr_cache *c, unsigned long start,
+	      unsigned long last, bool write)
+{
+	struct dmaplane_mr_entry *e;
+
+	spin_lock(&c->lock);
+	e = mr_cache_find_locked(c, start, last, write);
+	if (e) {
+		if (!list_empty(&e->lru)) {
+			list_del_init(&e->lru);
+			c->nr_unused--;
+		}
+		e->users++;
+		kref_get(&e->ref);
+	}
+	spin_unlock(&c->lock);
+	return e;
+}
+
+/* Drop what mr_entry_hold() took; an unused entry goes (back) to the LRU's tail. */
+static void mr_entry_unhold(struct dmaplane_mr_cache *c, struct dmaplane_mr_entry *e)
+{
+	spin_lock(&c->lock);
+	if (!--e->users && e->state == MR_ENTRY_VALID)
+		mr_entry_unused_locked(c, e);
+	spin_unlock(&c->lock);
+	kref_put(&e->ref, mr_entry_free);
+}
+
+/*
+ * Whether @e may be used now: VALID, and not suspect or verified (which
+ * may kill it).  e->pages_sem held for reading.
+ */
+static bool mr_entry_usable(struct dmaplane_mr_cache *c, struct dmaplane_mr_entry *e)
+{
+	bool ok;
+
+	lockdep_assert_held(&e->pages_sem);
+
+	if (!e->pages || !mr_entry_check(e))
+		return false;
+	spin_lock(&c->lock);
+	ok = e->state == MR_ENTRY_VALID && !e->suspect;
+	spin_unlock(&c->lock);
+	return ok;
+}
+
+/*
+ * Copy between @len bytes at byte @off of the pages of @e and @iter, a
+ * run of pages of one folio per call.  e->pages_sem held for reading.
+ */
+static int mr_entry_copy(struct dmaplane_mr_entry *e, u64 off, u64 len,
+			 struct iov_iter *iter, bool to_entry)
+{
+	unsigned long idx = off >> PAGE_SHIFT;
+	size_t poff = offset_in_page(off);
+	u64 copied = 0;
+
+	lockdep_assert_held(&e->pages_sem);
+
+	while (len) {
+		long nr = min_t(u64, e->npages - idx, DIV_ROUND_UP(poff + len, PAGE_SIZE));
+		long run;
+		size_t n, done;
+
+		if (WARN_ON_ONCE(idx >= e->npages))
+			return -ERANGE;
+		run = dmaplane_folio_run(e->pages + idx, nr);
+		n = min_t(u64, run * PAGE_SIZE - poff, len);
+		if (to_entry)
+			done = copy_page_from_iter(e->pages[idx], poff, n, iter);
+		else
+			done = copy_page_to_iter(e->pages[idx], poff, n, iter);
+		if (done != n)
+			return -EFAULT;
+		len -= n;
+		idx += run;
+		poff = 0;
+		copied += n;
+		if (copied >= SZ_1M && len) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			cond_resched();
+			copied = 0;
+		}
+	}
+	return 0;
+}
+
+/*
+ * dmaplane_mr_cache_copy() and the KUnit test: the copy through an entry
+ * of @c (see the top comment).  -ENOENT with @iter as it was when none
+ * covers the range or the entry was lost during the copy.
+ */
+static int mr_cache_copy(struct dmaplane_mr_cache *c, u64 uaddr, u64 len,
+			 struct iov_iter *iter, bool to_cache)
+{
+	size_t count = iov_iter_count(iter);
+	struct dmaplane_mr_entry *e;
+	u64 end;
+	int ret = -ENOENT;
+
+	might_sleep();
+
+	if (!len || check_add_overflow(uaddr, len - 1, &end))
+		return -ENOENT;
+	e = mr_entry_hold(c, uaddr & PAGE_MASK, end | ~PAGE_MASK, to_cache);
+	if (!e)
+		return -ENOENT;
+
+	/* Teardown takes pages_sem for writing before it unpins. */
+	down_read(&e->pages_sem);
+	if (mr_entry_usable(c, e)) {
+		ret = mr_entry_copy(e, uaddr - e->it.start, len, iter, to_cache);
+		/*
+		 * The notifier kills the entry, or makes it suspect, before
+		 * the pages leave the address space: if it is still VALID (or
+		 * verified) now, the copy saw the process's pages throughout.
+		 * Otherwise the copy is done again by pinning what is mapped
+		 * now; the pages it wrote were pinned until here.
+		 */
+		if (!ret && !mr_entry_usable(c, e))
+			ret = -ENOENT;
+	}
+	up_read(&e->pages_sem);
+	mr_entry_unhold(c, e);
+	if (ret == -ENOENT)
+		iov_iter_revert(iter, count - iov_iter_count(iter));
+	return ret;
+}
+
+/*
+ * The cache of @mm, referenced, or NULL.  Under RCU: a cache is freed
+ * after a grace period, and one whose last reference is gone is skipped.
+ */
+static struct dmaplane_mr_cache *mr_cache_get_mm(struct mm_struct *mm)
+{
+	struct dmaplane_mr_cache *c;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(dmaplane_mr_caches, c, node, (unsigned long)mm) {
+		if (c->mm == mm && kref_get_unless_zero(&c->ref)) {
+			rcu_read_unlock();
+			return c;
+		}
+	}
+	rcu_read_unlock();
+	return NULL;
+}
+
+/**
+ * dmaplane_mr_cache_copy() - copy through the registration cache of an mm
+ * @mm: the address space of @uaddr (mmget() by the caller), usually not
+ *	the current one
+ * @uaddr: user address in @mm
+ * @len: bytes
+ * @iter: the other side of the copy
+ * @to_mm: write @mm's memory (else read it)
+ *
+ * Copies through the pages of a VALID registration of @mm's cache that
+ * covers the whole range (pinned writable when @to_mm), referenced or
+ * unused: nothing is pinned.  Never creates an entry.  Sleeps.
+ *
+ * Return: 0 when copied; -ENOENT when no entry serves the range or the
+ * entry lost its pages during the copy (@iter is as it was: pin and copy
+ * instead); -EFAULT when @iter faulted, -EINTR on a fatal signal.
+ */
+int dmaplane_mr_cache_copy(struct mm_struct *mm, u64 uaddr, u64 len,
+			   struct iov_iter *iter, bool to_mm)
+{
+	struct dmaplane_mr_cache *c;
+	int ret;
+
+	c = mr_cache_get_mm(mm);
+	if (!c)
+		return -ENOENT;
+	ret = mr_cache_copy(c, uaddr, len, iter, to_mm);
+	mr_cache_kref_put(c);
+	return ret;
+}
+
 static struct dmaplane_mr_entry *mr_entry_alloc(struct dmaplane_mr_cache *c,
 						unsigned long start,
 						unsigned long npages, bool write)
@@ -1010,7 +1234,7 @@ static struct dmaplane_mr_cache *mr_cache_get_ep(struct dmaplane_ep *ep)
 	c = ep->mr_cache;
 	if (c)
 		goto out_unlock;
-	list_for_each_entry(c, &dmaplane_mr_caches, node) {
+	hash_for_each_possible(dmaplane_mr_caches, c, node, (unsigned long)ep->mm) {
 		if (c->mm == ep->mm) {
 			c->users++;
 			goto out_set;
@@ -1019,7 +1243,7 @@ static struct dmaplane_mr_cache *mr_cache_get_ep(struct dmaplane_ep *ep)
 	c = mr_cache_alloc(ep->mm);
 	if (!c)
 		goto out_unlock;
-	list_add(&c->node, &dmaplane_mr_caches);
+	hash_add_rcu(dmaplane_mr_caches, &c->node, (unsigned long)ep->mm);
 out_set:
 	ep->mr_cache = c;
 out_unlock:
@@ -1044,7 +1268,7 @@ void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc)
 	mutex_lock(&dmaplane_mr_caches_lock);
 	last = !--mrc->users;
 	if (last)
-		list_del_init(&mrc->node);
+		hash_del_rcu(&mrc->node);
 	mutex_unlock(&dmaplane_mr_caches_lock);
 	if (!last)
 		return;
@@ -1360,4 +1584,22 @@ void dmaplane_mr_test_counts(struct dmaplane_mr_cache *c, unsigned int *entries,
 	*hits = atomic64_read(&c->cache_hits);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_counts);
+
+/**
+ * dmaplane_mr_test_copy() - copy through an entry of the cache, as
+ *	dmaplane_mr_cache_copy() does for the cache of an mm
+ * @c: cache
+ * @addr: (fake) address
+ * @len: bytes
+ * @iter: the other side
+ * @to_cache: write the entry's pages
+ *
+ * Return: as dmaplane_mr_cache_copy().
+ */
+int dmaplane_mr_test_copy(struct dmaplane_mr_cache *c, u64 addr, u64 len,
+			  struct iov_iter *iter, bool to_cache)
+{
+	return mr_cache_copy(c, addr, len, iter, to_cache);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_copy);
 #endif /* CONFIG_KUNIT */

@@ -204,13 +204,18 @@ void dmaplane_msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 	dmaplane_msg_post(ep, &cqe);
 }
 
-/*
- * Pages @pages[0..@nr) that follow each other in one folio, from the
- * first: a single copy_page_{to,from}_iter() call covers them (both take
- * any offset within a compound page), so a transparent huge page is
- * copied in one call rather than one per 4 KiB.
+/**
+ * dmaplane_folio_run() - pages of one folio that follow each other
+ * @pages: pages
+ * @nr: number of @pages, at least 1
+ *
+ * A single copy_page_{to,from}_iter() call covers them (both take any
+ * offset within a compound page), so a transparent huge page is copied
+ * in one call rather than one per 4 KiB.
+ *
+ * Return: how many of @pages, from the first, follow each other in its folio.
  */
-static long folio_run(struct page **pages, long nr)
+long dmaplane_folio_run(struct page **pages, long nr)
 {
 	struct folio *folio = page_folio(pages[0]);
 	long i;
@@ -231,7 +236,16 @@ static long folio_run(struct page **pages, long nr)
 
 /*
  * Copy between @len bytes at @uaddr in @mm (not the current address
- * space) and @iter, pinning at most COPY_PAGES pages at a time.  Each run
+ * space) and @iter.
+ *
+ * When the range lies in a registration of @mm's registration cache (a
+ * buffer registered once and deregistered stays pinned there), the copy
+ * goes through those pages and pins nothing: dmaplane_mr_cache_copy().
+ * Posting a receive does not create a cache entry (it would charge
+ * RLIMIT_MEMLOCK behind the caller's back and keep the pages pinned after
+ * the receive): only what the process registered is reused.
+ *
+ * Otherwise the pages are pinned at most COPY_PAGES at a time.  Each run
  * of pages of one folio is copied in one call; unpinning (and dirtying,
  * when the pages were written) is done once per folio of a batch by
  * unpin_user_pages_dirty_lock().  The CPU is offered to others every
@@ -244,10 +258,18 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 {
 	struct page *pages[COPY_PAGES];
 	u64 copied = 0;
-	int ret = 0;
+	int ret;
 
 	if (!mmget_not_zero(mm))
 		return -ECONNRESET;
+	ret = dmaplane_mr_cache_copy(mm, uaddr, len, iter, to_remote);
+	if (ret != -ENOENT) {
+		if (!ret)
+			atomic_long_inc(&dmaplane_stats.copies_cached);
+		goto out_mmput;
+	}
+	atomic_long_inc(&dmaplane_stats.copies_pinned);
+	ret = 0;
 	while (len) {
 		unsigned long off = offset_in_page(uaddr);
 		unsigned long nr = min_t(u64, COPY_PAGES,
@@ -266,7 +288,7 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 		for (i = 0; i < pinned && len; i += run) {
 			size_t n, done;
 
-			run = folio_run(pages + i, pinned - i);
+			run = dmaplane_folio_run(pages + i, pinned - i);
 			n = min_t(u64, run * PAGE_SIZE - off, len);
 			if (to_remote)
 				done = copy_page_from_iter(pages[i], off, n, iter);
@@ -293,6 +315,7 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 			copied = 0;
 		}
 	}
+out_mmput:
 	mmput(mm);
 	return ret;
 }

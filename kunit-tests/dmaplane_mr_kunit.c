@@ -390,6 +390,86 @@ static void region_copy_bounds(struct kunit *test)
 	dmaplane_region_put(r);
 }
 
+/*
+ * Delivery copies through the cache (dmaplane_mr_cache_copy()): served by
+ * an unused entry covering the whole range with enough access, which
+ * stays cached (back on the LRU) afterwards; a miss, a read-only entry
+ * for a write, or an invalidated entry leave the iterator untouched.
+ */
+static void delivery_copy_through_cache(struct kunit *test)
+{
+	struct dmaplane_mr_cache *c = cache_or_fail(test, 4);
+	unsigned int entries, unused, i;
+	struct page *pages[2], *ro;
+	struct iov_iter iter;
+	struct kvec kv;
+	u8 buf[300], *p;
+	u64 inval, hits;
+
+	for (i = 0; i < 2; i++) {
+		pages[i] = alloc_page(GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, pages[i]);
+		memset(page_address(pages[i]), 0xa0 + i, PAGE_SIZE);
+	}
+	KUNIT_ASSERT_EQ(test, dmaplane_mr_test_add(c, BASE, pages, 2, true), 0);
+	ro = alloc_page(GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, ro);
+	KUNIT_ASSERT_EQ(test, dmaplane_mr_test_add(c, BASE + 4 * PAGE_SIZE, &ro, 1,
+						   false), 0);
+
+	/* Write 300 bytes across the page boundary. */
+	memset(buf, 0x5a, sizeof(buf));
+	kv.iov_base = buf;
+	kv.iov_len = sizeof(buf);
+	iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, sizeof(buf));
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_copy(c, BASE + PAGE_SIZE - 100, 300,
+						    &iter, true), 0);
+	KUNIT_EXPECT_EQ(test, iov_iter_count(&iter), 0u);
+	p = page_address(pages[0]);
+	KUNIT_EXPECT_EQ(test, p[PAGE_SIZE - 101], 0xa0);
+	KUNIT_EXPECT_EQ(test, p[PAGE_SIZE - 100], 0x5a);
+	p = page_address(pages[1]);
+	KUNIT_EXPECT_EQ(test, p[199], 0x5a);
+	KUNIT_EXPECT_EQ(test, p[200], 0xa1);
+
+	/* Read them back. */
+	memset(buf, 0, sizeof(buf));
+	iov_iter_kvec(&iter, ITER_DEST, &kv, 1, sizeof(buf));
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_copy(c, BASE + PAGE_SIZE - 150, 300,
+						    &iter, false), 0);
+	for (i = 0; i < sizeof(buf); i++)
+		KUNIT_EXPECT_EQ(test, buf[i], i < 50 ? 0xa0 : 0x5a);
+
+	/* Still both unused and cached; copies are no registrations (hits). */
+	dmaplane_mr_test_counts(c, &entries, &unused, &inval, &hits);
+	KUNIT_EXPECT_EQ(test, entries, 2u);
+	KUNIT_EXPECT_EQ(test, unused, 2u);
+	KUNIT_EXPECT_EQ(test, hits, 0ull);
+
+	/* Past the end, in a hole, a write into a read-only entry: misses. */
+	iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, sizeof(buf));
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_copy(c, BASE + 2 * PAGE_SIZE - 10, 20,
+						    &iter, true), -ENOENT);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_copy(c, BASE + 3 * PAGE_SIZE, 20,
+						    &iter, true), -ENOENT);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_copy(c, BASE + 4 * PAGE_SIZE, 20,
+						    &iter, true), -ENOENT);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_copy(c, U64_MAX - 5, 20,
+						    &iter, true), -ENOENT);
+	KUNIT_EXPECT_EQ(test, iov_iter_count(&iter), sizeof(buf));
+	/* ... but a read from it is served. */
+	iov_iter_kvec(&iter, ITER_DEST, &kv, 1, 20);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_copy(c, BASE + 4 * PAGE_SIZE, 20,
+						    &iter, false), 0);
+
+	/* Invalidated: gone from the cache, nothing copied. */
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_invalidate(c, BASE, BASE + 1), 1u);
+	iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, sizeof(buf));
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_copy(c, BASE, 10, &iter, true), -ENOENT);
+	KUNIT_EXPECT_EQ(test, iov_iter_count(&iter), sizeof(buf));
+	dmaplane_mr_cache_put(c);
+}
+
 static struct kunit_case dmaplane_mr_cases[] = {
 	KUNIT_CASE(lookup_covering_ranges),
 	KUNIT_CASE(lookup_among_many_entries),
@@ -397,6 +477,7 @@ static struct kunit_case dmaplane_mr_cases[] = {
 	KUNIT_CASE(lru_bound_zero_keeps_nothing),
 	KUNIT_CASE(invalidate_removes_exactly_overlapping),
 	KUNIT_CASE(mr_copy_honours_offset_and_bounds),
+	KUNIT_CASE(delivery_copy_through_cache),
 	KUNIT_CASE(rkeys_unique_and_resolvable),
 	KUNIT_CASE(region_copy_bounds),
 	{}

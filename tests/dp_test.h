@@ -53,9 +53,16 @@ static inline long dp_test_stat(const char *name)
 	return ret;
 }
 
+/* Counters that count events and only grow: never back to zero. */
+static inline int dp_test_stat_cumulative(const char *name)
+{
+	return !strcmp(name, "invalidations") || !strcmp(name, "copies_cached") ||
+	       !strcmp(name, "copies_pinned");
+}
+
 /*
- * The counters that are not zero (the cumulative "invalidations"
- * excepted), as "name value ..." in @out; empty when all are back to zero.
+ * The counters that are not zero (the cumulative ones excepted), as
+ * "name value ..." in @out; empty when all are back to zero.
  */
 static inline void dp_test_stats_nonzero(char *out, size_t len)
 {
@@ -69,7 +76,7 @@ static inline void dp_test_stats_nonzero(char *out, size_t len)
 		return;
 	}
 	while (fscanf(f, "%63s %ld", key, &val) == 2) {
-		if (!val || !strcmp(key, "invalidations"))
+		if (!val || dp_test_stat_cumulative(key))
 			continue;
 		snprintf(out + strlen(out), len - strlen(out), "%s %ld ", key, val);
 	}

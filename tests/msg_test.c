@@ -6,6 +6,7 @@
  * and what happens when a process dies.
  */
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -1290,6 +1291,271 @@ TEST(stalled_sender_source_holds_up_only_itself)
 	dp_close(s2);
 	EXPECT_EQ(0, dp_test_stat("unexp_msgs"));
 	EXPECT_EQ(0, dp_test_stat("deliveries"));
+}
+
+/*
+ * Registration cache and deliveries (issue 10): a buffer registered once
+ * and deregistered stays pinned in the kernel's registration cache, and
+ * the messages copied into it (posted receives) or out of it (rendezvous
+ * sends) go through those pages: "copies_cached" counts them,
+ * "copies_pinned" the copies that pinned pages themselves.
+ */
+#define RC_LEN	(256UL << 10)
+
+struct rc_counts {
+	long cached, pinned;
+};
+
+static void rc_counts(struct rc_counts *c)
+{
+	c->cached = dp_test_stat("copies_cached");
+	c->pinned = dp_test_stat("copies_pinned");
+}
+
+static unsigned char *rc_map(void *at)
+{
+	unsigned char *p = mmap(at, RC_LEN, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED : 0), -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memset(p, 0x5a, RC_LEN);
+	return p;
+}
+
+/* Register [buf, buf + RC_LEN) on @ep and deregister it: it stays cached. */
+static int rc_register_and_drop(struct dp_ep *ep, void *buf, unsigned int access)
+{
+	struct dp_mr *mr;
+	int ret = dp_mr_reg(ep, buf, RC_LEN, access, &mr);
+
+	return ret ?: dp_mr_dereg(mr);
+}
+
+/*
+ * One expected message of @len at @off in @buf (the receive is posted
+ * first, so the sender's call copies into it); returns the completion
+ * status of the receive, and whether the data is byte-exact in *@exact.
+ */
+static int rc_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
+		  unsigned char *buf, size_t off, size_t len, uint64_t seed, int *exact)
+{
+	unsigned char *src = malloc(len);
+	struct dmaplane_cqe c;
+	int status;
+
+	if (!src)
+		return -ENOMEM;
+	dp_test_fill(src, len, seed);
+	EXPECT_EQ(0, dp_recv(self->b, self->b2a, seed, 0, buf + off, len, seed));
+	EXPECT_EQ(0, dp_send(self->a, self->a2b, seed, src, len, seed));
+	EXPECT_EQ(1, wait1(self->b, &c));
+	status = c.status;
+	EXPECT_EQ(seed, c.ctx);
+	*exact = !memcmp(buf + off, src, len);
+	EXPECT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	free(src);
+	return status;
+}
+
+TEST_F(pair, registered_receive_buffer_pins_nothing)
+{
+	unsigned char *buf = rc_map(NULL), *keep, *src;
+	struct rc_counts b0, b1;
+	long mrs, pinned_pages;
+	struct dmaplane_cqe c;
+	struct iovec iov[3];
+	int exact, i, status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_LE(0, dp_test_stat("copies_cached")) TH_LOG("no copies_cached counter");
+	ASSERT_EQ(0, rc_register_and_drop(self->b, buf, DMAPLANE_ACCESS_LOCAL_WRITE));
+	mrs = dp_test_stat("user_mrs");
+	pinned_pages = dp_test_stat("pinned_pages");
+	srand(10);
+
+	/* 100 receives into the cached buffer, eager and rendezvous sizes. */
+	rc_counts(&b0);
+	for (i = 0; i < 100; i++) {
+		size_t len = 1 + rand() % (i % 2 ? RC_LEN : EAGER);
+		size_t off = rand() % (RC_LEN - len + 1);
+
+		ASSERT_EQ(0, rc_one(_metadata, self, buf, off, len, 1000 + i, &exact));
+		ASSERT_TRUE(exact) TH_LOG("message %d: %zu bytes at %zu", i, len, off);
+	}
+	rc_counts(&b1);
+	EXPECT_EQ(100, b1.cached - b0.cached);
+	EXPECT_EQ(0, b1.pinned - b0.pinned);
+	/* Still the one pinning of the registration: nothing more pinned. */
+	EXPECT_EQ(mrs, dp_test_stat("user_mrs"));
+	EXPECT_EQ(pinned_pages, dp_test_stat("pinned_pages"));
+
+	/* A vector receive whose pieces are in it too. */
+	iov[0] = (struct iovec){ buf + 100, 5000 };
+	iov[1] = (struct iovec){ buf + 70000, 1 };
+	iov[2] = (struct iovec){ buf + 200000, 30000 };
+	src = malloc(35001);
+	ASSERT_NE(NULL, src);
+	dp_test_fill(src, 35001, 5);
+	rc_counts(&b0);
+	ASSERT_EQ(0, dp_recvv(self->b, self->b2a, 5, 0, iov, 3, 5));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 5, src, 35001, 5));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(35001, c.len);
+	EXPECT_EQ(0, memcmp(buf + 100, src, 5000));
+	EXPECT_EQ(src[5000], buf[70000]);
+	EXPECT_EQ(0, memcmp(buf + 200000, src + 5001, 30000));
+	ASSERT_EQ(1, wait1(self->a, &c));
+	rc_counts(&b1);
+	EXPECT_EQ(3, b1.cached - b0.cached);
+	EXPECT_EQ(0, b1.pinned - b0.pinned);
+	free(src);
+
+	/* A receive reaching past the registration pins, as before. */
+	keep = rc_map(NULL);
+	ASSERT_NE(NULL, keep);
+	rc_counts(&b0);
+	ASSERT_EQ(0, rc_one(_metadata, self, keep, 0, 5000, 7, &exact));
+	EXPECT_TRUE(exact);
+	rc_counts(&b1);
+	EXPECT_EQ(0, b1.cached - b0.cached);
+	EXPECT_EQ(1, b1.pinned - b0.pinned);
+	munmap(keep, RC_LEN);
+
+	/*
+	 * munmap between receives, and a fresh mapping at the same address:
+	 * the next receive lands in the new pages (the registration died with
+	 * the old ones: it pins them), never in the old pages.
+	 */
+	ASSERT_EQ(0, munmap(buf, RC_LEN));
+	ASSERT_EQ(buf, rc_map(buf));
+	for (i = 0; i < 50 && dp_test_stat("user_mrs") != mrs - 1; i++)
+		usleep(20000);
+	EXPECT_EQ(mrs - 1, dp_test_stat("user_mrs"));
+	rc_counts(&b0);
+	ASSERT_EQ(0, rc_one(_metadata, self, buf, 4096, 100000, 8, &exact));
+	EXPECT_TRUE(exact);
+	rc_counts(&b1);
+	EXPECT_EQ(0, b1.cached - b0.cached);
+	EXPECT_EQ(1, b1.pinned - b0.pinned);
+
+	/* MADV_DONTNEED between receives: verified, found gone, pinned anew. */
+	ASSERT_EQ(0, rc_register_and_drop(self->b, buf, DMAPLANE_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, rc_one(_metadata, self, buf, 0, 3000, 9, &exact));
+	EXPECT_TRUE(exact);
+	ASSERT_EQ(0, madvise(buf, RC_LEN, MADV_DONTNEED));
+	rc_counts(&b0);
+	ASSERT_EQ(0, rc_one(_metadata, self, buf, 8192, 70000, 10, &exact));
+	EXPECT_TRUE(exact);
+	rc_counts(&b1);
+	EXPECT_EQ(0, b1.cached - b0.cached);
+	EXPECT_EQ(1, b1.pinned - b0.pinned);
+	for (i = 0; i < 50 && dp_test_stat("user_mrs") != mrs - 1; i++)
+		usleep(20000);
+	EXPECT_EQ(mrs - 1, dp_test_stat("user_mrs"));
+
+	/* fork: the parent keeps its pinned pages (the child gets copies). */
+	ASSERT_EQ(0, rc_register_and_drop(self->b, buf, DMAPLANE_ACCESS_LOCAL_WRITE));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		buf[0] ^= 1;	/* a write of the child's own copy */
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	buf[1] ^= 1;	/* the parent's own write: no copy, same page */
+	rc_counts(&b0);
+	ASSERT_EQ(0, rc_one(_metadata, self, buf, 0, 20000, 11, &exact));
+	EXPECT_TRUE(exact);
+	rc_counts(&b1);
+	EXPECT_EQ(1, b1.cached - b0.cached);
+	EXPECT_EQ(0, b1.pinned - b0.pinned);
+	munmap(buf, RC_LEN);
+}
+
+/* The sender's buffer of a rendezvous, registered and dropped: read through the cache. */
+TEST_F(pair, registered_rendezvous_source_pins_nothing)
+{
+	unsigned char *src = rc_map(NULL), *dst = malloc(RC_LEN);
+	struct rc_counts b0, b1;
+	struct dmaplane_cqe c;
+	int i;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ASSERT_EQ(0, rc_register_and_drop(self->a, src, DMAPLANE_ACCESS_REMOTE_READ));
+	rc_counts(&b0);
+	for (i = 0; i < 20; i++) {
+		size_t len = EAGER + 1 + rand() % (RC_LEN - EAGER - 1);
+
+		dp_test_fill(src, len, 300 + i);
+		ASSERT_EQ(0, dp_send(self->a, self->a2b, i, src, len, i));
+		EXPECT_EQ(0, dp_poll(self->a, &c, 1));	/* rendezvous: waits */
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, i, 0, dst, RC_LEN, i));
+		ASSERT_EQ(1, wait1(self->b, &c));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(len, c.len);
+		ASSERT_EQ(-1, dp_test_check(dst, len, 300 + i)) TH_LOG("message %d", i);
+		ASSERT_EQ(1, wait1(self->a, &c));
+		EXPECT_EQ(0, c.status);
+	}
+	rc_counts(&b1);
+	EXPECT_EQ(20, b1.cached - b0.cached);
+	EXPECT_EQ(0, b1.pinned - b0.pinned);
+	munmap(src, RC_LEN);
+	free(dst);
+}
+
+struct rc_race {
+	unsigned char *buf;
+	volatile int stop;
+};
+
+static void *rc_dontneed_thread(void *arg)
+{
+	struct rc_race *r = arg;
+
+	while (!r->stop) {
+		madvise(r->buf, RC_LEN, MADV_DONTNEED);
+		sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * MADV_DONTNEED of the buffer while messages are copied into it (through
+ * the cache: registered again each round): every receive completes (the
+ * data may be zapped after it landed, so it is not compared), nothing is
+ * written into freed pages (KASAN, the page checks of the test kernel),
+ * and a message after the storm is byte-exact.
+ */
+TEST_F(pair, dontneed_during_cached_receives)
+{
+	struct rc_race race = { .buf = rc_map(NULL) };
+	struct rc_counts b0, b1;
+	pthread_t thr;
+	int exact, i;
+
+	ASSERT_NE(NULL, race.buf);
+	rc_counts(&b0);
+	ASSERT_EQ(0, pthread_create(&thr, NULL, rc_dontneed_thread, &race));
+	for (i = 0; i < 200; i++) {
+		ASSERT_EQ(0, rc_register_and_drop(self->b, race.buf,
+						  DMAPLANE_ACCESS_LOCAL_WRITE));
+		EXPECT_EQ(0, rc_one(_metadata, self, race.buf, 0, RC_LEN, 2000 + i, &exact));
+	}
+	race.stop = 1;
+	pthread_join(thr, NULL);
+	rc_counts(&b1);
+	TH_LOG("cached %ld, pinned %ld", b1.cached - b0.cached, b1.pinned - b0.pinned);
+	EXPECT_EQ(200, (b1.cached - b0.cached) + (b1.pinned - b0.pinned));
+	ASSERT_EQ(0, rc_register_and_drop(self->b, race.buf, DMAPLANE_ACCESS_LOCAL_WRITE));
+	ASSERT_EQ(0, rc_one(_metadata, self, race.buf, 0, RC_LEN, 3000, &exact));
+	EXPECT_TRUE(exact);
+	munmap(race.buf, RC_LEN);
 }
 
 TEST_HARNESS_MAIN

@@ -107,13 +107,15 @@ job_load() {
 }
 
 # counters_zero NAME [TRIES [SECS]]: case NAME passes when every counter
-# of the module is zero (but invalidations, which counts events and only
-# grows); read up to TRIES times (default once), SECS (default 1) apart.
+# of the module is zero (but invalidations, copies_cached and copies_pinned,
+# which count events and only grow); read up to TRIES times (default
+# once), SECS (default 1) apart.
 counters_zero() {
 	tries=${2:-1}
 	i=0
 	while :; do
-		left=$(grep -v '^invalidations ' /sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
+		left=$(grep -v -e '^invalidations ' -e '^copies_cached ' -e '^copies_pinned ' \
+			/sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
 		[ -z "$left" ] && break
 		i=$((i + 1))
 		[ $i -ge "$tries" ] && break
