@@ -749,6 +749,7 @@ struct grant {
 	time_t expires;
 };
 
+/* grants_lock protects the list and every grant in it */
 static pthread_mutex_t grants_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct grant *grants;
 static uint64_t next_grant = 1;
@@ -838,7 +839,8 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 	struct dpd_arena_ref ref;
 	struct dmaplane_name ep;
 	const char *arena = NULL, *key;
-	uint64_t off = 0, len = 0, move = 0, end, v64;
+	uint64_t off = 0, len = 0, move = 0, end, v64, id;
+	char hex[24];
 	bool have_len = false;
 	struct grant *g;
 	json_t *v, *gv, *o;
@@ -918,22 +920,20 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 	strcpy(g->node, node);
 	strcpy(g->arena, arena);
 	pthread_mutex_lock(&grants_lock);
-	g->id = next_grant++;
+	g->id = id = next_grant++;
 	g->expires = time(NULL) + GRANT_LEASE;
 	g->next = grants;
 	grants = g;
-	o = json_pack("{s:I, s:s, s:s, s:I}", "grant", (json_int_t)g->id,
-		      "arena", arena, "rkey", "", "size", (json_int_t)ref.size);
 	pthread_mutex_unlock(&grants_lock);
-	if (o) {
-		char hex[24];
-
-		snprintf(hex, sizeof(hex), "%016" PRIx64, ref.rkey);
-		json_object_set_new(o, "rkey", json_string(hex));
-		json_object_set_new(o, "ep", ep_name_json(&ep));
-	}
+	/* g may expire from now on: only @id is used. */
+	snprintf(hex, sizeof(hex), "%016" PRIx64, ref.rkey);
+	o = json_pack("{s:I, s:s, s:s, s:I, s:o}", "grant", (json_int_t)id,
+		      "arena", arena, "rkey", hex, "size", (json_int_t)ref.size,
+		      "ep", ep_name_json(&ep));
+	if (!o)
+		grant_delete(id, node);
 	log_info("grant %" PRIu64 ": node %s may put %" PRIu64 " bytes at %" PRIu64
-		 " of arena %s (move %" PRIu64 ")", g->id, node, len, off, arena, move);
+		 " of arena %s (move %" PRIu64 ")", id, node, len, off, arena, move);
 	*err = o ? 0 : -ENOMEM;
 	return o;
 }
