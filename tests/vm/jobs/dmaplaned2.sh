@@ -95,7 +95,7 @@ if [ "$DMAPLANE_NODE" = 1 ]; then
 	chroot $H $DAEMON --version >/dev/null
 	case_result daemon-binary $?
 	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
-		TMPDIR=/tmp timeout 3000 python3 "$SRC/tests/vm/jobs/dmaplaned2_node1.py" \
+		TMPDIR=/tmp timeout 2200 python3 "$SRC/tests/vm/jobs/dmaplaned2_node1.py" \
 		$N1 $AGENT $ATT $API /tmp/daemon.log $DAEMON
 	case_result agent $?
 	finish
