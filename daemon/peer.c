@@ -9,7 +9,8 @@
  * libcurl) every PEER_INTERVAL seconds: its node name, its endpoint's
  * dmaplane name and its arena table with the arenas' remote keys.  A peer
  * that answers is "up"; one that does not answer PEER_FAILS times in a
- * row, or that a move found dead, is "down"; events peer.up and
+ * row, or once right after a move found it failing, or whose move timed
+ * out, is "down"; events peer.up and
  * peer.down tell the change.  A peer with a fabric_address is also added
  * to the module's peer table (dpctl peer add) when it is added here.
  *
@@ -72,6 +73,7 @@ struct peer {
 	pthread_t thread;
 	bool stop;		/* the thread is to end */
 	bool poke;		/* heartbeat now */
+	bool suspect;		/* a move found it failing: down at the first miss */
 	enum peer_state state;
 	unsigned int fails;	/* heartbeats unanswered in a row */
 	char error[160];	/* why it is down */
@@ -258,7 +260,7 @@ static void heartbeat(struct peer *p)
 {
 	char err[160] = "", url[sizeof(p->url)], name[DPD_NAME_MAX + 1];
 	struct dmaplane_name ep = { 0 };
-	bool have_ep = false, changed = false, up;
+	bool have_ep = false, changed = false, up, suspect;
 	json_t *o = NULL, *e;
 	const char *node;
 	long st;
@@ -267,6 +269,8 @@ static void heartbeat(struct peer *p)
 	pthread_mutex_lock(&peers_lock);
 	strcpy(url, p->url);
 	strcpy(name, p->cfg.name);
+	suspect = p->suspect;
+	p->suspect = false;
 	pthread_mutex_unlock(&peers_lock);
 	ret = mesh_http(url, "GET", "/v1/mesh/info", NULL, PEER_TIMEOUT_MS, &st,
 			&o, err, sizeof(err));
@@ -290,7 +294,7 @@ static void heartbeat(struct peer *p)
 	if (ret) {
 		json_decref(o);
 		o = NULL;
-		if (++p->fails >= PEER_FAILS || p->state != PEER_UP)
+		if (++p->fails >= PEER_FAILS || p->state != PEER_UP || suspect)
 			changed = down_locked(p, err);
 		else
 			snprintf(p->error, sizeof(p->error), "%s", err);
@@ -549,6 +553,7 @@ void peer_failed(const char *name, const char *why, bool down)
 	if (p) {
 		if (down)
 			changed = down_locked(p, why);
+		p->suspect = true;
 		p->poke = true;
 		pthread_cond_broadcast(&peers_cond);
 	}
