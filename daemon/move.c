@@ -79,6 +79,7 @@ struct move {
 	struct dpd_arena_ref s, d;
 };
 
+/* lock protects the move list and the mover-written fields (header) */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static struct move *moves;	/* newest first */

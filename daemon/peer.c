@@ -84,6 +84,7 @@ struct peer {
 	bool have_ep;
 };
 
+/* peers_lock protects the peer list, n_peers and every struct peer's fields */
 static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t peers_cond;	/* wakes peer threads (poke, stop) */
 static struct peer *peers;
