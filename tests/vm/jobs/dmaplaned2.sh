@@ -95,7 +95,7 @@ if [ "$DMAPLANE_NODE" = 1 ]; then
 	chroot $H $DAEMON --version >/dev/null
 	case_result daemon-binary $?
 	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
-		TMPDIR=/tmp timeout 2200 python3 "$SRC/tests/vm/jobs/dmaplaned2_node1.py" \
+		TMPDIR=/tmp timeout 4500 python3 "$SRC/tests/vm/jobs/dmaplaned2_node1.py" \
 		$N1 $AGENT $ATT $API /tmp/daemon.log $DAEMON
 	case_result agent $?
 	finish
@@ -180,7 +180,7 @@ for i in $(seq 120); do
 done
 case_result daemon-start $ok "$(tail -5 $H/tmp/daemon.log)"
 [ $ok = 0 ] || finish
-in_host curl -sN --max-time 2400 --unix-socket $API http://x/v1/events >$H/tmp/sse 2>&1 &
+in_host curl -sN --max-time 4700 --unix-socket $API http://x/v1/events >$H/tmp/sse 2>&1 &
 SSE=$!
 
 # ---- the mesh ---------------------------------------------------------------

@@ -101,12 +101,12 @@ srv = socket.socket(socket.AF_INET)
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind((addr, int(port)))
 srv.listen(4)
-srv.settimeout(2100)
+srv.settimeout(4400)
 while True:
     try:
         c, _ = srv.accept()
     except socket.timeout:
-        print("# node 1 agent: no command for 35 minutes", flush=True)
+        print("# node 1 agent: no command for 73 minutes", flush=True)
         break
     c.settimeout(120)
     out = ""
