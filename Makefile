@@ -78,7 +78,7 @@ USER_LDFLAGS = -L$(BUILD) -Wl,-rpath-link,$(BUILD)
 # dmaplaned, the arena service (daemon/), and dmaplanectl, the small
 # client of its attach socket.  daemon-asan: the same daemon built with
 # AddressSanitizer and UBSan, for the VM job (tests/run-daemon.sh).
-DAEMON_PKGS  := libmicrohttpd jansson
+DAEMON_PKGS  := libmicrohttpd jansson libcurl libxxhash
 HAVE_DAEMON  := $(shell pkg-config --exists $(DAEMON_PKGS) 2>/dev/null && echo y)
 DAEMON_SRCS  := $(filter-out daemon/client.c daemon/dmaplanectl.c daemon/dedup.c,$(wildcard daemon/*.c))
 DAEMON_HDRS  := daemon/dmaplaned.h
@@ -89,7 +89,7 @@ daemon: $(BUILD)/dmaplaned $(BUILD)/dmaplanectl
 daemon-asan: $(BUILD)/dmaplaned-asan
 
 $(BUILD)/dmaplaned $(BUILD)/dmaplaned-asan: $(DAEMON_SRCS) $(DAEMON_HDRS) $(LIB_LINKS)
-	@pkg-config --exists $(DAEMON_PKGS) || { echo "make daemon: apt-get install libmicrohttpd-dev libjansson-dev" >&2; exit 1; }
+	@pkg-config --exists $(DAEMON_PKGS) || { echo "make daemon: apt-get install libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev libxxhash-dev" >&2; exit 1; }
 	$(CC) $(CPPFLAGS_U) $(shell pkg-config --cflags $(DAEMON_PKGS)) $(CFLAGS) $(WARN) \
 		$(if $(filter %-asan,$@),$(DAEMON_SAN)) -pthread -o $@ $(DAEMON_SRCS) \
 		$(USER_LDFLAGS) -ldmaplane $(shell pkg-config --libs $(DAEMON_PKGS))

@@ -325,7 +325,8 @@ json_t *node_json(const struct dpd_config *cfg)
 	size_t i;
 
 	caps = json_array();
-	svc = json_pack("[s, s, s, s]", "arenas", "attach", "events", "moves-local");
+	svc = json_pack("[s, s, s, s, s, s]", "arenas", "attach", "events",
+			"moves-local", "mesh", "moves-remote");
 	o = json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}",
 		      "name", cfg->node_name, "version", DPD_VERSION,
 		      "api", "v1", "device", ep != NULL,
@@ -391,4 +392,30 @@ void arena_release(const char *name)
 struct dp_ep *arenas_ep(void)
 {
 	return ep;
+}
+
+/*
+ * arenas_table_json - every arena with its remote key (hex), for GET
+ * /v1/mesh/info: only the mesh's daemons (token holders) see it.
+ */
+json_t *arenas_table_json(void)
+{
+	struct dpd_arena *a;
+	json_t *arr = json_array(), *o;
+	char key[24];
+
+	if (!arr)
+		return NULL;
+	pthread_mutex_lock(&lock);
+	for (a = arenas; a; a = a->next) {
+		o = arena_json(a, false);
+		if (!o)
+			continue;
+		snprintf(key, sizeof(key), "%016llx",
+			 (unsigned long long)dp_arena_key(a->arena));
+		json_object_set_new(o, "rkey", json_string(key));
+		json_array_append_new(arr, o);
+	}
+	pthread_mutex_unlock(&lock);
+	return arr;
 }

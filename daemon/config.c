@@ -43,6 +43,7 @@ void config_free(struct dpd_config *cfg)
 	free(cfg->device);
 	free(cfg->tcp_address);
 	free(cfg->token_file);
+	free(cfg->dpctl);
 	if (cfg->token) {
 		explicit_bzero(cfg->token, strlen(cfg->token));
 		free(cfg->token);
@@ -264,11 +265,16 @@ static int load_peers(struct dpd_config *cfg, json_t *a, char *err, size_t errle
 				strcpy(p->name, s);
 			else if (!strcmp(key, "address"))
 				strcpy(p->address, s);
+			else if (!strcmp(key, "fabric_address"))
+				strcpy(p->fabric_address, s);
 			else
 				ERR("peer: unknown key or bad name \"%.64s\"", key);
 		}
 		if (!p->name[0] || !p->address[0])
 			ERR("a peer needs a name and an address");
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(cfg->peers[j].name, p->name))
+				ERR("peer %s given twice", p->name);
 		cfg->n_peers++;
 	}
 	return 0;
@@ -323,6 +329,8 @@ int config_load(struct dpd_config *cfg, const char *path, char *err, size_t errl
 				 -EINVAL : 0);
 		else if (!strcmp(key, "token_file"))
 			ret = set_str(&cfg->token_file, v);
+		else if (!strcmp(key, "dpctl"))
+			ret = set_str(&cfg->dpctl, v);
 		else if (!strcmp(key, "max_total_bytes"))
 			ret = json_size(v, &cfg->max_total_bytes);
 		else if (!strcmp(key, "max_arenas"))
@@ -350,6 +358,9 @@ int config_load(struct dpd_config *cfg, const char *path, char *err, size_t errl
 		ret = -EINVAL;
 	} else if (cfg->tcp_address && !cfg->token_file) {
 		snprintf(err, errlen, "%s: tcp_address needs a token_file", path);
+		ret = -EINVAL;
+	} else if (cfg->n_peers && !cfg->token_file) {
+		snprintf(err, errlen, "%s: peers need a token_file (the mesh's token)", path);
 		ret = -EINVAL;
 	}
 out:

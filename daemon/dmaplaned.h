@@ -43,7 +43,8 @@ struct dpd_arena_spec {
 
 struct dpd_peer {
 	char name[DPD_NAME_MAX + 1];
-	char address[DPD_NAME_MAX + 1];
+	char address[DPD_NAME_MAX + 1];		/* its daemon's TCP: host[:port] */
+	char fabric_address[DPD_NAME_MAX + 1];	/* for dpctl peer add, or "" */
 };
 
 struct dpd_config {
@@ -56,6 +57,7 @@ struct dpd_config {
 	unsigned int tcp_port;
 	char *token_file;
 	char *token;		/* read from token_file */
+	char *dpctl;		/* the dpctl binary (peer add), NULL: "dpctl" */
 	uint64_t max_total_bytes;
 	unsigned int max_arenas;
 	long create_group;	/* -1: only root and the daemon's uid create */
@@ -73,7 +75,7 @@ void config_free(struct dpd_config *cfg);
 int parse_size(const char *s, uint64_t *out);
 int parse_mode(const char *s, unsigned int *out);
 bool name_valid(const char *name);
-struct json_t;
+typedef struct json_t json_t;
 int arena_spec_from_json(struct json_t *o, struct dpd_arena_spec *spec,
 			 char *err, size_t errlen);
 
@@ -96,7 +98,6 @@ bool cred_may(const struct dpd_cred *cred, uid_t owner, gid_t group,
 	      unsigned int mode, unsigned int perm);
 
 /* ---- arena.c: the daemon's arenas -------------------------------------- */
-struct json_t;
 int arenas_init(const char *device, const struct dpd_config *cfg);
 void arenas_fini(void);
 bool arenas_have_device(void);
@@ -128,6 +129,38 @@ struct json_t *move_create(struct json_t *req, const struct dpd_cred *cred,
 struct json_t *move_get_json(uint64_t id, const struct dpd_cred *cred, int *err);
 struct json_t *moves_list_json(const struct dpd_cred *cred);
 int move_cancel(uint64_t id, const struct dpd_cred *cred);
+int xxh128_hex(const void *p, uint64_t len, char *hex, size_t hexlen);
+json_t *arena_xxh128_json(const char *name, const struct dpd_cred *cred,
+			  uint64_t off, uint64_t len, int *err);
+
+struct dmaplane_name;
+bool arenas_ep_name(struct dmaplane_name *name);
+json_t *arenas_table_json(void);
+
+/* ---- peer.c: the mesh ------------------------------------------------- */
+int peers_start(const struct dpd_config *cfg);
+void peers_stop(void);
+int peer_add(const struct dpd_peer *cfg, char *err, size_t errlen);
+int peer_remove(const char *name);
+int peer_lookup(const char *name, char *url, size_t urllen,
+		struct dmaplane_name *ep, char *err, size_t errlen);
+void peer_failed(const char *name, const char *why, bool down);
+json_t *peers_json(void);
+json_t *nodes_json(void);
+json_t *node_get_json(const char *name, int *err);
+json_t *node_arenas_json(const char *name, const struct dpd_cred *cred, int *err);
+json_t *mesh_info_json(void);
+int mesh_http(const char *url, const char *method, const char *path,
+	      json_t *body, long timeout_ms, long *status, json_t **out,
+	      char *err, size_t errlen);
+json_t *ep_name_json(const struct dmaplane_name *n);
+int ep_name_from_json(json_t *o, struct dmaplane_name *n);
+void grants_renew(const char *node);
+void grants_expire(void);
+void grants_free(void);
+json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
+		     size_t msglen);
+int grant_delete(uint64_t id, const char *node);
 
 /* ---- events.c: the event stream ---------------------------------------- */
 void events_post(const char *type, const char *arena, uid_t owner,

@@ -62,7 +62,10 @@ static unsigned int http_status(int err)
 	case -EEXIST:	return MHD_HTTP_CONFLICT;
 	case -ENOSPC:
 	case -ENOMEM:	return MHD_HTTP_INSUFFICIENT_STORAGE;
-	case -ENODEV:	return MHD_HTTP_SERVICE_UNAVAILABLE;
+	case -ENODEV:
+	case -EHOSTDOWN: return MHD_HTTP_SERVICE_UNAVAILABLE;
+	case -EIO:
+	case -EPROTO:	return MHD_HTTP_BAD_GATEWAY;
 	case -EOPNOTSUPP: return MHD_HTTP_NOT_IMPLEMENTED;
 	default:	return MHD_HTTP_INTERNAL_SERVER_ERROR;
 	}
@@ -174,6 +177,9 @@ static void authenticate(struct listener *l, struct MHD_Connection *c,
 			return;
 		}
 		q->cred.token = true;
+		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Dmaplane-Node");
+		if (h && name_valid(h))
+			grants_renew(h);
 		return;
 	}
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -183,17 +189,209 @@ static void authenticate(struct listener *l, struct MHD_Connection *c,
 
 /* ---- endpoints ---------------------------------------------------------- */
 
-static enum MHD_Result get_peers(struct MHD_Connection *c)
+static bool is(const char *method, const char *m)
 {
-	json_t *arr = json_array();
-	size_t i;
+	return !strcmp(method, m);
+}
 
-	for (i = 0; arr && i < conf->n_peers; i++)
-		json_array_append_new(arr, json_pack("{s:s, s:s, s:s}",
-				      "name", conf->peers[i].name,
-				      "address", conf->peers[i].address,
-				      "state", "configured"));
-	return send_json(c, MHD_HTTP_OK, arr);
+/* The request's body as JSON, or an error response sent (*@sent). */
+static json_t *body_json(struct MHD_Connection *c, struct req *q,
+			 enum MHD_Result *sent)
+{
+	json_error_t jerr;
+	char err[256];
+	json_t *o;
+
+	o = json_loadb(q->body ? q->body : "", q->len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!o) {
+		snprintf(err, sizeof(err), "bad JSON: %d:%d: %s", jerr.line,
+			 jerr.column, jerr.text);
+		*sent = send_error(c, MHD_HTTP_BAD_REQUEST, err, NULL);
+	}
+	return o;
+}
+
+/* POST /v1/peers (administrators): {"name", "address", "fabric_address"} */
+static enum MHD_Result post_peer(struct MHD_Connection *c, struct req *q)
+{
+	struct dpd_peer p = { 0 };
+	enum MHD_Result sent = MHD_NO;
+	char err[256] = "";
+	const char *key;
+	json_t *o, *v;
+	int ret = 0;
+
+	if (!cred_admin(&q->cred))
+		return send_error(c, MHD_HTTP_FORBIDDEN, "adding peers needs an administrator", NULL);
+	o = body_json(c, q, &sent);
+	if (!o)
+		return sent;
+	if (!json_is_object(o)) {
+		ret = -EINVAL;
+		snprintf(err, sizeof(err), "a peer is an object {\"name\": ..., \"address\": ...}");
+	}
+	json_object_foreach(o, key, v) {
+		const char *s = json_string_value(v);
+
+		if (ret)
+			break;
+		if (!s || strlen(s) != json_string_length(v) || strlen(s) > DPD_NAME_MAX) {
+			ret = -EINVAL;
+			snprintf(err, sizeof(err), "%.64s: a string of at most %d characters",
+				 key, DPD_NAME_MAX);
+		} else if (!strcmp(key, "name") && name_valid(s)) {
+			strcpy(p.name, s);
+		} else if (!strcmp(key, "address")) {
+			strcpy(p.address, s);
+		} else if (!strcmp(key, "fabric_address")) {
+			strcpy(p.fabric_address, s);
+		} else {
+			ret = -EINVAL;
+			snprintf(err, sizeof(err), "unknown key or bad name \"%.64s\"", key);
+		}
+	}
+	json_decref(o);
+	if (!ret && (!p.name[0] || !p.address[0])) {
+		ret = -EINVAL;
+		snprintf(err, sizeof(err), "a peer needs a name and an address");
+	}
+	if (!ret)
+		ret = peer_add(&p, err, sizeof(err));
+	if (ret)
+		return err[0] ? send_error(c, http_status(ret), err, NULL) : send_errno(c, ret);
+	o = node_get_json(p.name, &ret);
+	return o ? send_json(c, MHD_HTTP_CREATED, o) : send_errno(c, ret);
+}
+
+/* /v1/peers, /v1/peers/NAME */
+static enum MHD_Result peers_route(struct MHD_Connection *c, const char *rest,
+				   const char *method, struct req *q)
+{
+	int err;
+
+	if (!*rest) {
+		if (is(method, "GET"))
+			return send_json(c, MHD_HTTP_OK, peers_json());
+		if (is(method, "POST"))
+			return post_peer(c, q);
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, POST");
+	}
+	if (*rest++ != '/' || !name_valid(rest))
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such peer", NULL);
+	if (is(method, "GET")) {
+		json_t *o = node_get_json(rest, &err);
+
+		return o ? send_json(c, MHD_HTTP_OK, o) :
+		       send_error(c, http_status(err), "no such peer", NULL);
+	}
+	if (!is(method, "DELETE"))
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET, DELETE");
+	if (!cred_admin(&q->cred))
+		return send_error(c, MHD_HTTP_FORBIDDEN, "removing peers needs an administrator", NULL);
+	err = peer_remove(rest);
+	if (err)
+		return send_error(c, http_status(err), err == -ENOENT ? "no such peer" :
+				  strerror(-err), NULL);
+	return send_text(c, MHD_HTTP_NO_CONTENT, strdup(""), NULL);
+}
+
+/* /v1/nodes, /v1/nodes/NAME, /v1/nodes/NAME/arenas */
+static enum MHD_Result nodes_route(struct MHD_Connection *c, const char *rest,
+				   const char *method, struct req *q)
+{
+	char name[HTTP_URL_MAX];
+	const char *slash;
+	json_t *o;
+	int err;
+
+	if (!is(method, "GET"))
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
+	if (!*rest)
+		return send_json(c, MHD_HTTP_OK, nodes_json());
+	if (*rest++ != '/')
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+	slash = strchr(rest, '/');
+	snprintf(name, sizeof(name), "%.*s",
+		 (int)(slash ? (size_t)(slash - rest) : strlen(rest)), rest);
+	if (!name_valid(name))
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such node", NULL);
+	if (!slash) {
+		o = node_get_json(name, &err);
+		return o ? send_json(c, MHD_HTTP_OK, o) :
+		       send_error(c, http_status(err), "no such node", NULL);
+	}
+	if (strcmp(slash, "/arenas"))
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+	o = node_arenas_json(name, &q->cred, &err);
+	return o ? send_json(c, MHD_HTTP_OK, o) :
+	       send_error(c, http_status(err), err == -ENOENT ? "no such node" :
+			  err == -EHOSTDOWN ? "the node never answered: no arena table" :
+			  strerror(-err), NULL);
+}
+
+/*
+ * /v1/mesh/...: what peer daemons ask each other.  info: administrators
+ * (it has the remote keys); grants: token holders naming their node in
+ * X-Dmaplane-Node (the mesh's daemons).
+ */
+static enum MHD_Result mesh_route(struct MHD_Connection *c, const char *rest,
+				  const char *method, struct req *q)
+{
+	const char *node = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						       "X-Dmaplane-Node");
+	enum MHD_Result sent = MHD_NO;
+	char msg[256] = "";
+	json_t *o, *g;
+	int err;
+
+	if (!strcmp(rest, "info")) {
+		if (!is(method, "GET"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
+		if (!cred_admin(&q->cred))
+			return send_error(c, MHD_HTTP_FORBIDDEN,
+					  "the mesh's information needs an administrator", NULL);
+		return send_json(c, MHD_HTTP_OK, mesh_info_json());
+	}
+	if (strcmp(rest, "grants") && strncmp(rest, "grants/", 7))
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
+	if (!q->cred.token)
+		return send_error(c, MHD_HTTP_FORBIDDEN,
+				  "grants are for the mesh's daemons (the token)", NULL);
+	if (!strcmp(rest, "grants")) {
+		if (!is(method, "POST"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "POST");
+		o = body_json(c, q, &sent);
+		if (!o)
+			return sent;
+		g = grant_create(o, node, &err, msg, sizeof(msg));
+		json_decref(o);
+		if (!g)
+			return msg[0] ? send_error(c, http_status(err), msg, NULL) :
+			       send_errno(c, err);
+		return send_json(c, MHD_HTTP_CREATED, g);
+	}
+	rest += 7;
+	if (!*rest || strlen(rest) > 19 || rest[strspn(rest, "0123456789")])
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such grant", NULL);
+	if (!is(method, "DELETE"))
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "DELETE");
+	err = grant_delete(strtoull(rest, NULL, 10), node);
+	if (err)
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such grant", NULL);
+	return send_text(c, MHD_HTTP_NO_CONTENT, strdup(""), NULL);
+}
+
+/* ?offset=N&length=N of GET /v1/arenas/NAME/xxh128: decimal */
+static int query_u64(struct MHD_Connection *c, const char *key, uint64_t *out)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
+	char *end;
+
+	if (!v || !*v || strlen(v) > 20 || v[strspn(v, "0123456789")])
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	return errno ? -EINVAL : 0;
 }
 
 static enum MHD_Result post_arena(struct MHD_Connection *c, struct req *q)
@@ -262,11 +460,6 @@ static enum MHD_Result post_arena(struct MHD_Connection *c, struct req *q)
 		MHD_destroy_response(r);
 		return mr;
 	}
-}
-
-static bool is(const char *method, const char *m)
-{
-	return !strcmp(method, m);
 }
 
 static enum MHD_Result post_move(struct MHD_Connection *c, struct req *q)
@@ -372,11 +565,12 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url,
 			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
 		return send_json(c, MHD_HTTP_OK, node_json(conf));
 	}
-	if (!strcmp(rest, "peers")) {
-		if (!is(method, "GET"))
-			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
-		return get_peers(c);
-	}
+	if (!strncmp(rest, "peers", 5) && (rest[5] == '\0' || rest[5] == '/'))
+		return peers_route(c, rest + 5, method, q);
+	if (!strncmp(rest, "nodes", 5) && (rest[5] == '\0' || rest[5] == '/'))
+		return nodes_route(c, rest + 5, method, q);
+	if (!strncmp(rest, "mesh/", 5))
+		return mesh_route(c, rest + 5, method, q);
 	if (!strcmp(rest, "events")) {
 		if (!is(method, "GET"))
 			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
@@ -411,6 +605,20 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url,
 			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
 		o = arena_get_json(name, &q->cred, true, &err);
 		return o ? send_json(c, MHD_HTTP_OK, o) : send_errno(c, err);
+	}
+	if (slash && !strcmp(slash, "/xxh128")) {
+		uint64_t off, len;
+
+		if (!is(method, "GET"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
+		if (query_u64(c, "offset", &off) || query_u64(c, "length", &len))
+			return send_error(c, MHD_HTTP_BAD_REQUEST,
+					  "offset and length: decimal query arguments", NULL);
+		o = arena_xxh128_json(name, &q->cred, off, len, &err);
+		return o ? send_json(c, MHD_HTTP_OK, o) :
+		       err == -ERANGE ? send_error(c, MHD_HTTP_BAD_REQUEST,
+						   "range empty or beyond the arena", NULL) :
+		       send_errno(c, err);
 	}
 	if (slash)
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);

@@ -123,9 +123,17 @@ static void usage(FILE *f)
 "the daemon's uid or the configured create_group.\n"
 "\n"
 "Endpoints: GET /v1/node, GET|POST /v1/arenas, GET|DELETE /v1/arenas/NAME,\n"
-"GET /v1/arenas/NAME/stats, GET|POST /v1/moves (this node's arenas only,\n"
-"for now), GET|DELETE /v1/moves/ID (DELETE cancels), GET /v1/peers,\n"
-"GET /v1/events (server-sent events).  OpenAPI: daemon/openapi.yaml.\n"
+"GET /v1/arenas/NAME/stats, GET /v1/arenas/NAME/xxh128?offset=N&length=N,\n"
+"GET|POST /v1/moves (to an arena of this node or of a peer's), GET|DELETE\n"
+"/v1/moves/ID (DELETE cancels), GET|POST /v1/peers, GET|DELETE /v1/peers/NAME,\n"
+"GET /v1/nodes, GET /v1/nodes/NAME, GET /v1/nodes/NAME/arenas, GET /v1/events\n"
+"(server-sent events); between daemons: GET /v1/mesh/info, POST\n"
+"/v1/mesh/grants, DELETE /v1/mesh/grants/ID.  OpenAPI: daemon/openapi.yaml.\n"
+"\n"
+"The mesh: the configuration's peers (name, address of the peer daemon's TCP\n"
+"listener, fabric_address for the module's peer add) or POST /v1/peers.\n"
+"The daemons of a mesh share one token (token_file) and heartbeat each other\n"
+"every 3 s; a peer that does not answer is down (event peer.down).\n"
 "SIGTERM or SIGINT: stop, destroying the daemon's arenas (programs that\n"
 "attached keep their mappings until they unmap and close them).\n"
 "Logs go to standard error (the journal under systemd).\n");
@@ -235,7 +243,8 @@ int main(int argc, char **argv)
 			goto stop;
 		}
 	}
-	if (moves_start(&cfg) || attach_start(&cfg) || http_start(&cfg))
+	if (moves_start(&cfg) || attach_start(&cfg) || peers_start(&cfg) ||
+	    http_start(&cfg))
 		goto stop;
 	log_info("dmaplaned %s on node %s: ready", DPD_VERSION, cfg.node_name);
 
@@ -255,6 +264,7 @@ stop:
 	http_stop();
 	attach_stop();
 	moves_stop();
+	peers_stop();
 	arenas_fini();
 	events_free();
 	if (status == 0)

@@ -1,17 +1,32 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Moves: copy a range of one arena into another with dmaplane put, in
- * chunks, with progress events and a checksum of both ranges at the end.
+ * chunks, several in flight, with progress events and a strong checksum
+ * (xxh128, libxxhash) of both ranges at the end.
  *
- * This slice moves between arenas of this node only: the daemon puts
- * from its source arena (a region buffer, DMAPLANE_OP_F_REGION) into the
- * destination arena's remote key through its own endpoint's name (the
- * module's local put path).  Moves to other nodes' arenas (the same puts
- * to a peer daemon's endpoint) are the next slice: asking for one is 501.
+ * The source is an arena of this node; the destination an arena of this
+ * node or of a peer's (peer.c).  The daemon puts from its source arena
+ * (a region buffer, DMAPLANE_OP_F_REGION) into the destination arena's
+ * remote key: through its own endpoint's name for an arena of this node
+ * (the module's local put path), to the peer daemon's endpoint for a
+ * peer's arena (the module's transport).  A move to a peer first asks
+ * the peer daemon for a grant (peer.c explains the access model: the
+ * requester needs w on the destination arena, the peer daemon checks it)
+ * and ends by asking it for the xxh128 of the destination range.  A peer
+ * that is down fails the request at once (503); one that dies during the
+ * move fails it, with the cause (the put's completion error, or no
+ * completion in MOVE_WAIT_MS), and is heartbeaten at once (or marked
+ * down, on a timeout).
  *
  * One mover thread owns the endpoint's completion ring and runs the
- * queued moves one after another; a move holds both arenas (they cannot
- * be destroyed meanwhile: 409).  Cancel is checked between chunks.
+ * queued moves one after another, up to MOVE_WINDOW chunks in flight; a
+ * move holds its arenas of this node (they cannot be destroyed
+ * meanwhile: 409), the peer's grant holds the peer's.  Cancel is checked
+ * between chunks; the chunks in flight are waited for.
+ *
+ * Locking: the mutex "lock" protects the move list and every field of a
+ * move the mover changes while it runs (state, done, cancel, error,
+ * checksum, t1); the fields set before a move is listed never change.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -21,6 +36,7 @@
 #include <time.h>
 
 #include <jansson.h>
+#include <xxhash.h>
 #include <dmaplane.h>
 
 #include "dmaplaned.h"
@@ -30,6 +46,9 @@
 #define MOVE_CHUNK_MIN	4096ULL
 #define MOVE_CHUNK_MAX	(64ULL << 20)
 #define MOVE_WAIT_MS	30000		/* a chunk's completion, at most */
+#define MOVE_WINDOW	8		/* chunks in flight */
+#define MOVE_GRANT_MS	10000		/* the peer's grant, at most */
+#define MOVE_SUM_MS	120000		/* the peer's checksum, at most */
 
 enum move_state { MOVE_QUEUED, MOVE_RUNNING, MOVE_DONE, MOVE_FAILED, MOVE_CANCELLED };
 static const char *const state_names[] = {
@@ -42,12 +61,16 @@ struct move {
 	struct move *next;
 	uint64_t id;
 	char src[DPD_NAME_MAX + 1], dst[DPD_NAME_MAX + 1];
+	char dst_node[DPD_NAME_MAX + 1];	/* "" for this node */
+	char url[DPD_NAME_MAX + 32];	/* the peer daemon's, for a remote move */
+	uint64_t grant, rkey;		/* the peer's grant and its arena's key */
+	uint32_t raddr;			/* the peer daemon's endpoint */
 	uint64_t src_off, dst_off, len, chunk;
 	uint64_t done;
 	enum move_state state;
 	bool cancel;
-	char error[128];
-	uint64_t checksum;
+	char error[256];
+	char checksum[40];
 	struct timespec t0, t1;
 	time_t created;
 	uid_t uid;
@@ -56,6 +79,7 @@ struct move {
 	struct dpd_arena_ref s, d;
 };
 
+/* lock protects the move list and the mover-written fields (header) */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
 static struct move *moves;	/* newest first */
@@ -63,19 +87,24 @@ static uint64_t next_id = 1;
 static bool stopping, started;
 static pthread_t thread;
 static uint32_t self_addr;
+static struct dmaplane_name self_name;
 static const struct dpd_config *conf;
 
-/* FNV-1a, 64 bits: the end-of-move comparison of source and destination */
-static uint64_t fnv1a(const void *p, uint64_t n)
+/*
+ * xxh128_hex - XXH3 128 bits of @len bytes at @p as 32 hex digits (its
+ * canonical, big-endian form); the end-of-move comparison.
+ */
+int xxh128_hex(const void *p, uint64_t len, char *hex, size_t hexlen)
 {
-	const unsigned char *b = p;
-	uint64_t h = 0xcbf29ce484222325ULL;
+	XXH128_canonical_t c;
+	size_t i;
 
-	while (n--) {
-		h ^= *b++;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
+	if (hexlen < 33)
+		return -EINVAL;
+	XXH128_canonicalFromHash(&c, XXH3_128bits(p, len));
+	for (i = 0; i < sizeof(c.digest); i++)
+		snprintf(hex + 2 * i, 3, "%02x", c.digest[i]);
+	return 0;
 }
 
 static double elapsed(const struct move *m)
@@ -102,7 +131,6 @@ static bool visible(const struct move *m, const struct dpd_cred *cred)
 static json_t *move_json(const struct move *m)
 {
 	double secs = elapsed(m);
-	char sum[24];
 	json_t *o;
 
 	o = json_pack("{s:I, s:s, s:s, s:{s:s, s:I}, s:{s:s, s:s, s:I}, s:I, s:I, "
@@ -110,7 +138,8 @@ static json_t *move_json(const struct move *m)
 		      "id", (json_int_t)m->id, "state", state_names[m->state],
 		      "node", conf->node_name,
 		      "src", "arena", m->src, "offset", (json_int_t)m->src_off,
-		      "dst", "node", conf->node_name, "arena", m->dst,
+		      "dst", "node", m->dst_node[0] ? m->dst_node : conf->node_name,
+		      "arena", m->dst,
 		      "offset", (json_int_t)m->dst_off,
 		      "length", (json_int_t)m->len, "chunk", (json_int_t)m->chunk,
 		      "bytes_done", (json_int_t)m->done,
@@ -122,9 +151,8 @@ static json_t *move_json(const struct move *m)
 		json_object_set_new(o, "mib_per_second",
 				    json_real((double)m->done / secs / (1 << 20)));
 	if (m->state == MOVE_DONE) {
-		snprintf(sum, sizeof(sum), "%016" PRIx64, m->checksum);
-		json_object_set_new(o, "checksum", json_string(sum));
-		json_object_set_new(o, "checksum_algorithm", json_string("fnv1a64"));
+		json_object_set_new(o, "checksum", json_string(m->checksum));
+		json_object_set_new(o, "checksum_algorithm", json_string("xxh128"));
 	}
 	if (m->state == MOVE_FAILED)
 		json_object_set_new(o, "error", json_string(m->error));
@@ -142,70 +170,163 @@ static void post(const char *type, struct move *m)
 	events_post(type, NULL, m->uid, m->gid, 0600, o);
 }
 
-/* Put @m's range, chunk by chunk, and compare checksums at the end. */
+/* Set @m's error (first one wins); under no lock: only the mover writes it. */
+#define move_error(m, ...) do { if (!(m)->error[0]) \
+	snprintf((m)->error, sizeof((m)->error), __VA_ARGS__); } while (0)
+
+/* The end of a remote move: the peer's checksum of the destination range. */
+static int remote_sum(struct move *m, char *sum, size_t sumlen)
+{
+	char path[DPD_NAME_MAX + 96], err[160] = "";
+	json_t *o = NULL;
+	const char *v;
+	long st;
+	int ret;
+
+	snprintf(path, sizeof(path), "/v1/arenas/%s/xxh128?offset=%" PRIu64
+		 "&length=%" PRIu64, m->dst, m->dst_off, m->len);
+	ret = mesh_http(m->url, "GET", path, NULL, MOVE_SUM_MS, &st, &o, err, sizeof(err));
+	if (ret) {
+		move_error(m, "checksum from node %s: %s", m->dst_node, err);
+		peer_failed(m->dst_node, err, ret == -ETIMEDOUT);
+		return ret;
+	}
+	v = json_string_value(json_object_get(o, "xxh128"));
+	if (st != 200 || !v || strlen(v) >= sumlen) {
+		move_error(m, "checksum from node %s: status %ld: %.80s", m->dst_node, st,
+			   json_string_value(json_object_get(o, "error")) ?: "no xxh128");
+		json_decref(o);
+		return -EPROTO;
+	}
+	strcpy(sum, v);
+	json_decref(o);
+	return 0;
+}
+
+/* Release a remote move's grant and address (best effort: the lease ends). */
+static void remote_release(struct move *m)
+{
+	char path[64], err[160];
+	long st;
+
+	snprintf(path, sizeof(path), "/v1/mesh/grants/%" PRIu64, m->grant);
+	if (mesh_http(m->url, "DELETE", path, NULL, 5000, &st, NULL, err, sizeof(err)))
+		log_warn("move %" PRIu64 ": grant %" PRIu64 " of node %s not released: %s",
+			 m->id, m->grant, m->dst_node, err);
+	if (m->raddr != DMAPLANE_AV_ANY)
+		dp_av_remove(arenas_ep(), m->raddr);
+}
+
+/*
+ * Put @m's range, up to MOVE_WINDOW chunks in flight, and compare
+ * checksums at the end.  A completion's ctx is the move's id and the
+ * chunk's slot, so that a stale completion (of a move that timed out)
+ * is told apart.
+ */
 static void run(struct move *m)
 {
 	struct dp_ep *ep = arenas_ep();
-	struct dmaplane_cqe cqe;
+	struct dmaplane_cqe cqes[MOVE_WINDOW];
+	uint64_t lens[MOVE_WINDOW] = { 0 }, offs[MOVE_WINDOW];
+	const char *where = m->dst_node[0] ? m->dst_node : conf->node_name;
+	uint32_t dest = m->dst_node[0] ? m->raddr : self_addr;
+	uint64_t rkey = m->dst_node[0] ? m->rkey : m->d.rkey;
+	char src_sum[40], dst_sum[40];
 	struct dmaplane_op op;
-	uint64_t off, n, every, uc;
-	int ret = 0, chunks = 0;
+	uint64_t sub = 0, every, uc, n;
+	unsigned int inflight = 0, slot;
+	int ret = 0, chunks = 0, got, i;
 
 	every = m->len / 10 > m->chunk ? m->len / 10 : m->chunk;
-	for (off = 0; off < m->len; off += n) {
+	while (sub < m->len || inflight) {
 		pthread_mutex_lock(&lock);
-		if (m->cancel || stopping) {
-			pthread_mutex_unlock(&lock);
+		if ((m->cancel || stopping) && !ret)
 			ret = -ECANCELED;
-			break;
-		}
 		pthread_mutex_unlock(&lock);
-		n = m->len - off < m->chunk ? m->len - off : m->chunk;
-		dp_prep_put(&op, self_addr, m->d.rkey, m->dst_off + off,
-			    (void *)(uintptr_t)(m->src_off + off), n, m->id);
-		dp_prep_set_region(&op, m->s.handle);
-		ret = dp_submit(ep, &op, 1);
-		if (ret < 0) {
-			snprintf(m->error, sizeof(m->error), "put at %" PRIu64 ": %s",
-				 off, strerror(-ret));
-			break;
+		while (!ret && inflight < MOVE_WINDOW && sub < m->len) {
+			for (slot = 0; lens[slot]; slot++)
+				;
+			n = m->len - sub < m->chunk ? m->len - sub : m->chunk;
+			dp_prep_put(&op, dest, rkey, m->dst_off + sub,
+				    (void *)(uintptr_t)(m->src_off + sub), n,
+				    (m->id << 8) | slot);
+			dp_prep_set_region(&op, m->s.handle);
+			got = dp_submit(ep, &op, 1);
+			if (got == -EAGAIN && inflight)
+				break;	/* ring full: take completions first */
+			if (got < 0) {
+				ret = got;
+				move_error(m, "put at %" PRIu64 " to node %s: %s", sub,
+					   where, strerror(-got));
+				break;
+			}
+			lens[slot] = n;
+			offs[slot] = sub;
+			inflight++;
+			sub += n;
 		}
-		ret = dp_wait(ep, &cqe, 1, MOVE_WAIT_MS);
-		if (ret <= 0) {
-			snprintf(m->error, sizeof(m->error), "put at %" PRIu64 ": %s",
-				 off, ret ? strerror(-ret) : "no completion in 30 s");
-			ret = ret ? ret : -ETIMEDOUT;
+		if (!inflight)
 			break;
+		got = dp_wait(ep, cqes, MOVE_WINDOW, MOVE_WAIT_MS);
+		if (got <= 0) {
+			move_error(m, "put at %" PRIu64 " to node %s: %s", sub, where,
+				   got ? strerror(-got) : "timeout: no completion in 30 s");
+			ret = ret && ret != -ECANCELED ? ret : got ? got : -ETIMEDOUT;
+			if (m->dst_node[0])
+				peer_failed(m->dst_node, m->error, true);
+			break;	/* what is in flight is stale now: ctx tells */
 		}
-		if (cqe.status || cqe.ctx != m->id) {
-			ret = cqe.status ? cqe.status : -EPROTO;
-			snprintf(m->error, sizeof(m->error), "put at %" PRIu64 ": %s",
-				 off, strerror(-ret));
-			break;
+		for (i = 0; i < got; i++) {
+			slot = cqes[i].ctx & 0xff;
+			if (cqes[i].ctx >> 8 != m->id || slot >= MOVE_WINDOW || !lens[slot])
+				continue;	/* an earlier move's */
+			if (cqes[i].status) {
+				if (!ret || ret == -ECANCELED) {
+					ret = cqes[i].status;
+					move_error(m, "put at %" PRIu64 " to node %s: completion error: %s",
+						   offs[slot], where, strerror(-ret));
+					if (m->dst_node[0])
+						peer_failed(m->dst_node, m->error, false);
+				}
+			} else {
+				pthread_mutex_lock(&lock);
+				uc = m->done / every;
+				m->done += lens[slot];
+				n = m->done;
+				pthread_mutex_unlock(&lock);
+				chunks++;
+				if (n / every != uc && n < m->len)
+					post("move.progress", m);
+			}
+			lens[slot] = 0;
+			inflight--;
 		}
-		pthread_mutex_lock(&lock);
-		uc = m->done / every;
-		m->done += n;
-		pthread_mutex_unlock(&lock);
-		if (m->done / every != uc && m->done < m->len)
-			post("move.progress", m);
-		chunks++;
-		ret = 0;
 	}
-	if (!ret && fnv1a((char *)m->s.ptr + m->src_off, m->len) !=
-		    (m->checksum = fnv1a((char *)m->d.ptr + m->dst_off, m->len))) {
-		snprintf(m->error, sizeof(m->error),
-			 "checksum of the destination differs from the source's");
-		ret = -EIO;
+	if (!ret) {
+		xxh128_hex((char *)m->s.ptr + m->src_off, m->len, src_sum, sizeof(src_sum));
+		if (m->dst_node[0])
+			ret = remote_sum(m, dst_sum, sizeof(dst_sum));
+		else
+			xxh128_hex((char *)m->d.ptr + m->dst_off, m->len, dst_sum,
+				   sizeof(dst_sum));
+		if (!ret && strcmp(src_sum, dst_sum)) {
+			move_error(m, "checksum of the destination differs from the source's");
+			ret = -EIO;
+		}
 	}
 	pthread_mutex_lock(&lock);
 	clock_gettime(CLOCK_MONOTONIC, &m->t1);
+	if (!ret)
+		strcpy(m->checksum, src_sum);
 	m->state = !ret ? MOVE_DONE : ret == -ECANCELED ? MOVE_CANCELLED : MOVE_FAILED;
 	pthread_mutex_unlock(&lock);
 	arena_release(m->src);
-	arena_release(m->dst);
-	log_info("move %" PRIu64 " %s -> %s: %s, %" PRIu64 " of %" PRIu64 " bytes in %d chunks%s%s",
-		 m->id, m->src, m->dst, state_names[m->state], m->done, m->len,
+	if (m->dst_node[0])
+		remote_release(m);
+	else
+		arena_release(m->dst);
+	log_info("move %" PRIu64 " %s -> %s:%s: %s, %" PRIu64 " of %" PRIu64 " bytes in %d chunks%s%s",
+		 m->id, m->src, where, m->dst, state_names[m->state], m->done, m->len,
 		 chunks, m->error[0] ? ": " : "", m->error);
 	post(m->state == MOVE_DONE ? "move.done" : m->state == MOVE_CANCELLED ?
 	     "move.cancelled" : "move.failed", m);
@@ -256,8 +377,13 @@ static void *mover(void *arg)
 	for (m = moves; m; m = m->next) {
 		if (m->state == MOVE_QUEUED) {
 			m->state = MOVE_CANCELLED;
+			pthread_mutex_unlock(&lock);
 			arena_release(m->src);
-			arena_release(m->dst);
+			if (m->dst_node[0])
+				remote_release(m);
+			else
+				arena_release(m->dst);
+			pthread_mutex_lock(&lock);
 		}
 	}
 	pthread_mutex_unlock(&lock);
@@ -292,6 +418,8 @@ int moves_start(const struct dpd_config *cfg)
 		ret = dp_getname(ep, &name);
 	if (!ret)
 		ret = dp_av_insert(ep, &name, &self_addr);
+	if (!ret)
+		self_name = name;
 	if (ret) {
 		log_err("endpoint set-up for moves: %s", strerror(-ret));
 		return ret;
@@ -334,8 +462,8 @@ static int json_u64(json_t *v, uint64_t *out, bool size_units)
 	return -EINVAL;
 }
 
-/* {"arena": NAME, "offset": N, "node": NAME} */
-static int endpoint(json_t *o, char *arena, uint64_t *off, bool *remote,
+/* {"arena": NAME, "offset": N, "node": NAME}; @node gets "" for this node */
+static int endpoint(json_t *o, char *arena, uint64_t *off, char *node,
 		    char *msg, size_t msglen, const char *which)
 {
 	const char *key;
@@ -343,6 +471,7 @@ static int endpoint(json_t *o, char *arena, uint64_t *off, bool *remote,
 
 	*off = 0;
 	arena[0] = '\0';
+	node[0] = '\0';
 	if (!json_is_object(o)) {
 		snprintf(msg, msglen, "%s: an object {\"arena\": ..., \"offset\": ...}", which);
 		return -EINVAL;
@@ -357,9 +486,11 @@ static int endpoint(json_t *o, char *arena, uint64_t *off, bool *remote,
 		} else if (!strcmp(key, "offset") && json_is_integer(v) &&
 			   json_integer_value(v) == 0) {
 			continue;
-		} else if (!strcmp(key, "node") && json_is_string(v)) {
+		} else if (!strcmp(key, "node") && json_is_string(v) &&
+			   strlen(json_string_value(v)) == json_string_length(v) &&
+			   name_valid(json_string_value(v))) {
 			if (strcmp(json_string_value(v), conf->node_name))
-				*remote = true;
+				strcpy(node, json_string_value(v));
 		} else {
 			snprintf(msg, msglen, "%s: bad or unknown key \"%.64s\"", which, key);
 			return -EINVAL;
@@ -373,18 +504,96 @@ static int endpoint(json_t *o, char *arena, uint64_t *off, bool *remote,
 }
 
 /*
+ * remote_grant - ask @m's destination node for a grant of its arena for
+ * @cred (peer.c: the access model), and make its daemon's endpoint an
+ * address.  Returns 0, or -ENOENT, -EACCES, -ERANGE, -EINVAL, -ENODEV,
+ * -EHOSTDOWN with @msg saying why.
+ */
+static int remote_grant(struct move *m, const struct dpd_cred *cred,
+			char *msg, size_t msglen)
+{
+	struct dmaplane_name ep;
+	char err[160] = "";
+	json_t *req, *o = NULL, *groups;
+	const char *e;
+	unsigned int i;
+	long st;
+	int ret;
+
+	ret = peer_lookup(m->dst_node, m->url, sizeof(m->url), &ep, msg, msglen);
+	if (ret)
+		return ret;
+	req = json_pack("{s:s, s:I, s:I, s:I}", "arena", m->dst,
+			"offset", (json_int_t)m->dst_off, "length", (json_int_t)m->len,
+			"move", (json_int_t)m->id);
+	groups = json_array();
+	if (!req || !groups) {
+		json_decref(req);
+		json_decref(groups);
+		return -ENOMEM;
+	}
+	if (cred_admin(cred)) {
+		json_object_set_new(req, "admin", json_true());
+		json_decref(groups);
+	} else {
+		json_object_set_new(req, "uid", json_integer(cred->uid));
+		json_object_set_new(req, "gid", json_integer(cred->gid));
+		for (i = 0; i < cred->ngroups && i < DPD_MAX_GROUPS; i++)
+			json_array_append_new(groups, json_integer(cred->groups[i]));
+		json_object_set_new(req, "groups", groups);
+	}
+	ret = mesh_http(m->url, "POST", "/v1/mesh/grants", req, MOVE_GRANT_MS, &st,
+			&o, err, sizeof(err));
+	json_decref(req);
+	if (ret) {
+		snprintf(msg, msglen, "node %s does not answer: %s", m->dst_node, err);
+		peer_failed(m->dst_node, err, ret == -ETIMEDOUT);
+		return ret == -ENOMEM ? ret : -EHOSTDOWN;
+	}
+	e = json_string_value(json_object_get(o, "error"));
+	if (st != 201) {
+		snprintf(msg, msglen, "node %s: %s", m->dst_node, e ? e : "refused");
+		json_decref(o);
+		return st == 403 || st == 401 ? -EACCES : st == 404 ? -ENOENT :
+		       st == 400 ? -ERANGE : st == 409 ? -EBUSY : -ENODEV;
+	}
+	if (!json_is_integer(json_object_get(o, "grant")) ||
+	    ep_name_from_json(json_object_get(o, "ep"), &ep) ||
+	    sscanf(json_string_value(json_object_get(o, "rkey")) ?: "", "%" SCNx64,
+		   &m->rkey) != 1) {
+		snprintf(msg, msglen, "node %s: a grant without grant, ep or rkey", m->dst_node);
+		json_decref(o);
+		return -EHOSTDOWN;
+	}
+	m->grant = (uint64_t)json_integer_value(json_object_get(o, "grant"));
+	json_decref(o);
+	m->raddr = DMAPLANE_AV_ANY;
+	ret = dp_av_insert(arenas_ep(), &ep, &m->raddr);
+	if (ret) {
+		snprintf(msg, msglen, "node %s: its daemon's endpoint is unreachable: %s%s",
+			 m->dst_node, strerror(-ret), ret == -ENETUNREACH ?
+			 " (no module peer: fabric_address, dpctl peer add)" : "");
+		remote_release(m);
+		return -EHOSTDOWN;
+	}
+	return 0;
+}
+
+/*
  * move_create - POST /v1/moves: queue a move described by @req.  Returns
  * the move's JSON, or NULL with *@err -EINVAL (with @msg), -ERANGE,
- * -EOPNOTSUPP (another node's arena: the next slice), -ENODEV, -ENOENT,
- * -EACCES (@cred lacks r on the source or w on the destination).
+ * -EOPNOTSUPP (a source on another node), -ENODEV, -ENOENT, -EACCES
+ * (@cred lacks r on the source or w on the destination), -EHOSTDOWN (the
+ * destination's node is down or does not answer).
  */
 json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 		    char *msg, size_t msglen)
 {
+	char src_node[DPD_NAME_MAX + 1] = "";
 	struct move *m;
 	const char *key;
 	json_t *v, *o;
-	bool remote = false, have_len = false;
+	bool have_len = false;
 	uint64_t end;
 
 	*err = -EINVAL;
@@ -405,9 +614,9 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 	m->chunk = MOVE_CHUNK;
 	json_object_foreach(req, key, v) {
 		if (!strcmp(key, "src"))
-			*err = endpoint(v, m->src, &m->src_off, &remote, msg, msglen, "src");
+			*err = endpoint(v, m->src, &m->src_off, src_node, msg, msglen, "src");
 		else if (!strcmp(key, "dst"))
-			*err = endpoint(v, m->dst, &m->dst_off, &remote, msg, msglen, "dst");
+			*err = endpoint(v, m->dst, &m->dst_off, m->dst_node, msg, msglen, "dst");
 		else if (!strcmp(key, "length"))
 			*err = (have_len = true, json_u64(v, &m->len, true));
 		else if (!strcmp(key, "chunk"))
@@ -429,21 +638,35 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 		snprintf(msg, msglen, "chunk: 4096 to 64M");
 		goto fail;
 	}
-	if (remote) {
+	if (src_node[0]) {
 		*err = -EOPNOTSUPP;
-		snprintf(msg, msglen, "moves to or from other nodes are not implemented yet");
+		snprintf(msg, msglen, "the source is an arena of this node (ask node %s's daemon)",
+			 src_node);
 		goto fail;
 	}
+	pthread_mutex_lock(&lock);
+	m->id = next_id++;
+	pthread_mutex_unlock(&lock);
 	*err = arena_hold(m->src, cred, DPD_PERM_READ, &m->s);
 	if (*err)
 		goto fail;
+	*err = -ERANGE;
+	if (__builtin_add_overflow(m->src_off, m->len, &end) || end > m->s.size) {
+		snprintf(msg, msglen, "range beyond the source arena");
+		goto release_src;
+	}
+	if (m->dst_node[0]) {
+		*err = remote_grant(m, cred, msg, msglen);
+		if (*err)
+			goto release_src;
+		goto queue;
+	}
 	*err = arena_hold(m->dst, cred, DPD_PERM_WRITE, &m->d);
 	if (*err)
 		goto release_src;
 	*err = -ERANGE;
-	if (__builtin_add_overflow(m->src_off, m->len, &end) || end > m->s.size ||
-	    __builtin_add_overflow(m->dst_off, m->len, &end) || end > m->d.size) {
-		snprintf(msg, msglen, "range beyond an arena");
+	if (__builtin_add_overflow(m->dst_off, m->len, &end) || end > m->d.size) {
+		snprintf(msg, msglen, "range beyond the destination arena");
 		goto release;
 	}
 	if (!strcmp(m->src, m->dst) && m->src_off < m->dst_off + m->len &&
@@ -452,12 +675,12 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 		snprintf(msg, msglen, "source and destination ranges overlap");
 		goto release;
 	}
+queue:
 	m->uid = cred->uid;
 	m->gid = cred->gid;
 	m->admin = cred_admin(cred);
 	m->created = time(NULL);
 	pthread_mutex_lock(&lock);
-	m->id = next_id++;
 	m->next = moves;
 	moves = m;
 	o = move_json(m);
@@ -519,12 +742,8 @@ json_t *moves_list_json(const struct dpd_cred *cred)
  */
 int move_cancel(uint64_t id, const struct dpd_cred *cred)
 {
-	char src[DPD_NAME_MAX + 1], dst[DPD_NAME_MAX + 1];
-	struct move *m;
+	struct move *m, *copy = NULL;
 	json_t *o = NULL;
-	bool release = false;
-	uid_t uid = 0;
-	gid_t gid = 0;
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&lock);
@@ -535,12 +754,13 @@ int move_cancel(uint64_t id, const struct dpd_cred *cred)
 			ret = -EACCES;
 		else if (m->state == MOVE_QUEUED) {
 			/* m may be forgotten once the lock is dropped: copy. */
+			copy = malloc(sizeof(*copy));
+			if (!copy) {
+				ret = -ENOMEM;
+				break;
+			}
 			m->state = MOVE_CANCELLED;
-			release = true;
-			strcpy(src, m->src);
-			strcpy(dst, m->dst);
-			uid = m->uid;
-			gid = m->gid;
+			*copy = *m;
 			o = move_json(m);
 			ret = 0;
 		} else if (m->state == MOVE_RUNNING) {
@@ -552,10 +772,48 @@ int move_cancel(uint64_t id, const struct dpd_cred *cred)
 		break;
 	}
 	pthread_mutex_unlock(&lock);
-	if (release) {
-		arena_release(src);
-		arena_release(dst);
-		events_post("move.cancelled", NULL, uid, gid, 0600, o);
+	if (copy) {
+		arena_release(copy->src);
+		if (copy->dst_node[0])
+			remote_release(copy);
+		else
+			arena_release(copy->dst);
+		events_post("move.cancelled", NULL, copy->uid, copy->gid, 0600, o);
+		free(copy);
 	}
 	return ret;
+}
+
+/* arenas_ep_name - the daemon's endpoint's name (false: no moves) */
+bool arenas_ep_name(struct dmaplane_name *name)
+{
+	if (!started)
+		return false;
+	*name = self_name;
+	return true;
+}
+
+/*
+ * arena_xxh128_json - GET /v1/arenas/NAME/xxh128: the xxh128 of a range
+ * of the arena (@cred needs r), for the end of a peer's move.
+ */
+json_t *arena_xxh128_json(const char *name, const struct dpd_cred *cred,
+			  uint64_t off, uint64_t len, int *err)
+{
+	struct dpd_arena_ref ref;
+	char hex[40];
+	uint64_t end;
+
+	*err = arena_hold(name, cred, DPD_PERM_READ, &ref);
+	if (*err)
+		return NULL;
+	if (!len || __builtin_add_overflow(off, len, &end) || end > ref.size) {
+		arena_release(name);
+		*err = -ERANGE;
+		return NULL;
+	}
+	xxh128_hex((char *)ref.ptr + off, len, hex, sizeof(hex));
+	arena_release(name);
+	return json_pack("{s:s, s:I, s:I, s:s}", "arena", name, "offset",
+			 (json_int_t)off, "length", (json_int_t)len, "xxh128", hex);
 }

@@ -4,7 +4,8 @@
 # Idempotent: does nothing when every package is already installed.
 # Usage: scripts/deps.sh [build|vm|all|bench]   (default: all)
 # build includes libzmq3-dev, for dp-kvstore's ZeroMQ transport, and
-# libmicrohttpd-dev and libjansson-dev, for dmaplaned (the arena service);
+# libmicrohttpd-dev, libjansson-dev and libcurl4-openssl-dev (its mesh), for
+# dmaplaned (the arena service);
 # libxxhash-dev and libb2-dev, for its dedup engine; liburing-dev, for the
 # io_uring submission tests and dp-bench's io_uring columns.
 # vm/all include libfabric-dev and -bin and the autotools, for the
@@ -20,7 +21,7 @@
 set -e
 
 build_pkgs="gcc make pkg-config libnl-3-dev libnl-genl-3-dev python3-docutils groff-base
-	linux-headers-amd64 kmod libzmq3-dev libmicrohttpd-dev libjansson-dev
+	linux-headers-amd64 kmod libzmq3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev
 	libxxhash-dev libb2-dev liburing-dev"
 vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
 	libelf-dev libssl-dev xz-utils python3 perl linux-image-amd64

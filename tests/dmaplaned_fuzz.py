@@ -23,7 +23,11 @@ PATHS = ["/v1/node", "/v1/arenas", "/v1/arenas/fz1", "/v1/arenas/fz2/stats",
          "/v1/arenas/..", "/v1/arenas/fz1/x", "/v1/arenas/%2e%2e",
          "/v1/arenas/" + "a" * 300, "/v2/node", "/v1/arenas/fz1/stats/x",
          "/v1/moves", "/v1/moves/1", "/v1/moves/2", "/v1/moves/x",
-         "/v1/moves/99999999999999999999999", "/v1/moves/-1"]
+         "/v1/moves/99999999999999999999999", "/v1/moves/-1",
+         "/v1/nodes", "/v1/nodes/other", "/v1/nodes/other/arenas",
+         "/v1/peers/fzp", "/v1/mesh/info", "/v1/mesh/grants",
+         "/v1/mesh/grants/1", "/v1/arenas/fz1/xxh128?offset=0&length=4096",
+         "/v1/arenas/fz1/xxh128?offset=-1&length=x"]
 METHODS = ["GET", "POST", "DELETE", "PUT", "PATCH", "HEAD", "OPTIONS", "G\x01T"]
 
 

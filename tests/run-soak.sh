@@ -21,6 +21,8 @@
 #             (np 4, one-sided over osc/pt2pt)
 #   dmaplaned the arena service's VM job (tests/run-daemon.sh; make check
 #             runs its host test)
+#   dmaplaned2 its mesh across two VMs (tests/run-daemon2.sh: moves between
+#             the nodes, cancel, the peer daemon killed mid-move)
 #
 # DMAPLANE_SOAK_ITERS=, DMAPLANE_SOAK_ROUNDS= and DMAPLANE_FUZZ_CALLS=
 # override the counts; DMAPLANE_FUZZ_SEED=N replays a fuzz run (the seed is
@@ -93,6 +95,13 @@ grep -E '^(PASS|FAIL|SKIP) ' "$out/dmaplaned.log" | sed 's/^\([A-Z]*\) /\1 soak\
 grep -qE '^(PASS|FAIL) ' "$out/dmaplaned.log" ||
 	echo "FAIL soak/dmaplaned no results: $(tail -3 "$out/dmaplaned.log" | tr '\n' ' ')" >>"$out/results.txt"
 echo "   dmaplaned: $(($(date +%s) - t0)) s"
+
+t0=$(date +%s)
+DAEMON_RUN=soak tests/run-daemon2.sh 6.1 >"$out/dmaplaned2.log" 2>&1
+grep -E '^(PASS|FAIL|SKIP) ' "$out/dmaplaned2.log" | sed 's/^\([A-Z]*\) /\1 soak\//' >>"$out/results.txt"
+grep -qE '^(PASS|FAIL) ' "$out/dmaplaned2.log" ||
+	echo "FAIL soak/dmaplaned2 no results: $(tail -3 "$out/dmaplaned2.log" | tr '\n' ' ')" >>"$out/results.txt"
+echo "   dmaplaned2: $(($(date +%s) - t0)) s"
 
 grep -h '^# \(faults\|killloop\|[0-9]* rounds\|drain\|nth:\|fail\|random\)\|^fuzz' \
 	"$out"/*/results-0.log 2>/dev/null

@@ -53,7 +53,7 @@ api() {
 }
 
 echo "TAP version 13"
-echo "1..27"
+echo "1..33"
 "$d" --help | grep -q 'Bearer'
 result $? "--help explains"
 "$d" --version | grep -q '^dmaplaned '
@@ -99,9 +99,22 @@ done
 [ $? = 1 ]
 result $? "config: a missing -c file is an error"
 
-"$d" --no-device -s "$tmp/api.sock" -a "$tmp/attach.sock" -n host 2>"$tmp/log" &
+# Two daemons on loopback TCP with one token (the mesh's): "host" (the
+# one the API checks talk to) and "n2", its peer.
+port=$((20000 + $$ % 20000))
+chmod 0711 "$tmp"
+: >"$tmp/body.nobody"
+chmod 0666 "$tmp/body.nobody"
+printf '{"node_name":"n2","tcp_address":"127.0.0.1","tcp_port":%d,"token_file":"%s"}\n' \
+	$((port + 1)) "$tmp/token" >"$tmp/n2.conf"
+printf '{"node_name":"host","tcp_address":"127.0.0.1","tcp_port":%d,"token_file":"%s"}\n' \
+	$port "$tmp/token" >"$tmp/host.conf"
+"$d" --no-device -c "$tmp/n2.conf" -s "$tmp/n2.sock" -a "$tmp/n2.att" 2>"$tmp/n2.log" &
+pid2=$!
+"$d" --no-device -c "$tmp/host.conf" -s "$tmp/api.sock" -a "$tmp/attach.sock" 2>"$tmp/log" &
 pid=$!
-for i in $(seq 50); do [ -S "$tmp/api.sock" ] && break; sleep 0.1; done
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -n "$pid2" ] && kill $pid2 2>/dev/null; rm -rf "$tmp"' EXIT
+for i in $(seq 50); do [ -S "$tmp/api.sock" ] && [ -S "$tmp/n2.sock" ] && break; sleep 0.1; done
 api 200 GET /v1/node && api 404 GET /v1/nothing && api 405 PUT /v1/arenas &&
 	api 400 POST /v1/arenas '{"name":' && api 400 POST /v1/arenas '{"name":"a"}' &&
 	api 503 POST /v1/arenas '{"name":"a","size":4096}' &&
@@ -110,6 +123,71 @@ result $? "api: error paths without a device"
 head -c 100000 /dev/zero >"$tmp/big"
 api 413 POST /v1/arenas "@$tmp/big"
 result $? "api: body too large"
+# The mesh's routes: bad input is a 4xx with a JSON error and changes
+# nothing; another uid may not add or remove peers or read the mesh's
+# information; TCP needs the token, grants need the token and a node.
+api_nobody() {	# WANT METHOD PATH [BODY], as uid/gid 65534
+	st=$(setpriv --reuid=65534 --regid=65534 --clear-groups curl -s -o "$tmp/body.nobody" \
+		-w '%{http_code}' --unix-socket "$tmp/api.sock" -X "$2" ${4:+--data-binary "$4"} "http://x$3")
+	[ "$st" = "$1" ] && grep -q "\"code\":$1" "$tmp/body.nobody" ||
+		{ echo "# nobody $2 $3: status $st, want $1: $(cat "$tmp/body.nobody")"; return 1; }
+}
+tcp() {	# WANT METHOD PATH [TOKEN [BODY]]
+	st=$(curl -s -o "$tmp/body" -w '%{http_code}' -X "$2" ${4:+-H "Authorization: Bearer $4"} \
+		-H 'X-Dmaplane-Node: host' ${5:+--data-binary "$5"} "http://127.0.0.1:$port$3")
+	[ "$st" = "$1" ] || { echo "# tcp $2 $3: status $st, want $1: $(cat "$tmp/body")"; return 1; }
+}
+tok=abcdefghijklmnopqrstuvwxyz
+api 200 GET /v1/nodes && grep -q '"name":"host","self":true' "$tmp/body" &&
+	api 400 POST /v1/peers '{"name":' && api 400 POST /v1/peers '[1]' &&
+	api 400 POST /v1/peers '{"name":"p1"}' && api 400 POST /v1/peers '{"name":"../x","address":"h"}' &&
+	api 400 POST /v1/peers '{"name":"p1","address":"ftp://h"}' &&
+	api 400 POST /v1/peers '{"name":"p1","address":"h","colour":1}' &&
+	api 400 POST /v1/peers '{"name":"p1","address":7}' &&
+	api 409 POST /v1/peers '{"name":"host","address":"h"}' &&
+	api 404 GET /v1/nodes/nosuch && api 404 GET /v1/nodes/nosuch/arenas &&
+	api 404 GET /v1/nodes/host/nothing && api 405 PUT /v1/nodes &&
+	api 404 DELETE /v1/peers/nosuch && api 405 PUT /v1/peers/nosuch &&
+	api 404 GET /v1/mesh/nothing && api 403 POST /v1/mesh/grants '{}' &&
+	api 405 POST /v1/mesh/info && api 400 GET /v1/arenas/a/xxh128 &&
+	api 400 GET '/v1/arenas/a/xxh128?offset=x&length=1' &&
+	api 503 POST /v1/moves '{"src":{"arena":"a"},"dst":{"node":"nosuch","arena":"b"},"length":1}' &&
+	api 200 GET /v1/peers && [ "$(cat "$tmp/body")" = "[]" ]
+result $? "api: the mesh's routes refuse bad input, nothing changed"
+api_nobody 403 POST /v1/peers '{"name":"p1","address":"h"}' &&
+	api_nobody 403 DELETE /v1/peers/p1 && api_nobody 403 GET /v1/mesh/info &&
+	api_nobody 403 POST /v1/mesh/grants '{"arena":"a","length":1}' &&
+	api 200 GET /v1/peers && [ "$(cat "$tmp/body")" = "[]" ]
+result $? "api: another uid may not change the mesh"
+tcp 401 GET /v1/mesh/info && tcp 401 GET /v1/mesh/info wrong-token-wrong-token &&
+	tcp 401 POST /v1/peers "" '{"name":"p1","address":"h"}' &&
+	tcp 401 POST /v1/mesh/grants "" '{"arena":"a","length":1}' &&
+	tcp 400 POST /v1/mesh/grants $tok '{"arena":"a"}' &&
+	tcp 400 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"uid":-1}' &&
+	tcp 503 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"uid":1000,"gid":1000}' &&
+	tcp 404 DELETE /v1/mesh/grants/1 $tok && tcp 200 GET /v1/mesh/info $tok &&
+	grep -q '"node":"host"' "$tmp/body"
+result $? "api: TCP needs the token; grants refuse bad input"
+api 201 POST /v1/peers "{\"name\":\"n2\",\"address\":\"127.0.0.1:$((port + 1))\"}" &&
+	api 409 POST /v1/peers "{\"name\":\"n2\",\"address\":\"127.0.0.1\"}"
+result $? "mesh: peer added at run time (409 twice)"
+ok=1
+for i in $(seq 40); do
+	api 200 GET /v1/nodes/n2 && grep -q '"state":"up"' "$tmp/body" && { ok=0; break; }
+	sleep 0.2
+done
+[ $ok = 0 ] && api 200 GET /v1/nodes/n2/arenas && [ "$(cat "$tmp/body")" = "[]" ] &&
+	api 200 GET /v1/nodes && grep -q '"name":"n2"' "$tmp/body"
+result $? "mesh: the peer is up, its arena table visible"
+api 204 DELETE /v1/peers/n2 && api 200 GET /v1/peers && [ "$(cat "$tmp/body")" = "[]" ] &&
+	api 404 GET /v1/nodes/n2
+result $? "mesh: peer removed"
+kill -TERM $pid2
+wait $pid2
+rc2=$?
+pid2=
+[ $rc2 = 0 ] || echo "# n2: exit status $rc2: $(tail -5 "$tmp/n2.log")"
+cat "$tmp/n2.log" >>"$tmp/log"
 python3 "$src/tests/dmaplaned_fuzz.py" "$tmp/api.sock" 300 1 >"$tmp/fuzz" 2>&1
 rc=$?
 sed 's/^/# /' "$tmp/fuzz"
@@ -118,7 +196,7 @@ kill -TERM $pid
 wait $pid
 rc=$?
 pid=
-[ $rc = 0 ] && [ ! -e "$tmp/api.sock" ] && [ ! -e "$tmp/attach.sock" ]
+[ $rc = 0 ] && [ "$rc2" = 0 ] && [ ! -e "$tmp/api.sock" ] && [ ! -e "$tmp/attach.sock" ]
 result $? "SIGTERM: clean exit (rc=$rc), sockets removed"
 ! grep -q 'ERROR: \|runtime error' "$tmp/log"
 result $? "no sanitizer report"

@@ -313,7 +313,7 @@ expect move-bad-json 400 "$(api -X POST -d '{"src":' http://x/v1/moves)"
 expect move-no-length 400 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"arena":"m1"}}' http://x/v1/moves)"
 expect move-bad-chunk 400 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"arena":"m1"},"length":8192,"chunk":1}' http://x/v1/moves)"
 expect move-unknown-arena 404 "$(api -X POST -d '{"src":{"arena":"nosuch"},"dst":{"arena":"m1"},"length":8192}' http://x/v1/moves)"
-expect move-remote-501 501 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"node":"vm1","arena":"m1"},"length":8192}' http://x/v1/moves)"
+expect move-remote-down 503 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"node":"vm1","arena":"m1"},"length":8192}' http://x/v1/moves)"
 expect move-unknown-id 404 "$(api http://x/v1/moves/999999)"
 # A long move (16 MiB in 4 KiB chunks: 4,096 puts, several seconds
 # under TCG) holds its arenas (destroying one is 409) and is cancelled in

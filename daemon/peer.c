@@ -1,0 +1,1004 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The mesh: peer daemons, their state and arena tables, and the grants
+ * this daemon hands to peers that move bytes into its arenas.
+ *
+ * Peers come from the configuration ("peers") or from POST /v1/peers.
+ * Each has a thread that asks the peer daemon for its node information
+ * (GET /v1/mesh/info over its TCP REST API, with the mesh's bearer token,
+ * libcurl) every PEER_INTERVAL seconds: its node name, its endpoint's
+ * dmaplane name and its arena table with the arenas' remote keys.  A peer
+ * that answers is "up"; one that does not answer PEER_FAILS times in a
+ * row, or once right after a move found it failing, or whose move timed
+ * out, is "down"; events peer.up and
+ * peer.down tell the change.  A peer with a fabric_address is also added
+ * to the module's peer table (dpctl peer add) when it is added here.
+ *
+ * The access model of moves across nodes.  The daemons of a mesh share
+ * one token (every daemon's token_file holds the same line) and trust
+ * each other to name the requester of a move truthfully; uids and gids
+ * mean the same on every node (as with NFS AUTH_SYS).  Before node A puts
+ * into arena X of node B, A's daemon asks B's for a grant (POST
+ * /v1/mesh/grants) naming the requester's uid, gid and groups, or
+ * "admin" when the requester is an administrator on A (root, A's daemon
+ * uid, A's token).  B checks that this requester has w on X (owner,
+ * group, mode, as for a local move), that the range lies in X, and then
+ * holds X (it cannot be destroyed: 409) until A releases the grant or
+ * the grant's lease (GRANT_LEASE s, renewed by every request from A)
+ * runs out.  The remote key itself is in B's node information, which
+ * only token holders (the mesh's daemons) may read.
+ *
+ * Locking: peers_lock protects the peer list and every field of every
+ * struct peer but @thread (written once before the list sees the peer)
+ * and is never held across a network call or a process start;
+ * grants_lock protects the grant list.  Neither is taken inside the
+ * other; arena.c's lock may be taken under neither (arena_hold() and
+ * arena_release() are called with both dropped).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+#include <dmaplane.h>
+
+#include "dmaplaned.h"
+
+#define PEER_INTERVAL	3	/* seconds between heartbeats */
+#define PEER_TIMEOUT_MS	2500	/* a heartbeat's answer, at most */
+#define PEER_FAILS	2	/* heartbeats unanswered: down */
+#define PEER_REPLY_MAX	(4 << 20)	/* bytes of a peer's answer */
+#define GRANT_LEASE	30	/* seconds a grant lives without a request */
+#define MAX_PEERS	64
+
+extern char **environ;
+
+enum peer_state { PEER_UNKNOWN, PEER_UP, PEER_DOWN };
+static const char *const peer_states[] = {
+	[PEER_UNKNOWN] = "unknown", [PEER_UP] = "up", [PEER_DOWN] = "down",
+};
+
+struct peer {
+	struct peer *next;
+	struct dpd_peer cfg;
+	char url[DPD_NAME_MAX + 32];	/* "http://host:port" */
+	pthread_t thread;
+	bool stop;		/* the thread is to end */
+	bool poke;		/* heartbeat now */
+	bool suspect;		/* a move found it failing: down at the first miss */
+	enum peer_state state;
+	unsigned int fails;	/* heartbeats unanswered in a row */
+	char error[160];	/* why it is down */
+	time_t since, last_seen;
+	uint64_t heartbeats;
+	json_t *info;		/* its last node information */
+	struct dmaplane_name ep;	/* its daemon's endpoint */
+	bool have_ep;
+};
+
+/* peers_lock protects the peer list, n_peers and every struct peer's fields */
+static pthread_mutex_t peers_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t peers_cond;	/* wakes peer threads (poke, stop) */
+static struct peer *peers;
+static unsigned int n_peers;
+static const struct dpd_config *conf;
+static bool curl_ready;
+
+/* ---- the HTTP client (libcurl) ----------------------------------------- */
+
+struct reply {
+	char *buf;
+	size_t len;
+	bool too_long;
+};
+
+static size_t reply_write(char *p, size_t size, size_t n, void *arg)
+{
+	struct reply *r = arg;
+	size_t len = size * n;
+	char *b;
+
+	if (r->len + len > PEER_REPLY_MAX) {
+		r->too_long = true;
+		return 0;
+	}
+	b = realloc(r->buf, r->len + len + 1);
+	if (!b)
+		return 0;
+	memcpy(b + r->len, p, len);
+	r->len += len;
+	b[r->len] = '\0';
+	r->buf = b;
+	return len;
+}
+
+/*
+ * mesh_http - @method @path on the peer daemon at @url with the mesh's
+ * token and @body (JSON, may be NULL); *@status gets the HTTP status and
+ * *@out the answer's JSON (NULL when it had none).  Returns 0 when the
+ * peer answered (any status), else -EHOSTDOWN (connection refused),
+ * -ETIMEDOUT, -EHOSTUNREACH, -EPROTO, -ENOMEM, with @err saying why.
+ */
+int mesh_http(const char *url, const char *method, const char *path,
+	      json_t *body, long timeout_ms, long *status, json_t **out,
+	      char *err, size_t errlen)
+{
+	char full[512], auth[600], node[DPD_NAME_MAX + 32];
+	struct curl_slist *h = NULL, *t;
+	struct reply r = { 0 };
+	char *text = NULL;
+	CURLcode cc;
+	CURL *c;
+	int ret = 0;
+
+	*status = 0;
+	if (out)
+		*out = NULL;
+	if (!conf->token) {
+		snprintf(err, errlen, "no token_file: this daemon cannot talk to peers");
+		return -EPERM;
+	}
+	snprintf(full, sizeof(full), "%s%s", url, path);
+	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", conf->token);
+	snprintf(node, sizeof(node), "X-Dmaplane-Node: %s", conf->node_name);
+	c = curl_easy_init();
+	if (!c) {
+		explicit_bzero(auth, sizeof(auth));
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	t = curl_slist_append(h, auth);
+	if (t)
+		h = t;
+	t = t ? curl_slist_append(h, node) : NULL;
+	t = t ? curl_slist_append(h, "Content-Type: application/json") : NULL;
+	explicit_bzero(auth, sizeof(auth));
+	if (!t) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	if (body) {
+		text = json_dumps(body, JSON_COMPACT);
+		if (!text) {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, text);
+	}
+	curl_easy_setopt(c, CURLOPT_URL, full);
+	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, reply_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 5000 ? timeout_ms : 5000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+	cc = curl_easy_perform(c);
+	if (cc != CURLE_OK) {
+		ret = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT :
+		      cc == CURLE_COULDNT_CONNECT ? -EHOSTDOWN :
+		      r.too_long ? -EPROTO : -EHOSTUNREACH;
+		snprintf(err, errlen, "%s %s: %s", method, path,
+			 r.too_long ? "answer too long" : curl_easy_strerror(cc));
+		goto out;
+	}
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+	if (out && r.len) {
+		*out = json_loadb(r.buf, r.len, 0, NULL);
+		if (!*out) {
+			ret = -EPROTO;
+			snprintf(err, errlen, "%s %s: status %ld, not JSON", method,
+				 path, *status);
+		}
+	}
+out:
+	curl_slist_free_all(h);
+	curl_easy_cleanup(c);
+	free(text);
+	free(r.buf);
+	return ret;
+}
+
+/* ---- peers ------------------------------------------------------------- */
+
+static struct peer *find_locked(const char *name)
+{
+	struct peer *p;
+
+	for (p = peers; p; p = p->next)
+		if (!strcmp(p->cfg.name, name))
+			return p;
+	return NULL;
+}
+
+static void peer_event(const char *type, const char *name, const char *error)
+{
+	json_t *o = json_pack("{s:s}", "node", name);
+
+	if (o && error && *error)
+		json_object_set_new(o, "error", json_string(error));
+	events_post(type, NULL, 0, 0, 0644, o);
+}
+
+/* Under peers_lock: @p goes down for @why; returns whether it changed. */
+static bool down_locked(struct peer *p, const char *why)
+{
+	snprintf(p->error, sizeof(p->error), "%s", why);
+	if (p->state == PEER_DOWN)
+		return false;
+	p->state = PEER_DOWN;
+	p->since = time(NULL);
+	return true;
+}
+
+/* parse_hex64 - a u64 given as hex digits (in JSON without sign trouble) */
+static bool parse_hex64(json_t *v, unsigned long long *out)
+{
+	const char *s = json_string_value(v);
+	char *end;
+
+	if (!s || !*s || strlen(s) > 16)
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 16);
+	return !errno && !*end;
+}
+
+/* heartbeat - ask @p's daemon for its node information; update @p */
+static void heartbeat(struct peer *p)
+{
+	char err[160] = "", url[sizeof(p->url)], name[DPD_NAME_MAX + 1];
+	struct dmaplane_name ep = { 0 };
+	bool have_ep = false, changed = false, up, suspect;
+	json_t *o = NULL, *e;
+	const char *node;
+	long st;
+	int ret;
+
+	pthread_mutex_lock(&peers_lock);
+	strcpy(url, p->url);
+	strcpy(name, p->cfg.name);
+	suspect = p->suspect;
+	p->suspect = false;
+	pthread_mutex_unlock(&peers_lock);
+	ret = mesh_http(url, "GET", "/v1/mesh/info", NULL, PEER_TIMEOUT_MS, &st,
+			&o, err, sizeof(err));
+	if (!ret && st != 200) {
+		snprintf(err, sizeof(err), "GET /v1/mesh/info: status %ld%s", st,
+			 st == 401 ? " (not the mesh's token?)" : "");
+		ret = -EPROTO;
+	}
+	node = json_string_value(json_object_get(o, "node"));
+	if (!ret && (!node || strcmp(node, name))) {
+		snprintf(err, sizeof(err), "it says it is node \"%.64s\", not %s",
+			 node ? node : "?", name);
+		ret = -EPROTO;
+	}
+	e = json_object_get(o, "ep");
+	if (!ret && json_is_object(e))
+		have_ep = parse_hex64(json_object_get(e, "node_id"), &ep.node_id) &&
+			  parse_hex64(json_object_get(e, "ep_uid"), &ep.ep_uid);
+	pthread_mutex_lock(&peers_lock);
+	p->heartbeats++;
+	if (ret) {
+		json_decref(o);
+		o = NULL;
+		if (++p->fails >= PEER_FAILS || p->state != PEER_UP || suspect)
+			changed = down_locked(p, err);
+		else
+			snprintf(p->error, sizeof(p->error), "%s", err);
+	} else {
+		p->fails = 0;
+		p->error[0] = '\0';
+		p->last_seen = time(NULL);
+		changed = p->state != PEER_UP;
+		if (changed) {
+			p->state = PEER_UP;
+			p->since = time(NULL);
+		}
+		json_decref(p->info);
+		p->info = o;
+		p->ep = ep;
+		p->have_ep = have_ep;
+	}
+	up = p->state == PEER_UP;
+	pthread_mutex_unlock(&peers_lock);
+	if (changed) {
+		if (up)
+			log_info("peer %s is up", name);
+		else
+			log_warn("peer %s is down: %s", name, err);
+		peer_event(up ? "peer.up" : "peer.down", name, up ? NULL : err);
+	}
+}
+
+static void *peer_thread(void *arg)
+{
+	struct peer *p = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&peers_lock);
+	while (!p->stop) {
+		p->poke = false;
+		pthread_mutex_unlock(&peers_lock);
+		heartbeat(p);
+		grants_expire();
+		pthread_mutex_lock(&peers_lock);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += PEER_INTERVAL;
+		while (!p->stop && !p->poke &&
+		       pthread_cond_timedwait(&peers_cond, &peers_lock, &ts) == 0)
+			;
+	}
+	pthread_mutex_unlock(&peers_lock);
+	return NULL;
+}
+
+/*
+ * fabric_add - the module's peer add for @addr (dpctl peer add ADDR, the
+ * configured dpctl binary).  A peer the module has already is fine.
+ */
+static int fabric_add(const char *addr, char *err, size_t errlen)
+{
+	const char *dpctl = conf->dpctl ? conf->dpctl : "dpctl";
+	char *argv[] = { (char *)dpctl, "peer", "add", (char *)addr, NULL };
+	posix_spawn_file_actions_t fa;
+	char out[256] = "";
+	int pfd[2], status, ret;
+	ssize_t n;
+	size_t len = 0;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
+	posix_spawn_file_actions_adddup2(&fa, pfd[1], 2);
+	ret = posix_spawnp(&pid, dpctl, &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(pfd[1]);
+	if (ret) {
+		close(pfd[0]);
+		snprintf(err, errlen, "%s: %s", dpctl, strerror(ret));
+		return -ret;
+	}
+	while (len < sizeof(out) - 1 &&
+	       (n = read(pfd[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += n;
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	out[len] = '\0';
+	out[strcspn(out, "\n")] = '\0';
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (strstr(out, "exists"))
+		return 0;
+	snprintf(err, errlen, "dpctl peer add %s: %s", addr, out[0] ? out : "failed");
+	return -EIO;
+}
+
+/* "host", "host:port" or "http://host:port" -> "http://host:port" */
+static int peer_url(const char *address, char *url, size_t len)
+{
+	const char *hostport = address;
+
+	if (!strncmp(address, "http://", 7))
+		hostport += 7;
+	else if (strstr(address, "://"))
+		return -EINVAL;
+	if (!*hostport || strpbrk(hostport, "/?#@ "))
+		return -EINVAL;
+	if (strchr(hostport, ':') && hostport[0] != '[')
+		snprintf(url, len, "http://%s", hostport);
+	else if (hostport[0] == '[' && strstr(hostport, "]:"))
+		snprintf(url, len, "http://%s", hostport);
+	else
+		snprintf(url, len, "http://%s:%u", hostport, conf->tcp_port);
+	return 0;
+}
+
+/*
+ * peer_add - add @cfg to the mesh (and its fabric_address to the
+ * module's peers) and start its thread.  Returns 0, -EEXIST, -EINVAL,
+ * -ENOSPC (MAX_PEERS), -EIO (dpctl failed; @err says why), -ENOMEM.
+ */
+int peer_add(const struct dpd_peer *cfg, char *err, size_t errlen)
+{
+	struct peer *p;
+	int ret;
+
+	if (!strcmp(cfg->name, conf->node_name)) {
+		snprintf(err, errlen, "%s is this node", cfg->name);
+		return -EEXIST;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->cfg = *cfg;
+	if (peer_url(cfg->address, p->url, sizeof(p->url))) {
+		snprintf(err, errlen, "address: host, host:port or http://host:port");
+		free(p);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(&peers_lock);
+	ret = find_locked(cfg->name) ? -EEXIST : n_peers >= MAX_PEERS ? -ENOSPC : 0;
+	pthread_mutex_unlock(&peers_lock);
+	if (ret) {
+		snprintf(err, errlen, ret == -EEXIST ? "a peer of that name exists" :
+			 "too many peers");
+		free(p);
+		return ret;
+	}
+	if (cfg->fabric_address[0] && arenas_have_device()) {
+		ret = fabric_add(cfg->fabric_address, err, errlen);
+		if (ret) {
+			free(p);
+			return ret;
+		}
+	}
+	p->since = time(NULL);
+	pthread_mutex_lock(&peers_lock);
+	if (find_locked(cfg->name)) {	/* added meanwhile */
+		pthread_mutex_unlock(&peers_lock);
+		snprintf(err, errlen, "a peer of that name exists");
+		free(p);
+		return -EEXIST;
+	}
+	ret = -pthread_create(&p->thread, NULL, peer_thread, p);
+	if (ret) {
+		pthread_mutex_unlock(&peers_lock);
+		snprintf(err, errlen, "cannot start its thread");
+		free(p);
+		return ret;
+	}
+	p->next = peers;
+	peers = p;
+	n_peers++;
+	pthread_mutex_unlock(&peers_lock);
+	log_info("peer %s added: %s%s%s", cfg->name, p->url,
+		 cfg->fabric_address[0] ? ", fabric " : "", cfg->fabric_address);
+	peer_event("peer.added", cfg->name, NULL);
+	return 0;
+}
+
+static void peer_free(struct peer *p)
+{
+	pthread_mutex_lock(&peers_lock);
+	p->stop = true;
+	pthread_cond_broadcast(&peers_cond);
+	pthread_mutex_unlock(&peers_lock);
+	pthread_join(p->thread, NULL);
+	json_decref(p->info);
+	free(p);
+}
+
+/*
+ * peer_remove - DELETE /v1/peers/NAME: forget the peer (the module's
+ * peer stays: other programs may use it; dpctl peer del removes it).
+ */
+int peer_remove(const char *name)
+{
+	struct peer **pp, *p = NULL;
+
+	pthread_mutex_lock(&peers_lock);
+	for (pp = &peers; *pp; pp = &(*pp)->next) {
+		if (!strcmp((*pp)->cfg.name, name)) {
+			p = *pp;
+			*pp = p->next;
+			n_peers--;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&peers_lock);
+	if (!p)
+		return -ENOENT;
+	peer_free(p);
+	log_info("peer %s removed", name);
+	peer_event("peer.removed", name, NULL);
+	return 0;
+}
+
+/*
+ * peer_lookup - what a move to @name needs: its URL and its daemon's
+ * endpoint.  Returns 0, -ENOENT (no such peer), -EHOSTDOWN (down, or
+ * never answered; @err says why).
+ */
+int peer_lookup(const char *name, char *url, size_t urllen,
+		struct dmaplane_name *ep, char *err, size_t errlen)
+{
+	struct peer *p;
+	int ret = 0;
+
+	pthread_mutex_lock(&peers_lock);
+	p = find_locked(name);
+	if (!p) {
+		ret = -ENOENT;
+		snprintf(err, errlen, "no node %s in the mesh", name);
+	} else if (p->state != PEER_UP || !p->have_ep) {
+		ret = -EHOSTDOWN;
+		snprintf(err, errlen, "node %s is %s%s%s", name,
+			 p->state == PEER_UP ? "up without a device" :
+			 peer_states[p->state], p->error[0] ? ": " : "", p->error);
+	} else {
+		snprintf(url, urllen, "%s", p->url);
+		*ep = p->ep;
+	}
+	pthread_mutex_unlock(&peers_lock);
+	return ret;
+}
+
+/*
+ * peer_failed - a move found @name dead (@why): down now when @down,
+ * else heartbeat it at once (its thread decides).
+ */
+void peer_failed(const char *name, const char *why, bool down)
+{
+	bool changed = false;
+	struct peer *p;
+
+	pthread_mutex_lock(&peers_lock);
+	p = find_locked(name);
+	if (p) {
+		if (down)
+			changed = down_locked(p, why);
+		p->suspect = true;
+		p->poke = true;
+		pthread_cond_broadcast(&peers_cond);
+	}
+	pthread_mutex_unlock(&peers_lock);
+	if (changed) {
+		log_warn("peer %s is down: %s", name, why);
+		peer_event("peer.down", name, why);
+	}
+}
+
+static json_t *peer_json_locked(const struct peer *p)
+{
+	json_t *o, *a = json_object_get(p->info, "arenas");
+
+	o = json_pack("{s:s, s:s, s:s, s:b, s:s, s:I, s:I, s:I}",
+		      "name", p->cfg.name, "address", p->cfg.address,
+		      "url", p->url, "self", 0,
+		      "state", peer_states[p->state],
+		      "since", (json_int_t)p->since,
+		      "last_seen", (json_int_t)p->last_seen,
+		      "heartbeats", (json_int_t)p->heartbeats);
+	if (!o)
+		return NULL;
+	if (p->cfg.fabric_address[0])
+		json_object_set_new(o, "fabric_address", json_string(p->cfg.fabric_address));
+	if (p->error[0])
+		json_object_set_new(o, "error", json_string(p->error));
+	if (json_is_array(a))
+		json_object_set_new(o, "arenas", json_integer((json_int_t)json_array_size(a)));
+	return o;
+}
+
+/* GET /v1/peers: the peers, as a JSON array */
+json_t *peers_json(void)
+{
+	json_t *arr = json_array();
+	struct peer *p;
+
+	if (!arr)
+		return NULL;
+	pthread_mutex_lock(&peers_lock);
+	for (p = peers; p; p = p->next)
+		json_array_append_new(arr, peer_json_locked(p));
+	pthread_mutex_unlock(&peers_lock);
+	return arr;
+}
+
+static json_t *self_json(void)
+{
+	return json_pack("{s:s, s:b, s:s, s:s*}", "name", conf->node_name,
+			 "self", 1, "state", "up", "address", conf->tcp_address);
+}
+
+/* GET /v1/nodes: this node and the peers */
+json_t *nodes_json(void)
+{
+	json_t *arr = peers_json();
+
+	if (arr)
+		json_array_insert_new(arr, 0, self_json());
+	return arr;
+}
+
+/* GET /v1/nodes/NAME: one node, or NULL with *@err -ENOENT or -ENOMEM */
+json_t *node_get_json(const char *name, int *err)
+{
+	struct peer *p;
+	json_t *o = NULL;
+
+	if (!strcmp(name, conf->node_name)) {
+		o = self_json();
+		*err = o ? 0 : -ENOMEM;
+		return o;
+	}
+	pthread_mutex_lock(&peers_lock);
+	p = find_locked(name);
+	*err = -ENOENT;
+	if (p) {
+		o = peer_json_locked(p);
+		*err = o ? 0 : -ENOMEM;
+	}
+	pthread_mutex_unlock(&peers_lock);
+	return o;
+}
+
+/*
+ * node_arenas_json - GET /v1/nodes/NAME/arenas: the arena table a peer
+ * last reported (this node's own for its name), as @cred may see it:
+ * arenas it may read under their owner, group and mode; never the
+ * remote keys.  NULL with *@err -ENOENT, -EHOSTDOWN (never answered).
+ */
+json_t *node_arenas_json(const char *name, const struct dpd_cred *cred, int *err)
+{
+	json_t *arr, *a, *v;
+	struct peer *p;
+	size_t i;
+
+	if (!strcmp(name, conf->node_name)) {
+		arr = arenas_list_json(cred);
+		*err = arr ? 0 : -ENOMEM;
+		return arr;
+	}
+	arr = json_array();
+	if (!arr) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&peers_lock);
+	p = find_locked(name);
+	a = p ? json_object_get(p->info, "arenas") : NULL;
+	*err = !p ? -ENOENT : !json_is_array(a) ? -EHOSTDOWN : 0;
+	json_array_foreach(a, i, v) {
+		json_t *c = json_deep_copy(v);
+		unsigned int mode = 0;
+		const char *ms = json_string_value(json_object_get(v, "mode"));
+
+		if (!c)
+			continue;
+		json_object_del(c, "rkey");
+		if (ms && parse_mode(ms, &mode) == 0 &&
+		    cred_may(cred, json_integer_value(json_object_get(v, "owner")),
+			     json_integer_value(json_object_get(v, "group")),
+			     mode, DPD_PERM_READ)) {
+			json_object_set_new(c, "node", json_string(name));
+			json_array_append_new(arr, c);
+		} else {
+			json_decref(c);
+		}
+	}
+	pthread_mutex_unlock(&peers_lock);
+	if (*err) {
+		json_decref(arr);
+		return NULL;
+	}
+	return arr;
+}
+
+/*
+ * peers_start - curl, then one thread per configured peer.  A peer whose
+ * module peer add fails is logged and left out (POST /v1/peers may add
+ * it later); the daemon still starts.
+ */
+int peers_start(const struct dpd_config *cfg)
+{
+	pthread_condattr_t a;
+	char err[256];
+	size_t i;
+	int ret;
+
+	conf = cfg;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(&peers_cond, &a);
+	pthread_condattr_destroy(&a);
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		log_err("libcurl: cannot initialise");
+		return -ENOMEM;
+	}
+	curl_ready = true;
+	for (i = 0; i < cfg->n_peers; i++) {
+		err[0] = '\0';
+		ret = peer_add(&cfg->peers[i], err, sizeof(err));
+		if (ret)
+			log_err("peer %s: %s", cfg->peers[i].name, err[0] ? err : strerror(-ret));
+	}
+	return 0;
+}
+
+void peers_stop(void)
+{
+	struct peer *p;
+
+	for (;;) {
+		pthread_mutex_lock(&peers_lock);
+		p = peers;
+		if (p) {
+			peers = p->next;
+			n_peers--;
+		}
+		pthread_mutex_unlock(&peers_lock);
+		if (!p)
+			break;
+		peer_free(p);
+	}
+	grants_free();
+	if (curl_ready)
+		curl_global_cleanup();
+	curl_ready = false;
+}
+
+/* ---- grants: peers' access to this node's arenas ------------------------ */
+
+struct grant {
+	struct grant *next;
+	uint64_t id;
+	char node[DPD_NAME_MAX + 1];
+	char arena[DPD_NAME_MAX + 1];
+	time_t expires;
+};
+
+/* grants_lock protects the list and every grant in it */
+static pthread_mutex_t grants_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct grant *grants;
+static uint64_t next_grant = 1;
+
+/* grants_renew - a request from @node: its grants live GRANT_LEASE more */
+void grants_renew(const char *node)
+{
+	struct grant *g;
+
+	pthread_mutex_lock(&grants_lock);
+	for (g = grants; g; g = g->next)
+		if (!strcmp(g->node, node))
+			g->expires = time(NULL) + GRANT_LEASE;
+	pthread_mutex_unlock(&grants_lock);
+}
+
+/* Unlink the grants @pred picks; release their arenas with no lock held. */
+static void grants_drop(bool (*pred)(const struct grant *, const void *),
+			const void *arg, bool log)
+{
+	struct grant **pp, *g, *gone = NULL;
+
+	pthread_mutex_lock(&grants_lock);
+	for (pp = &grants; (g = *pp);) {
+		if (pred(g, arg)) {
+			*pp = g->next;
+			g->next = gone;
+			gone = g;
+			continue;
+		}
+		pp = &g->next;
+	}
+	pthread_mutex_unlock(&grants_lock);
+	while ((g = gone)) {
+		gone = g->next;
+		if (log)
+			log_warn("grant %" PRIu64 " of arena %s to node %s expired",
+				 g->id, g->arena, g->node);
+		arena_release(g->arena);
+		free(g);
+	}
+}
+
+static bool expired(const struct grant *g, const void *now)
+{
+	return g->expires < *(const time_t *)now;
+}
+
+static bool any(const struct grant *g, const void *arg)
+{
+	(void)g;
+	(void)arg;
+	return true;
+}
+
+void grants_expire(void)
+{
+	time_t now = time(NULL);
+
+	grants_drop(expired, &now, true);
+}
+
+void grants_free(void)
+{
+	grants_drop(any, NULL, false);
+}
+
+static int json_u64v(json_t *v, uint64_t *out)
+{
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return -EINVAL;
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+/*
+ * grant_create - POST /v1/mesh/grants from peer daemon @node (a token
+ * holder): {"arena", "offset", "length", "move", and "admin": true or
+ * "uid", "gid", "groups"}.  Checks the requester's w on the arena and the
+ * range, holds the arena, and answers {"grant", "rkey", "ep"}.  NULL with
+ * *@err -EINVAL (@msg), -ENOENT, -EACCES, -ERANGE, -ENODEV.
+ */
+json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
+		     size_t msglen)
+{
+	struct dpd_cred cred = { 0 };
+	struct dpd_arena_ref ref;
+	struct dmaplane_name ep;
+	const char *arena = NULL, *key;
+	uint64_t off = 0, len = 0, move = 0, end, v64, id;
+	char hex[24];
+	bool have_len = false;
+	struct grant *g;
+	json_t *v, *gv, *o;
+	size_t i;
+
+	*err = -EINVAL;
+	if (!node || !name_valid(node)) {
+		snprintf(msg, msglen, "X-Dmaplane-Node: the asking node's name is needed");
+		return NULL;
+	}
+	if (!json_is_object(req)) {
+		snprintf(msg, msglen, "a grant request is a JSON object");
+		return NULL;
+	}
+	json_object_foreach(req, key, v) {
+		if (!strcmp(key, "arena") && json_is_string(v) &&
+		    name_valid(json_string_value(v)) &&
+		    strlen(json_string_value(v)) == json_string_length(v))
+			arena = json_string_value(v);
+		else if (!strcmp(key, "offset") && !json_u64v(v, &off))
+			;
+		else if (!strcmp(key, "length") && !json_u64v(v, &len))
+			have_len = true;
+		else if (!strcmp(key, "move") && !json_u64v(v, &move))
+			;
+		else if (!strcmp(key, "admin") && json_is_boolean(v))
+			cred.token = json_is_true(v);
+		else if (!strcmp(key, "uid") && !json_u64v(v, &v64) && v64 < UINT32_MAX)
+			cred.uid = (uid_t)v64;
+		else if (!strcmp(key, "gid") && !json_u64v(v, &v64) && v64 < UINT32_MAX)
+			cred.gid = (gid_t)v64;
+		else if (!strcmp(key, "groups") && json_is_array(v) &&
+			 json_array_size(v) <= DPD_MAX_GROUPS) {
+			json_array_foreach(v, i, gv) {
+				if (json_u64v(gv, &v64) || v64 >= UINT32_MAX) {
+					snprintf(msg, msglen, "groups: numeric gids");
+					return NULL;
+				}
+				cred.groups[cred.ngroups++] = (gid_t)v64;
+			}
+		} else {
+			snprintf(msg, msglen, "bad or unknown key \"%.64s\"", key);
+			return NULL;
+		}
+	}
+	if (!arena || !have_len || !len) {
+		snprintf(msg, msglen, "a grant needs an arena and a non-zero length");
+		return NULL;
+	}
+	/* "admin" is the only way to be an administrator: not uid 0. */
+	if (!cred.token && (cred.uid == 0 || cred.uid == getuid()))
+		cred.uid = (uid_t)-2;
+	if (!arenas_ep_name(&ep)) {
+		*err = -ENODEV;
+		return NULL;
+	}
+	*err = arena_hold(arena, &cred, DPD_PERM_WRITE, &ref);
+	if (*err) {
+		snprintf(msg, msglen, *err == -ENOENT ? "no arena %s on node %s" :
+			 *err == -EACCES ? "the requester may not write arena %s on node %s" :
+			 "arena %s on node %s: unavailable", arena, conf->node_name);
+		return NULL;
+	}
+	if (__builtin_add_overflow(off, len, &end) || end > ref.size) {
+		arena_release(arena);
+		*err = -ERANGE;
+		snprintf(msg, msglen, "range beyond arena %s of node %s", arena,
+			 conf->node_name);
+		return NULL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		arena_release(arena);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	strcpy(g->node, node);
+	strcpy(g->arena, arena);
+	pthread_mutex_lock(&grants_lock);
+	g->id = id = next_grant++;
+	g->expires = time(NULL) + GRANT_LEASE;
+	g->next = grants;
+	grants = g;
+	pthread_mutex_unlock(&grants_lock);
+	/* g may expire from now on: only @id is used. */
+	snprintf(hex, sizeof(hex), "%016" PRIx64, ref.rkey);
+	o = json_pack("{s:I, s:s, s:s, s:I, s:o}", "grant", (json_int_t)id,
+		      "arena", arena, "rkey", hex, "size", (json_int_t)ref.size,
+		      "ep", ep_name_json(&ep));
+	if (!o)
+		grant_delete(id, node);
+	log_info("grant %" PRIu64 ": node %s may put %" PRIu64 " bytes at %" PRIu64
+		 " of arena %s (move %" PRIu64 ")", id, node, len, off, arena, move);
+	*err = o ? 0 : -ENOMEM;
+	return o;
+}
+
+static bool grant_is(const struct grant *g, const void *arg)
+{
+	const struct grant *want = arg;
+
+	return g->id == want->id && !strcmp(g->node, want->node);
+}
+
+/* grant_delete - DELETE /v1/mesh/grants/ID by @node: 0 or -ENOENT */
+int grant_delete(uint64_t id, const char *node)
+{
+	struct grant want = { .id = id }, *g;
+	bool found = false;
+
+	if (!node || !name_valid(node))
+		return -ENOENT;
+	strcpy(want.node, node);
+	pthread_mutex_lock(&grants_lock);
+	for (g = grants; g; g = g->next)
+		if (grant_is(g, &want))
+			found = true;
+	pthread_mutex_unlock(&grants_lock);
+	if (!found)
+		return -ENOENT;
+	grants_drop(grant_is, &want, false);
+	return 0;
+}
+
+/* ep_name_json - {"node_id": hex, "ep_uid": hex} */
+json_t *ep_name_json(const struct dmaplane_name *n)
+{
+	char a[24], b[24];
+
+	snprintf(a, sizeof(a), "%016llx", (unsigned long long)n->node_id);
+	snprintf(b, sizeof(b), "%016llx", (unsigned long long)n->ep_uid);
+	return json_pack("{s:s, s:s}", "node_id", a, "ep_uid", b);
+}
+
+int ep_name_from_json(json_t *o, struct dmaplane_name *n)
+{
+	return parse_hex64(json_object_get(o, "node_id"), &n->node_id) &&
+	       parse_hex64(json_object_get(o, "ep_uid"), &n->ep_uid) ? 0 : -EPROTO;
+}
+
+/*
+ * mesh_info_json - GET /v1/mesh/info (token holders only): this node's
+ * name, its endpoint's name and its arena table with the remote keys.
+ */
+json_t *mesh_info_json(void)
+{
+	struct dmaplane_name ep;
+	json_t *o;
+
+	o = json_pack("{s:s, s:s, s:o, s:o}", "node", conf->node_name,
+		      "version", DPD_VERSION,
+		      "ep", arenas_ep_name(&ep) ? ep_name_json(&ep) : json_null(),
+		      "arenas", arenas_table_json());
+	return o;
+}

@@ -1,0 +1,32 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# dmaplaned's mesh across two VMs: tests/run-daemon.sh's build (the
+# library, dpctl, the daemon with ASan and UBSan, the module for the 6.1
+# test kernel), then tests/vm/jobs/dmaplaned2.sh on two VMs with soft-RoCE
+# between them and the host's root shared over 9p (the daemons, Debian's
+# curl and python3 run from there, in a chroot).  Prints one
+# PASS/FAIL/SKIP line per check (tests/vm/results.py), for both nodes.
+#
+# Usage: tests/run-daemon2.sh [KVER [KERNEL-ARGS]]   (6.1 by default)
+# DAEMON_RUN=NAME: a run directory of its own ($BUILD/daemon2node-KVER-NAME)
+
+set -u
+cd "$(dirname "$0")/.."
+. tests/vm/common.sh
+kver=${1:-6.1}
+run=daemon2node-$kver${DAEMON_RUN:+-$DAEMON_RUN}
+out=$BUILD/$run
+rm -rf "$out"
+mkdir -p "$out"
+
+KSRC=$(tests/vm/build-kernel.sh "$kver") || exit 1
+make -s BUILD="$BUILD" lib tools examples daemon daemon-asan >"$out/build.log" 2>&1 ||
+	{ tail -30 "$out/build.log"; exit 1; }
+build_ko $run "$KSRC" >"$out/ko.log" 2>&1 || { tail -30 "$out/ko.log"; exit 1; }
+make_initramfs "$out/i.cpio.gz" "$BUILD/ko-$run" \
+	tests/vm/bench:/dmaplane/bench >"$out/initramfs.log" 2>&1 ||
+	{ tail -20 "$out/initramfs.log"; exit 1; }
+tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/i.cpio.gz" \
+	-j dmaplaned2 -n 2 -t "${DAEMON_VM_TIMEOUT:-4800}" -m 3072 -o "$out/vm" -R \
+	-a "dmaplane.daemon_build=$(pwd)/$BUILD dmaplane.daemon_src=$(pwd) ${2:-}"
+python3 tests/vm/results.py --ksrc "$KSRC" --label dmaplaned2 "$out/vm" 2
