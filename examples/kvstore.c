@@ -498,6 +498,49 @@ static int dps_reap(struct dp_server *d, int timeout_ms)
 	return n;
 }
 
+/*
+ * Submit @nr prepared operations in as few dp_submit() calls as the ring
+ * allows: while it is full (-EAGAIN), @reap(@arg) takes completions to
+ * make room.  Each accepted RECV adds one to *@recvs, each SEND to *@sends.
+ */
+static int dp_submit_all(struct dp_ep *ep, const struct dmaplane_op *ops,
+			 unsigned int nr, int (*reap)(void *arg), void *arg,
+			 int *recvs, int *sends)
+{
+	unsigned int done = 0;
+	int ret;
+
+	while (done < nr) {
+		ret = dp_submit(ep, ops + done, nr - done);
+		if (ret == -EAGAIN) {
+			ret = reap(arg);
+			if (ret < 0)
+				return ret;
+			continue;
+		}
+		if (ret < 0)
+			return ret;
+		for (unsigned int i = done; i < done + ret; i++) {
+			if (ops[i].opcode == DMAPLANE_OP_RECV)
+				(*recvs)++;
+			else if (ops[i].opcode == DMAPLANE_OP_SEND)
+				(*sends)++;
+		}
+		done += ret;
+	}
+	return 0;
+}
+
+/* Make room in the ring: one completion, unless the FIFO has none left. */
+static int dps_reap_one(void *arg)
+{
+	struct dp_server *d = arg;
+
+	if (d->tail - d->head >= 4096 - 64)
+		return -ENOBUFS;
+	return dps_reap(d, 1);
+}
+
 /* A send, retried while the ring or the peer's unexpected budget is full. */
 static int dps_send(struct dp_server *d, uint32_t dest, uint64_t tag,
 		    const struct iovec *iov, unsigned int n)
@@ -519,27 +562,13 @@ static int dps_send(struct dp_server *d, uint32_t dest, uint64_t tag,
 /* Submit the pending acks and receives in as few dp_submit() calls as the ring allows. */
 static int dps_flush(struct dp_server *d)
 {
-	unsigned int done = 0;
-	int ret;
+	int recvs = 0, ret;
 
-	while (done < d->npend) {
-		ret = dp_submit(d->ep, d->pend + done, d->npend - done);
-		if (ret == -EAGAIN) {
-			if (d->tail - d->head >= 4096 - 64)
-				return -ENOBUFS;
-			ret = dps_reap(d, 1);
-			if (ret < 0)
-				return ret;
-			continue;
-		}
-		if (ret < 0)
-			return ret;
-		for (unsigned int i = done; i < done + ret; i++)
-			d->sends += d->pend[i].opcode == DMAPLANE_OP_SEND;
-		done += ret;
-	}
-	d->npend = 0;
-	return 0;
+	ret = dp_submit_all(d->ep, d->pend, d->npend, dps_reap_one, d, &recvs,
+			    &d->sends);
+	if (!ret)
+		d->npend = 0;
+	return ret;
 }
 
 static int dps_request(struct dp_server *d, const struct dmaplane_cqe *c);
@@ -932,6 +961,12 @@ static int dpw_reap(struct worker *wk, int timeout_ms)
 	return n;
 }
 
+/* Make room in the ring: one completion. */
+static int dpw_reap_one(void *arg)
+{
+	return dpw_reap(arg, 1);
+}
+
 static int dpw_sendv(struct worker *wk, int s, uint64_t tag,
 		     const struct iovec *iov, unsigned int n)
 {
@@ -963,32 +998,14 @@ static int dpw_push(struct worker *wk, int s, int z, uint64_t mark, const uint8_
 	if (!no_batch) {
 		/* The ack's receive and the push in one system call. */
 		struct dmaplane_op op[2];
-		int k = 0;
 
 		dp_prep_recv(&op[0], wk->av[s], TAG(OP_ACK, h->seq), 0, ack,
 			     sizeof(*ack), CTX_W_REPLY);
 		dp_prep_send(&op[1], wk->av[s], TAG(OP_PUSH, h->seq), iov,
 			     cfg->keys + 2, CTX_W_SEND);
 		dp_prep_set_flags(&op[1], DMAPLANE_OP_F_IOV);
-		while (k < 2) {
-			ret = dp_submit(wk->ep, op + k, 2 - k);
-			if (ret == -EAGAIN) {
-				ret = dpw_reap(wk, 1);
-				if (ret < 0)
-					return ret;
-				continue;
-			}
-			if (ret < 0)
-				return ret;
-			for (int i = k; i < k + ret; i++) {
-				if (op[i].opcode == DMAPLANE_OP_RECV)
-					wk->out++;
-				else
-					wk->sends++;
-			}
-			k += ret;
-		}
-		return 0;
+		return dp_submit_all(wk->ep, op, 2, dpw_reap_one, wk, &wk->out,
+				     &wk->sends);
 	}
 	ret = dp_recv(wk->ep, wk->av[s], TAG(OP_ACK, h->seq), 0, ack, sizeof(*ack),
 		      CTX_W_REPLY);
