@@ -41,17 +41,18 @@
  * (cmd, ret, issue_flags) by 7.2, (cmd, ret, res2, issue_flags) from 6.3
  * (and in Debian's 6.1.y), (cmd, ret, res2) before.
  */
+static inline void dmaplane_uring_cmd_done(struct io_uring_cmd *ioucmd,
+					   int ret, unsigned int issue_flags)
+{
 #if defined(DMAPLANE_HAVE_IO_URING_CMD_DONE32)
-#define dmaplane_uring_cmd_done(ioucmd, ret, issue_flags) \
-	io_uring_cmd_done(ioucmd, ret, issue_flags)
+	io_uring_cmd_done(ioucmd, ret, issue_flags);
 #elif defined(DMAPLANE_HAVE_IO_URING_CMD_DONE_RES2) || \
 	defined(DMAPLANE_HAVE_IO_URING_CMD_DONE_RES2_OLD)
-#define dmaplane_uring_cmd_done(ioucmd, ret, issue_flags) \
-	io_uring_cmd_done(ioucmd, ret, 0, issue_flags)
+	io_uring_cmd_done(ioucmd, ret, 0, issue_flags);
 #else
-#define dmaplane_uring_cmd_done(ioucmd, ret, issue_flags) \
-	io_uring_cmd_done(ioucmd, ret, 0)
+	io_uring_cmd_done(ioucmd, ret, 0);
 #endif
+}
 
 /*
  * A dynamic importer's callback for a moving dma-buf is
