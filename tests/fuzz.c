@@ -930,12 +930,16 @@ static void gen_op(struct tctx *t, const struct slot *s, struct dmaplane_op *op)
 		mutate(r, op, sizeof(*op));
 }
 
-static void op_submit(struct tctx *t)
+/*
+ * A batch for SUBMIT (ioctl or io_uring command): mostly 1 to 8
+ * operations (sometimes up to 300, or an "interesting" count, of which
+ * OPS_MAX are built), at the start of the array area or ending at its
+ * guard page.  *@ops_arg is the array's address, sometimes a bad one.
+ * Returns the count to pass.
+ */
+static uint64_t gen_batch(struct tctx *t, const struct slot *c, __u64 *ops_arg)
 {
 	struct rng *r = &t->r;
-	int s = pick_slot(t);
-	struct slot c = snap_slot(s);
-	struct dmaplane_submit sub = { 0 };
 	struct dmaplane_op *ops;
 	uint64_t nr, i, built;
 
@@ -943,18 +947,26 @@ static void op_submit(struct tctx *t)
 	if (!t->sane && chance(r, 10))
 		nr = chance(r, 50) ? below(r, 300) : interesting(r);
 	built = nr < OPS_MAX ? nr : OPS_MAX;
-	/* At the start of the array area, or ending at its guard page. */
 	ops = chance(r, 50) ? t->ops : t->ops + OPS_MAX - built;
 	t->iov_used = 0;
 	for (i = 0; i < built; i++)
-		gen_op(t, &c, &ops[i]);
-	sub.ops = (uintptr_t)ops;
+		gen_op(t, c, &ops[i]);
+	*ops_arg = (uintptr_t)ops;
 	if (!t->sane && chance(r, 10)) {
 		__u64 len;
 
-		gen_buf(t, &sub.ops, &len, false);
+		gen_buf(t, ops_arg, &len, false);
 	}
-	sub.nr = nr;
+	return nr;
+}
+
+static void op_submit(struct tctx *t)
+{
+	int s = pick_slot(t);
+	struct slot c = snap_slot(s);
+	struct dmaplane_submit sub = { 0 };
+
+	sub.nr = gen_batch(t, &c, &sub.ops);
 	issue(t, c.fd, DMAPLANE_IOCTL_SUBMIT, &sub, sizeof(sub));
 }
 
@@ -975,8 +987,6 @@ static void op_uring(struct tctx *t)
 	struct dmaplane_uring_submit cmd = { 0 };
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
-	uint64_t nr, i, built;
-	struct dmaplane_op *ops;
 	int fd = c.fd, ret, res;
 	__u32 cmd_op = DMAPLANE_URING_CMD_SUBMIT;
 
@@ -988,23 +998,9 @@ static void op_uring(struct tctx *t)
 		t->ring_ok = true;
 		t->ring_pid = getpid();
 	}
-	nr = 1 + below(r, 8);
-	if (!t->sane && chance(r, 10))
-		nr = chance(r, 50) ? below(r, 300) : interesting(r);
-	built = nr < OPS_MAX ? nr : OPS_MAX;
-	ops = chance(r, 50) ? t->ops : t->ops + OPS_MAX - built;
-	t->iov_used = 0;
-	for (i = 0; i < built; i++)
-		gen_op(t, &c, &ops[i]);
-	cmd.ops = (uintptr_t)ops;
-	cmd.nr = nr;
-	cmd.op_size = sizeof(*ops);
+	cmd.nr = gen_batch(t, &c, &cmd.ops);
+	cmd.op_size = sizeof(struct dmaplane_op);
 	if (!t->sane) {
-		if (chance(r, 10)) {
-			__u64 len;
-
-			gen_buf(t, &cmd.ops, &len, false);
-		}
 		if (chance(r, 20))
 			mutate(r, &cmd, sizeof(cmd));
 		if (chance(r, 5))

@@ -71,37 +71,31 @@ args="dmaplane.evil_count=$evil"
 # The two-VM job (about 8 minutes) and some 8 random frames a second.
 soak twonode $((2400 + evil / 2)) "$args" 2
 
-t0=$(date +%s)
-FABRIC_RUN=soak FABRIC_VM_TIMEOUT=5400 tests/run-fabric2.sh 6.1 >"$out/fabric2.log" 2>&1
-grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric2.log" | sed 's/^\([A-Z]*\) /\1 soak\//' >>"$out/results.txt"
-grep -qE '^(PASS|FAIL) ' "$out/fabric2.log" ||
-	echo "FAIL soak/fabric2 no results: $(tail -3 "$out/fabric2.log" | tr '\n' ' ')" >>"$out/results.txt"
-echo "   fabric2: $(($(date +%s) - t0)) s"
+# script NAME COMMAND...: a run script of its own (its PASS/FAIL/SKIP
+# lines, prefixed soak/, go to the results; none at all is a failure),
+# timed.
+script() {
+	name=$1
+	shift
+	t0=$(date +%s)
+	"$@" >"$out/$name.log" 2>&1
+	grep -E '^(PASS|FAIL|SKIP) ' "$out/$name.log" | sed 's/^\([A-Z]*\) /\1 soak\//' \
+		>>"$out/results.txt"
+	grep -qE '^(PASS|FAIL) ' "$out/$name.log" ||
+		echo "FAIL soak/$name no results: $(tail -3 "$out/$name.log" | tr '\n' ' ')" \
+			>>"$out/results.txt"
+	echo "   $name: $(($(date +%s) - t0)) s"
+}
 
-t0=$(date +%s)
-FABRIC_RUN=soak FABRIC_VM_TIMEOUT=2400 tests/run-fabric.sh 6.1 \
-	"dmaplane.fabric_only=openmpi,openmpi-osc" >"$out/fabric.log" 2>&1
-grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric.log" | sed 's/^\([A-Z]*\) /\1 soak\//' >>"$out/results.txt"
-grep -qE '^(PASS|FAIL) ' "$out/fabric.log" ||
-	echo "FAIL soak/fabric no results: $(tail -3 "$out/fabric.log" | tr '\n' ' ')" >>"$out/results.txt"
-echo "   fabric: $(($(date +%s) - t0)) s"
-
+script fabric2 env FABRIC_RUN=soak FABRIC_VM_TIMEOUT=5400 tests/run-fabric2.sh 6.1
+script fabric env FABRIC_RUN=soak FABRIC_VM_TIMEOUT=2400 tests/run-fabric.sh 6.1 \
+	"dmaplane.fabric_only=openmpi,openmpi-osc"
 # dmaplaned (the arena service) in one VM: arenas, attach, access control,
 # malformed requests, events, local moves, a fuzz pass (12-18 minutes
-# under TCG, so not in make check, which runs its host test)
-t0=$(date +%s)
-DAEMON_RUN=soak tests/run-daemon.sh 6.1 >"$out/dmaplaned.log" 2>&1
-grep -E '^(PASS|FAIL|SKIP) ' "$out/dmaplaned.log" | sed 's/^\([A-Z]*\) /\1 soak\//' >>"$out/results.txt"
-grep -qE '^(PASS|FAIL) ' "$out/dmaplaned.log" ||
-	echo "FAIL soak/dmaplaned no results: $(tail -3 "$out/dmaplaned.log" | tr '\n' ' ')" >>"$out/results.txt"
-echo "   dmaplaned: $(($(date +%s) - t0)) s"
-
-t0=$(date +%s)
-DAEMON_RUN=soak tests/run-daemon2.sh 6.1 >"$out/dmaplaned2.log" 2>&1
-grep -E '^(PASS|FAIL|SKIP) ' "$out/dmaplaned2.log" | sed 's/^\([A-Z]*\) /\1 soak\//' >>"$out/results.txt"
-grep -qE '^(PASS|FAIL) ' "$out/dmaplaned2.log" ||
-	echo "FAIL soak/dmaplaned2 no results: $(tail -3 "$out/dmaplaned2.log" | tr '\n' ' ')" >>"$out/results.txt"
-echo "   dmaplaned2: $(($(date +%s) - t0)) s"
+# under TCG, so not in make check, which runs its host test); then two
+# daemons on two VMs (the mesh, moves across the nodes)
+script dmaplaned env DAEMON_RUN=soak tests/run-daemon.sh 6.1
+script dmaplaned2 env DAEMON_RUN=soak tests/run-daemon2.sh 6.1
 
 grep -h '^# \(faults\|killloop\|[0-9]* rounds\|drain\|nth:\|fail\|random\)\|^fuzz' \
 	"$out"/*/results-0.log 2>/dev/null
