@@ -299,15 +299,21 @@ h1=$(agent sha256 d1 0 33554432)
 [ "$before" = "$after" ] && [ "$h0" = "$h1" ]
 case_result remote-malformed-changed-nothing $? "before $before after $after, $h0 $h1"
 
+# wait_started ID: until move ID has moved some bytes (60 s at most)
+wait_started() {
+	for i in $(seq 120); do
+		api http://x/v1/moves/$1 >/dev/null
+		[ "$(field bytes_done)" -gt 0 ] 2>/dev/null && return 0
+		sleep 0.5
+	done
+	return 1
+}
+
 # ---- cancel in the middle of a big move (128 MiB in 4 KiB chunks) ----------
 st=$(api -X POST -d '{"src":{"arena":"sbig"},"dst":{"node":"vm1","arena":"big"},"length":"128M","chunk":4096}' http://x/v1/moves)
 expect cancel-create 202 "$st"
 id=$(move_id)
-for i in $(seq 120); do
-	api http://x/v1/moves/$id >/dev/null
-	[ "$(field bytes_done)" -gt 0 ] 2>/dev/null && break
-	sleep 0.5
-done
+wait_started "$id"
 expect n1-big-held 409 "$(n1 -X DELETE http://$N1:7070/v1/arenas/big)" $H/tmp/body.n1
 expect cancel 202 "$(api -X DELETE http://x/v1/moves/$id)"
 poll_move "$id" 120
@@ -323,11 +329,7 @@ sleep 4	# vm0 learns the new arena's key with the next heartbeat
 st=$(api -X POST -d '{"src":{"arena":"sbig"},"dst":{"node":"vm1","arena":"big"},"length":"128M","chunk":4096}' http://x/v1/moves)
 expect kill-move-create 202 "$st"
 id=$(move_id)
-for i in $(seq 120); do
-	api http://x/v1/moves/$id >/dev/null
-	[ "$(field bytes_done)" -gt 0 ] 2>/dev/null && break
-	sleep 0.5
-done
+wait_started "$id"
 st=$(agent kill)
 case_result kill-peer-daemon $([ "$st" = ok ]; echo $?) "$st"
 poll_move "$id" 120
