@@ -469,6 +469,21 @@ static void mr_cache_teardown_work(struct work_struct *work)
 #define MR_VERIFY_CHUNK	32
 
 /*
+ * Pinning a new entry and verifying a suspect one start over when an
+ * invalidation of the range ran meanwhile.  A process that zaps the range
+ * back to back (MADV_DONTNEED in a loop from another thread, under the
+ * mmap_lock taken for reading) would make them start over for ever: after
+ * MR_TRIES_UNLOCKED tries, they hold the mmap_lock for writing, which
+ * keeps out every invalidation a thread can drive through its own
+ * address space, and after MR_TRIES in all they give up (-EAGAIN for a
+ * registration; the entry stays suspect for a verification).  What is
+ * left (reclaim, migration, a truncation of a shared file) does not go
+ * on for ever.
+ */
+#define MR_TRIES_UNLOCKED	4
+#define MR_TRIES		16
+
+/*
  * Whether the process maps the pinned pages of @e at their addresses now.
  * A read-only look at the page tables: FOLL_NOFAULT so that nothing is
  * faulted in (hugetlb VMAs of 6.1 fault anyway, which only replaces a
@@ -476,10 +491,12 @@ static void mr_cache_teardown_work(struct work_struct *work)
  * find another page), FOLL_FORCE for PROT_NONE (mprotect or NUMA hinting)
  * mappings of the same pages.
  *
+ * @locked: the caller holds the mm's mmap_lock (for writing).
+ *
  * Return: 1 when it does, 0 when not, -EINTR when a fatal signal of the
  * caller stopped the lookup (nothing is known then).
  */
-static int mr_entry_pages_mapped(struct dmaplane_mr_entry *e)
+static int mr_entry_pages_mapped(struct dmaplane_mr_entry *e, bool locked)
 {
 	struct mm_struct *mm = e->cache->mm;
 	struct page *pages[MR_VERIFY_CHUNK];
@@ -492,10 +509,12 @@ static int mr_entry_pages_mapped(struct dmaplane_mr_entry *e)
 		return false;
 	while (same && done < e->npages) {
 		n = min_t(unsigned long, e->npages - done, MR_VERIFY_CHUNK);
-		mmap_read_lock(mm);
+		if (!locked)
+			mmap_read_lock(mm);
 		n = mr_get_user_pages_remote(mm, e->it.start + (done << PAGE_SHIFT), n,
 					     FOLL_NOFAULT | FOLL_FORCE, pages);
-		mmap_read_unlock(mm);
+		if (!locked)
+			mmap_read_unlock(mm);
 		if (n <= 0) {
 			/* GUP stops at a fatal signal, mapped or not. */
 			if (fatal_signal_pending(current))
@@ -523,11 +542,15 @@ static int mr_entry_pages_mapped(struct dmaplane_mr_entry *e)
  *
  * Return: true when @e is VALID and not suspect; false when it is DEAD,
  * or still suspect because the caller got a fatal signal (the verify
- * work, which gets none, resolves it).
+ * work, which gets none, resolves it) or because invalidations of the
+ * range kept coming (MR_TRIES).
  */
 static bool mr_entry_verify(struct dmaplane_mr_entry *e)
 {
 	struct dmaplane_mr_cache *c = e->cache;
+	struct mm_struct *mm = c->mm;
+	unsigned int tries = 0;
+	bool locked = false;
 	unsigned long seq;
 	int same;
 	bool ok;
@@ -538,11 +561,25 @@ static bool mr_entry_verify(struct dmaplane_mr_entry *e)
 	spin_lock(&c->lock);
 	while (e->state == MR_ENTRY_VALID && e->suspect) {
 		spin_unlock(&c->lock);
+		if (tries++ == MR_TRIES)
+			return false;
+		if (tries > MR_TRIES_UNLOCKED && !locked) {
+			/* The cache holds mm_count: @mm is still there. */
+			if (!mmget_not_zero(mm))
+				return false;
+			if (mmap_write_lock_killable(mm)) {
+				mmput(mm);
+				return false;
+			}
+			locked = true;
+		}
 		/* Waits for an invalidation of the range to end. */
 		seq = mmu_interval_read_begin(&e->notifier);
-		same = mr_entry_pages_mapped(e);
-		if (same < 0)
-			return false;
+		same = mr_entry_pages_mapped(e, locked);
+		if (same < 0) {
+			ok = false;
+			goto out_unlock_mm;
+		}
 		spin_lock(&c->lock);
 		if (mmu_interval_read_retry(&e->notifier, seq)) {
 			spin_unlock(&c->lock);
@@ -559,6 +596,11 @@ static bool mr_entry_verify(struct dmaplane_mr_entry *e)
 	}
 	ok = e->state == MR_ENTRY_VALID;
 	spin_unlock(&c->lock);
+out_unlock_mm:
+	if (locked) {
+		mmap_write_unlock(mm);
+		mmput(mm);
+	}
 	return ok;
 }
 
@@ -1084,14 +1126,16 @@ static int mr_cache_charge(struct dmaplane_mr_cache *c, unsigned long npages)
  * memory may be registered for writing (a private file mapping is copied
  * into anonymous pages by the pin): -EOPNOTSUPP for a shared mapping of
  * any other file in [@start, @end) of the current address space.
+ * @locked: the caller holds its mmap_lock.
  */
-static int mr_check_writable(unsigned long start, unsigned long end)
+static int mr_check_writable(unsigned long start, unsigned long end, bool locked)
 {
 	struct mm_struct *mm = current->mm;
 	struct vm_area_struct *vma;
 	int ret = 0;
 
-	mmap_read_lock(mm);
+	if (!locked)
+		mmap_read_lock(mm);
 	for (vma = find_vma(mm, start); vma && vma->vm_start < end;
 	     vma = find_vma(mm, vma->vm_end)) {
 		if ((vma->vm_flags & VM_SHARED) && vma->vm_file &&
@@ -1100,12 +1144,16 @@ static int mr_check_writable(unsigned long start, unsigned long end)
 			break;
 		}
 	}
-	mmap_read_unlock(mm);
+	if (!locked)
+		mmap_read_unlock(mm);
 	return ret;
 }
 
-/* Pin the pages of @e in chunks; on error nothing stays pinned. */
-static int mr_entry_pin_pages(struct dmaplane_mr_entry *e)
+/*
+ * Pin the pages of @e in chunks; on error nothing stays pinned.  @locked:
+ * the caller holds current->mm's mmap_lock (for writing).
+ */
+static int mr_entry_pin_pages(struct dmaplane_mr_entry *e, bool locked)
 {
 	unsigned int gup_flags = FOLL_LONGTERM | (e->write ? FOLL_WRITE : 0);
 	unsigned long start = e->it.start;
@@ -1114,7 +1162,8 @@ static int mr_entry_pin_pages(struct dmaplane_mr_entry *e)
 
 	/* Checked at each try: a retry may find another mapping there. */
 	if (e->write) {
-		ret = mr_check_writable(start, start + (e->npages << PAGE_SHIFT));
+		ret = mr_check_writable(start, start + (e->npages << PAGE_SHIFT),
+					locked);
 		if (ret)
 			return ret;
 	}
@@ -1127,8 +1176,13 @@ static int mr_entry_pin_pages(struct dmaplane_mr_entry *e)
 			ret = -EINTR;
 			goto err_unpin;
 		}
-		ret = pin_user_pages_fast(start + (pinned << PAGE_SHIFT), n,
-					  gup_flags, e->pages + pinned);
+		if (locked)
+			ret = dmaplane_pin_user_pages_remote(current->mm,
+							     start + (pinned << PAGE_SHIFT),
+							     n, gup_flags, e->pages + pinned);
+		else
+			ret = pin_user_pages_fast(start + (pinned << PAGE_SHIFT), n,
+						  gup_flags, e->pages + pinned);
 		if (ret < 0)
 			goto err_unpin;
 		if (!ret) {
@@ -1153,6 +1207,8 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 			   unsigned long start, unsigned long npages, bool write)
 {
 	struct dmaplane_mr_entry *e;
+	unsigned int tries;
+	bool locked = false;
 	unsigned long seq;
 	int ret;
 
@@ -1182,19 +1238,31 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 	if (ret)
 		goto err_free_pages;
 
-	for (;;) {
+	for (tries = 1;; tries++) {
+		/* See MR_TRIES. */
+		if (tries > MR_TRIES_UNLOCKED && !locked) {
+			if (mmap_write_lock_killable(c->mm)) {
+				ret = -EINTR;
+				goto err_remove_notifier;
+			}
+			locked = true;
+		}
 		seq = mmu_interval_read_begin(&e->notifier);
-		ret = mr_entry_pin_pages(e);
+		ret = mr_entry_pin_pages(e, locked);
 		if (ret)
-			goto err_remove_notifier;
+			goto err_unlock_mm;
 		spin_lock(&c->lock);
 		if (!mmu_interval_read_retry(&e->notifier, seq))
 			break;
 		spin_unlock(&c->lock);
 		unpin_user_pages(e->pages, npages);
+		if (tries == MR_TRIES) {
+			ret = -EAGAIN;
+			goto err_unlock_mm;
+		}
 		if (fatal_signal_pending(current)) {
 			ret = -EINTR;
-			goto err_remove_notifier;
+			goto err_unlock_mm;
 		}
 		cond_resched();
 	}
@@ -1207,12 +1275,17 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 	c->nr_entries++;
 	mr_attach_locked(c, e, mr);
 	spin_unlock(&c->lock);
+	if (locked)
+		mmap_write_unlock(c->mm);
 
 	atomic_long_inc(&dmaplane_stats.user_mrs);
 	atomic_long_add(npages, &dmaplane_stats.pinned_pages);
 	/* @mr holds the entry now; keep the pin reference only. */
 	return 0;
 
+err_unlock_mm:
+	if (locked)
+		mmap_write_unlock(c->mm);
 err_remove_notifier:
 	mmu_interval_notifier_remove(&e->notifier);
 err_free_pages:

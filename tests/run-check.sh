@@ -27,6 +27,9 @@
 #     (tests/run-fabric.sh), and fi_pingpong and fabtests between two VMs
 #     (tests/run-fabric2.sh)
 #
+# The VM runs (5-8) go in two lanes side by side: lane a the 6.1 test
+# kernel (suite, 6b, 7), lane b the rest (see lane_a and lane_b below).
+#
 # Every test prints PASS/FAIL/SKIP; the last line is "N passed, N failed".
 # Every step prints its time.  Exit status 1 when anything failed.
 # Logs: build/check/.
@@ -180,52 +183,65 @@ run_vm() {	# label kernel kodir job nodes timeout [kernel-args]
 	judge --label "$label" "$out/$label" "$5"
 }
 
-section "test kernel 6.1 VM: KUnit and kselftest suite"
-run_vm testkernel "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" suite 1 900
 if [ "${DMAPLANE_CHECK:-}" = quick ]; then
+	section "test kernel 6.1 VM: KUnit and kselftest suite"
+	run_vm testkernel "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" suite 1 900
 	echo "== DMAPLANE_CHECK=quick: 6.12 test kernel, stock kernel and two-VM runs skipped"
 	finish
 fi
-section "test kernel 6.1 VM: fault injection (fail-nth sweep, failslab, fail_page_alloc)"
-run_vm faults "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" faults 1 2400
-section "test kernel 6.1 VM: kill loop (100 rounds)"
-run_vm killloop "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop 1 1800
-section "test kernel 6.1 VM: ioctl fuzzer (100,000 calls)"
-run_vm fuzz "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" fuzz 1 2400 \
-	"dmaplane.fuzz_calls=100000"
-section "test kernel 6.12 VM: KUnit and kselftest suite"
-JUDGE_KSRC=$KSRC612 run_vm testkernel-6.12 "$KSRC612/arch/x86/boot/bzImage" \
-	"$BUILD/ko-test612" suite 1 900
-section "stock kernel $stock VM: kselftest suite"
-run_vm stock "/boot/vmlinuz-$stock" "$BUILD/ko-stock" suite 1 600
-section "stock kernel $stock612 VM: kselftest suite"
-run_vm stock-6.12 "/boot/vmlinuz-$stock612" "$BUILD/ko-stock612" suite 1 600
-section "stock kernel $stock VM: make bench's job, smoke run (every dp-bench mode and peer, tiny sizes)"
-# tests/run-bench.sh smoke: a case per dp-bench mode (non-zero exit or an
-# "error"/"n/a" dmaplane cell fails it) and per peer (ucx_perftest,
-# NetPIPE over Open MPI's vader, UCX and the provider; skipped when not
-# installed, scripts/deps.sh bench).
-rm -rf "$BUILD/bench-smoke/vm"
-if ! DMAPLANE_BENCH_KO=$BUILD/ko-stock tests/run-bench.sh smoke >"$out/benchsmoke.log" 2>&1 &&
-	[ ! -e "$BUILD/bench-smoke/vm/results-0.log" ]; then
-	record FAIL benchsmoke "no VM run: $(tail -20 "$out/benchsmoke.log")"
-else
-	judge --label benchsmoke "$BUILD/bench-smoke/vm" 1
-fi
-section "two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
-run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
-section "two VMs: kill loop across the nodes (100 rounds)"
-run_vm killloop2 "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop2 2 1800 \
-	"dmaplane.kill_rounds=100"
-if pkg-config --exists libfabric; then
-	section "libfabric provider: host test, fi_pingpong, fabtests, Open MPI (6.1 VM)"
-	step build/fabric make -s BUILD="$BUILD" KSFT_DIR="$KSFT" fabric fabric-tests
-	for t in "$BUILD"/fabric/tests/*_test; do
-		[ -x "$t" ] || continue
-		"$t" >"$out/host-fabric-$(basename "$t").log" 2>&1
-		judge --label "host/fabric-$(basename "$t")" \
-			--tap "$out/host-fabric-$(basename "$t").log" --rc $?
-	done
+
+# The VM runs go in two lanes side by side, each one VM (or one pair) at a
+# time: a guest under TCG keeps one of its two vCPUs busy most of the
+# time, so two lanes on a 2-core host take little more than the longer
+# one.  Lane a: the 6.1 test kernel (suite, fault injection, kill loop,
+# fuzzer, two VMs).  Lane b: the 6.12 test kernel, the stock kernels, the
+# bench smoke run and the libfabric provider (the steps that run make
+# themselves, one after the other).  Lane b's output is printed after lane
+# a's, with its own step times.
+lane_a() {
+	section "lane a: test kernel 6.1 VM: KUnit and kselftest suite"
+	run_vm testkernel "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" suite 1 900
+	section "lane a: test kernel 6.1 VM: fault injection (fail-nth sweep, failslab, fail_page_alloc)"
+	run_vm faults "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" faults 1 2400
+	section "lane a: test kernel 6.1 VM: kill loop (100 rounds)"
+	run_vm killloop "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop 1 1800
+	section "lane a: test kernel 6.1 VM: ioctl fuzzer (100,000 calls)"
+	run_vm fuzz "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" fuzz 1 2400 \
+		"dmaplane.fuzz_calls=100000"
+	section "lane a: two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
+	run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
+	section "lane a: two VMs: kill loop across the nodes (100 rounds)"
+	run_vm killloop2 "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop2 2 1800 \
+		"dmaplane.kill_rounds=100"
+	section "lane a: done"
+}
+
+lane_b() {
+	section "lane b: test kernel 6.12 VM: KUnit and kselftest suite"
+	JUDGE_KSRC=$KSRC612 run_vm testkernel-6.12 "$KSRC612/arch/x86/boot/bzImage" \
+		"$BUILD/ko-test612" suite 1 900
+	section "lane b: stock kernel $stock VM: kselftest suite"
+	run_vm stock "/boot/vmlinuz-$stock" "$BUILD/ko-stock" suite 1 600
+	section "lane b: stock kernel $stock612 VM: kselftest suite"
+	run_vm stock-6.12 "/boot/vmlinuz-$stock612" "$BUILD/ko-stock612" suite 1 600
+	section "lane b: stock kernel $stock VM: make bench's job, smoke run (every dp-bench mode and peer, tiny sizes)"
+	# tests/run-bench.sh smoke: a case per dp-bench mode (non-zero exit or an
+	# "error"/"n/a" dmaplane cell fails it) and per peer (ucx_perftest,
+	# NetPIPE over Open MPI's vader, UCX and the provider; skipped when not
+	# installed, scripts/deps.sh bench).
+	rm -rf "$BUILD/bench-smoke/vm"
+	if ! DMAPLANE_BENCH_KO=$BUILD/ko-stock tests/run-bench.sh smoke >"$out/benchsmoke.log" 2>&1 &&
+		[ ! -e "$BUILD/bench-smoke/vm/results-0.log" ]; then
+		record FAIL benchsmoke "no VM run: $(tail -20 "$out/benchsmoke.log")"
+	else
+		judge --label benchsmoke "$BUILD/bench-smoke/vm" 1
+	fi
+	pkg-config --exists libfabric && fabric_vms
+	section "lane b: done"
+}
+
+fabric_vms() {
+	section "lane b: libfabric provider: fi_pingpong, fabtests, Open MPI (6.1 VM)"
 	# Every check (fi_getinfo_test's subtests that ask for what dmaplane
 	# does not do are SKIP lines: tests/vm/jobs/fabric.sh).
 	checks=fi_getinfo_test,fi_pingpong,fi_rdm_tagged_pingpong,fi_rdm_tagged_bw,fi_rdm_tagged_peek
@@ -244,7 +260,7 @@ if pkg-config --exists libfabric; then
 	grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric.log" | tee -a "$results"
 	grep -qE '^(PASS|FAIL) ' "$out/fabric.log" ||
 		record FAIL fabric "no results: $(tail -5 "$out/fabric.log")"
-	section "libfabric provider across two VMs: fi_pingpong and fabtests (6.1)"
+	section "lane b: libfabric provider across two VMs: fi_pingpong and fabtests (6.1)"
 	# The same fabtests pairs between the nodes (servers on node 1,
 	# clients on node 0; ~10 min under TCG); Open MPI across the nodes
 	# (another ~25 min) runs in make soak.
@@ -255,6 +271,29 @@ if pkg-config --exists libfabric; then
 	grep -E '^(PASS|FAIL|SKIP) ' "$out/fabric2.log" | tee -a "$results"
 	grep -qE '^(PASS|FAIL) ' "$out/fabric2.log" ||
 		record FAIL fabric2 "no results: $(tail -5 "$out/fabric2.log")"
+}
+
+if pkg-config --exists libfabric; then
+	section "libfabric provider: build and host tests"
+	step build/fabric make -s BUILD="$BUILD" KSFT_DIR="$KSFT" fabric fabric-tests
+	for t in "$BUILD"/fabric/tests/*_test; do
+		[ -x "$t" ] || continue
+		"$t" >"$out/host-fabric-$(basename "$t").log" 2>&1
+		judge --label "host/fabric-$(basename "$t")" \
+			--tap "$out/host-fabric-$(basename "$t").log" --rc $?
+	done
 fi
 
+section "VMs in two lanes (lane b's log follows lane a's)"
+(
+	results=$out/results-b.txt
+	: >"$results"
+	tstep=
+	lane_b
+) >"$out/lane-b.log" 2>&1 &
+lane_b_pid=$!
+lane_a
+wait "$lane_b_pid"
+cat "$out/lane-b.log"
+cat "$out/results-b.txt" >>"$results"
 finish
