@@ -282,7 +282,8 @@ struct dmaplane_handle_arg {
  *
  * Registering a range that a live registration of the same address space
  * already covers with at least the same access returns that pinning again
- * (a cache hit: no pages are pinned twice).
+ * (a cache hit: no pages are pinned twice).  -EAGAIN when the range kept
+ * being invalidated (unmapped, zapped) while its pages were pinned.
  */
 struct dmaplane_mr_reg {
 	__u64 addr;
