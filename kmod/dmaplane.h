@@ -188,8 +188,10 @@ struct dmaplane_match_table {
  * struct dmaplane_match_recv - a posted receive, as the matcher sees it
  * @q: fully specified receives (a source, no ignored tag bit): in
  *	&dmaplane_matcher.recv_spec; any-source receives with no ignored
- *	tag bit: in &dmaplane_matcher.recv_tag
- * @node: receives with ignored tag bits: on &dmaplane_matcher.recv_masked
+ *	tag bit: in &dmaplane_matcher.recv_tag; receives naming a source
+ *	and ignoring tag bits: in &dmaplane_matcher.recv_src
+ * @node: any-source receives with ignored tag bits: on
+ *	&dmaplane_matcher.recv_masked
  * @all_node: on &dmaplane_matcher.recv_all, every posted receive
  * @src: source, or %DMAPLANE_ANY_SRC
  * @tag: tag
@@ -211,6 +213,7 @@ struct dmaplane_match_recv {
  * @all_node: on &dmaplane_matcher.unexp_all, in arrival order
  * @spec: in &dmaplane_matcher.unexp_spec, keyed by (source, tag)
  * @by_tag: in &dmaplane_matcher.unexp_tag, keyed by tag
+ * @by_src: in &dmaplane_matcher.unexp_src, keyed by source
  * @src: source
  * @tag: tag
  */
@@ -218,6 +221,7 @@ struct dmaplane_match_msg {
 	struct list_head all_node;
 	struct dmaplane_match_qnode spec;
 	struct dmaplane_match_qnode by_tag;
+	struct dmaplane_match_qnode by_src;
 	u64 src;
 	u64 tag;
 };
@@ -228,10 +232,14 @@ struct dmaplane_match_msg {
  *	(source, tag), each key's receives in posting order
  * @recv_tag: receives for any source ignoring no tag bit, by tag, each
  *	key's receives in posting order
- * @recv_masked: receives that ignore tag bits, posting order
+ * @recv_src: receives naming a source and ignoring tag bits
+ *	(MPI_ANY_TAG), by source, each source's in posting order
+ * @recv_masked: receives for any source that ignore tag bits, posting
+ *	order
  * @recv_all: every posted receive, posting order
  * @unexp_spec: every unexpected message by (source, tag), arrival order
  * @unexp_tag: every unexpected message by tag, arrival order
+ * @unexp_src: every unexpected message by source, arrival order
  * @unexp_all: every unexpected message, arrival order
  * @next_seq: sequence number of the next posted receive
  * @nr_recvs: receives posted and not matched or cancelled
@@ -248,10 +256,12 @@ struct dmaplane_match_msg {
 struct dmaplane_matcher {
 	struct dmaplane_match_table recv_spec;
 	struct dmaplane_match_table recv_tag;
+	struct dmaplane_match_table recv_src;
 	struct list_head recv_masked;
 	struct list_head recv_all;
 	struct dmaplane_match_table unexp_spec;
 	struct dmaplane_match_table unexp_tag;
+	struct dmaplane_match_table unexp_src;
 	struct list_head unexp_all;
 	u64 next_seq;
 	unsigned int nr_recvs;

@@ -13,22 +13,25 @@
  *   they match in send order (non-overtaking) whenever the transport
  *   delivers them in send order.
  *
- * Posted receives are of three kinds, each kept in posting order:
+ * Posted receives are of four kinds, each kept in posting order:
  *
  * - fully specified (a source, no ignored tag bit): in a hash table keyed
  *   by (source, tag);
  * - any source, exact tag (MPI_ANY_SOURCE): in a hash table keyed by tag;
- * - with ignored tag bits (any source or not): on one list, the only
- *   structure that is scanned.
+ * - a source, ignored tag bits (MPI_ANY_TAG): in a hash table keyed by
+ *   source, scanned only among that source's;
+ * - any source, ignored tag bits: on one list, scanned whole.
  *
  * Every receive carries a sequence number in posting order.  An arriving
- * message has at most three candidates: the first receive of its (source,
- * tag) key, the first of its tag key and the first accepting one on the
- * list; the one posted first wins, as UCX does.  Unexpected messages are
- * in two hash tables, by (source, tag) and by tag, and on a list, each in
- * arrival order, so that a posted receive of the first two kinds takes
- * the first message of its key at once and one of the third kind scans
- * the list.  Every entry leaves every structure it is on in O(1).
+ * message has at most four candidates: the first receive of its (source,
+ * tag) key, the first of its tag key, the first accepting one of its
+ * source's masked receives and the first accepting one on the list; the
+ * one posted first wins, as UCX does.  Unexpected messages are in three
+ * hash tables, by (source, tag), by tag and by source, and on a list,
+ * each in arrival order, so that a posted receive of the first two kinds
+ * takes the first message of its key at once, one of the third kind
+ * scans its source's messages and one of the fourth kind scans the list.
+ * Every entry leaves every structure it is on in O(1).
  *
  * A hash table holds one node per distinct key in its buckets: the
  * earliest entry of that key, which heads a FIFO of the later ones
@@ -59,6 +62,8 @@ enum {
 	MATCH_T_RECV,		/* dmaplane_match_recv.q: (src, tag) */
 	MATCH_T_UNEXP_SPEC,	/* dmaplane_match_msg.spec: (src, tag) */
 	MATCH_T_UNEXP_TAG,	/* dmaplane_match_msg.by_tag: (ANY_SRC, tag) */
+	MATCH_T_RECV_SRC,	/* dmaplane_match_recv.q: (src, 0) */
+	MATCH_T_UNEXP_SRC,	/* dmaplane_match_msg.by_src: (src, 0) */
 };
 
 static u64 match_hash(u64 src, u64 tag)
@@ -90,10 +95,20 @@ static void qnode_key(const struct dmaplane_match_table *t,
 		*src = msg->src;
 		*tag = msg->tag;
 		break;
-	default:
+	case MATCH_T_UNEXP_TAG:
 		msg = container_of(q, struct dmaplane_match_msg, by_tag);
 		*src = DMAPLANE_ANY_SRC;
 		*tag = msg->tag;
+		break;
+	case MATCH_T_RECV_SRC:
+		r = container_of(q, struct dmaplane_match_recv, q);
+		*src = r->src;
+		*tag = 0;
+		break;
+	default:
+		msg = container_of(q, struct dmaplane_match_msg, by_src);
+		*src = msg->src;
+		*tag = 0;
 		break;
 	}
 }
@@ -171,6 +186,20 @@ table_find(const struct dmaplane_match_table *t, u64 src, u64 tag)
 	return NULL;
 }
 
+/*
+ * The entry after @q in the FIFO of the key whose earliest entry is
+ * @first (@q is @first or on its FIFO), or NULL after the last.
+ */
+static struct dmaplane_match_qnode *qnode_next(struct dmaplane_match_qnode *first,
+					       struct dmaplane_match_qnode *q)
+{
+	struct list_head *next = q == first ? first->same.next : q->same.next;
+
+	if (next == &first->same)
+		return NULL;
+	return list_entry(next, struct dmaplane_match_qnode, same);
+}
+
 /* Append @q, whose entry has key (@src, @tag), to that key's FIFO. */
 static void table_add(struct dmaplane_matcher *m, struct dmaplane_match_table *t,
 		      struct dmaplane_match_qnode *q, u64 src, u64 tag)
@@ -239,6 +268,12 @@ int dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock)
 	ret = table_init(m, &m->unexp_tag, MATCH_T_UNEXP_TAG);
 	if (ret)
 		goto err_unexp_spec;
+	ret = table_init(m, &m->recv_src, MATCH_T_RECV_SRC);
+	if (ret)
+		goto err_unexp_tag;
+	ret = table_init(m, &m->unexp_src, MATCH_T_UNEXP_SRC);
+	if (ret)
+		goto err_recv_src;
 	INIT_LIST_HEAD(&m->recv_masked);
 	INIT_LIST_HEAD(&m->recv_all);
 	INIT_LIST_HEAD(&m->unexp_all);
@@ -248,6 +283,10 @@ int dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock)
 	m->lock = lock;
 	return 0;
 
+err_recv_src:
+	table_destroy(&m->recv_src);
+err_unexp_tag:
+	table_destroy(&m->unexp_tag);
 err_unexp_spec:
 	table_destroy(&m->unexp_spec);
 err_recv_tag:
@@ -271,6 +310,8 @@ void dmaplane_matcher_destroy(struct dmaplane_matcher *m)
 	table_destroy(&m->recv_tag);
 	table_destroy(&m->unexp_spec);
 	table_destroy(&m->unexp_tag);
+	table_destroy(&m->recv_src);
+	table_destroy(&m->unexp_src);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_matcher_destroy);
 
@@ -285,7 +326,7 @@ static struct dmaplane_match_table *recv_table(struct dmaplane_matcher *m,
 					       const struct dmaplane_match_recv *r)
 {
 	if (r->ignore)
-		return NULL;
+		return r->src == DMAPLANE_ANY_SRC ? NULL : &m->recv_src;
 	return r->src == DMAPLANE_ANY_SRC ? &m->recv_tag : &m->recv_spec;
 }
 
@@ -300,6 +341,7 @@ static void unexp_unlink(struct dmaplane_matcher *m, struct dmaplane_match_msg *
 	list_del_init(&msg->all_node);
 	table_del(m, &m->unexp_spec, &msg->spec);
 	table_del(m, &m->unexp_tag, &msg->by_tag);
+	table_del(m, &m->unexp_src, &msg->by_src);
 	m->nr_unexp--;
 }
 
@@ -325,7 +367,7 @@ static struct dmaplane_match_msg *unexp_find(struct dmaplane_matcher *m,
 	struct dmaplane_match_recv probe = {
 		.src = src, .tag = tag, .ignore = ignore,
 	};
-	struct dmaplane_match_qnode *q;
+	struct dmaplane_match_qnode *first, *q;
 	struct dmaplane_match_msg *msg;
 
 	if (!ignore && src != DMAPLANE_ANY_SRC) {
@@ -335,6 +377,16 @@ static struct dmaplane_match_msg *unexp_find(struct dmaplane_matcher *m,
 	if (!ignore) {
 		q = table_find(&m->unexp_tag, DMAPLANE_ANY_SRC, tag);
 		return q ? container_of(q, struct dmaplane_match_msg, by_tag) : NULL;
+	}
+	if (src != DMAPLANE_ANY_SRC) {
+		/* The source's messages only, in arrival order. */
+		first = table_find(&m->unexp_src, src, 0);
+		for (q = first; q; q = qnode_next(first, q)) {
+			msg = container_of(q, struct dmaplane_match_msg, by_src);
+			if (recv_accepts(&probe, msg->src, msg->tag))
+				return msg;
+		}
+		return NULL;
 	}
 	list_for_each_entry(msg, &m->unexp_all, all_node) {
 		if (recv_accepts(&probe, msg->src, msg->tag))
@@ -366,7 +418,7 @@ struct dmaplane_match_msg *dmaplane_match_post_recv(struct dmaplane_matcher *m,
 	r->seq = m->next_seq++;
 	t = recv_table(m, r);
 	if (t)
-		table_add(m, t, &r->q, r->src, r->tag);
+		table_add(m, t, &r->q, r->src, t == &m->recv_src ? 0 : r->tag);
 	else
 		list_add_tail(&r->node, &m->recv_masked);
 	list_add_tail(&r->all_node, &m->recv_all);
@@ -388,7 +440,7 @@ struct dmaplane_match_recv *dmaplane_match_arrive(struct dmaplane_matcher *m,
 						  struct dmaplane_match_msg *msg)
 {
 	struct dmaplane_match_recv *r, *best = NULL;
-	struct dmaplane_match_qnode *q;
+	struct dmaplane_match_qnode *first, *q;
 
 	matcher_assert_held(m);
 	q = table_find(&m->recv_spec, msg->src, msg->tag);
@@ -399,6 +451,16 @@ struct dmaplane_match_recv *dmaplane_match_arrive(struct dmaplane_matcher *m,
 		r = container_of(q, struct dmaplane_match_recv, q);
 		if (!best || r->seq < best->seq)
 			best = r;
+	}
+	first = table_find(&m->recv_src, msg->src, 0);
+	for (q = first; q; q = qnode_next(first, q)) {
+		r = container_of(q, struct dmaplane_match_recv, q);
+		if (best && r->seq > best->seq)
+			break;
+		if (recv_accepts(r, msg->src, msg->tag)) {
+			best = r;
+			break;
+		}
 	}
 	list_for_each_entry(r, &m->recv_masked, node) {
 		/* Later masked receives cannot beat an earlier candidate. */
@@ -416,6 +478,7 @@ struct dmaplane_match_recv *dmaplane_match_arrive(struct dmaplane_matcher *m,
 	list_add_tail(&msg->all_node, &m->unexp_all);
 	table_add(m, &m->unexp_spec, &msg->spec, msg->src, msg->tag);
 	table_add(m, &m->unexp_tag, &msg->by_tag, DMAPLANE_ANY_SRC, msg->tag);
+	table_add(m, &m->unexp_src, &msg->by_src, msg->src, 0);
 	m->nr_unexp++;
 	return NULL;
 }

@@ -18,7 +18,10 @@
  *   (dmaplane keeps them in a table keyed by tag);
  * - post-masked: the same with receives for any source that ignore a tag
  *   bit no message sets (on a list in both matchers: dmaplane scans the
- *   receives that ignore tag bits);
+ *   receives for any source that ignore tag bits);
+ * - post-anytag: D receives for any tag (every tag bit ignored), each
+ *   naming its own source (dmaplane keeps them in a table keyed by
+ *   source);
  * - unexp-spec: D messages arrive unmatched; each timed operation posts a
  *   specific receive for the message that arrived last and lets that
  *   message arrive again;
@@ -135,12 +138,13 @@ static void run_done(struct mb_run *t)
 }
 
 enum mb_case {
-	MB_POST_SPEC, MB_POST_ANYSRC, MB_POST_MASKED, MB_UNEXP_SPEC,
-	MB_UNEXP_ANYSRC, MB_NR_CASES
+	MB_POST_SPEC, MB_POST_ANYSRC, MB_POST_MASKED, MB_POST_ANYTAG,
+	MB_UNEXP_SPEC, MB_UNEXP_ANYSRC, MB_NR_CASES
 };
 
 static const char *const mb_case_names[MB_NR_CASES] = {
-	"post-spec", "post-anysrc", "post-masked", "unexp-spec", "unexp-anysrc",
+	"post-spec", "post-anysrc", "post-masked", "post-anytag", "unexp-spec",
+	"unexp-anysrc",
 };
 
 /* A tag bit no message of the benchmark sets (entry_key()). */
@@ -186,6 +190,12 @@ static int mb_measure(struct mb_run *t, enum mb_case c, unsigned int depth,
 			r->src = DMAPLANE_ANY_SRC;
 		if (c == MB_POST_MASKED)
 			r->ignore = MB_UNUSED_TAG_BIT;
+		if (c == MB_POST_ANYTAG) {
+			/* One receive per source: only it accepts its messages. */
+			r->src = i;
+			msg->src = i;
+			r->ignore = ~0ULL;
+		}
 		if (unexp) {
 			if (run_arrive(t, msg))
 				goto out;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests for dmaplane tag matching: MPI ordering rules, wildcards,
- * ignore masks, unexpected messages, probe and cancel, the three kinds of
- * receive (hashed by source and tag, hashed by tag, masked list), table
+ * ignore masks, unexpected messages, probe and cancel, the four kinds of
+ * receive (hashed by source and tag, by tag, by source, masked list), table
  * growth to 100,000 entries and its allocation failures, and randomised
  * comparisons against a straightforward reference matcher.
  */
@@ -205,6 +205,52 @@ static void ordering_across_three_kinds(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, post(test, ANY, 5, 0), -1);
 }
 
+/*
+ * MPI_ANY_TAG receives naming a source are hashed by source: one source's
+ * are scanned in posting order against the other kinds' candidates, and
+ * they take their source's unexpected messages in arrival order, whatever
+ * other sources sent meanwhile.
+ */
+static void any_tag_receives_keyed_by_source(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	struct dmaplane_matcher *m = &f->m;
+
+	KUNIT_EXPECT_EQ(test, post(test, 1, 8, 7), -1);		/* r0: tags 8..15 */
+	KUNIT_EXPECT_EQ(test, post(test, 1, 0, ~0ULL), -1);	/* r1: any tag */
+	KUNIT_EXPECT_EQ(test, post(test, 1, 3, 0), -1);		/* r2: by src, tag */
+	KUNIT_EXPECT_EQ(test, post(test, ANY, 3, 0), -1);	/* r3: by tag */
+	KUNIT_EXPECT_EQ(test, post(test, 2, 0, ~0ULL), -1);	/* r4: any tag */
+	KUNIT_EXPECT_EQ(test, m->recv_src.nr_keys, 2u);
+	KUNIT_EXPECT_TRUE(test, list_empty(&m->recv_masked));
+	KUNIT_EXPECT_EQ(test, arrive(test, 1, 3), 1);	/* r0 does not accept 3 */
+	KUNIT_EXPECT_EQ(test, arrive(test, 1, 3), 2);
+	KUNIT_EXPECT_EQ(test, arrive(test, 1, 9), 0);
+	KUNIT_EXPECT_EQ(test, arrive(test, 1, 3), 3);
+	KUNIT_EXPECT_EQ(test, arrive(test, 3, 3), -1);		/* m4 */
+	KUNIT_EXPECT_EQ(test, arrive(test, 2, 3), 4);
+	KUNIT_EXPECT_EQ(test, m->recv_src.nr_keys, 0u);
+	/* Unexpected, interleaved sources: each source's in arrival order. */
+	KUNIT_EXPECT_EQ(test, arrive(test, 2, 12), -1);		/* m6 */
+	KUNIT_EXPECT_EQ(test, arrive(test, 1, 5), -1);		/* m7 */
+	KUNIT_EXPECT_EQ(test, arrive(test, 2, 4), -1);		/* m8 */
+	KUNIT_EXPECT_EQ(test, arrive(test, 1, 12), -1);		/* m9 */
+	KUNIT_EXPECT_EQ(test, m->unexp_src.nr_keys, 3u);
+	KUNIT_EXPECT_EQ(test, post(test, 1, 8, 7), 9);
+	KUNIT_EXPECT_EQ(test, post(test, 2, 0, 7), 8);
+	KUNIT_EXPECT_EQ(test, post(test, 2, 0, ~0ULL), 6);
+	KUNIT_EXPECT_EQ(test, post(test, 2, 0, ~0ULL), -1);	/* r8: queued */
+	KUNIT_EXPECT_PTR_EQ(test, dmaplane_match_probe(m, 1, 0, ~0ULL, false), &f->msg[7]);
+	KUNIT_EXPECT_PTR_EQ(test, dmaplane_match_probe(m, 3, 0, ~0ULL, true), &f->msg[4]);
+	KUNIT_EXPECT_NULL(test, dmaplane_match_probe(m, 3, 0, ~0ULL, false));
+	KUNIT_EXPECT_EQ(test, post(test, ANY, 0, ~0ULL), 7);
+	KUNIT_EXPECT_EQ(test, m->nr_unexp, 0u);
+	KUNIT_EXPECT_EQ(test, m->unexp_src.nr_keys, 0u);
+	dmaplane_match_cancel_recv(m, &f->recv[8]);
+	KUNIT_EXPECT_EQ(test, m->recv_src.nr_keys, 0u);
+	KUNIT_EXPECT_EQ(test, m->nr_recvs, 0u);
+}
+
 static void any_source_takes_unexpected_in_arrival_order(struct kunit *test)
 {
 	KUNIT_EXPECT_EQ(test, arrive(test, 1, 7), -1);		/* m0 */
@@ -366,6 +412,7 @@ static void growth_to_100000_random_order(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m->nr_unexp, 0u);
 	KUNIT_EXPECT_EQ(test, m->recv_spec.nr_keys + m->recv_tag.nr_keys, 0u);
 	KUNIT_EXPECT_EQ(test, m->unexp_spec.nr_keys + m->unexp_tag.nr_keys, 0u);
+	KUNIT_EXPECT_EQ(test, m->recv_src.nr_keys + m->unexp_src.nr_keys, 0u);
 	/* Emptied after growing large: back to the smallest tables. */
 	KUNIT_EXPECT_EQ(test, m->recv_spec.bits, DMAPLANE_MATCH_MIN_BITS);
 	KUNIT_EXPECT_EQ(test, m->recv_tag.bits, DMAPLANE_MATCH_MIN_BITS);
@@ -383,12 +430,12 @@ static void init_allocation_failures(struct kunit *test)
 	unsigned int n;
 
 	KUNIT_ASSERT_NOT_NULL(test, m);
-	/* The Nth of the four table allocations fails: unwound (kmemleak). */
-	for (n = 1; n <= 4; n++) {
+	/* The Nth of the six table allocations fails: unwound (kmemleak). */
+	for (n = 1; n <= 6; n++) {
 		m->fail_alloc = n;
 		KUNIT_EXPECT_EQ(test, dmaplane_matcher_init(m, NULL), -ENOMEM);
 	}
-	m->fail_alloc = 5;
+	m->fail_alloc = 7;
 	KUNIT_EXPECT_EQ(test, dmaplane_matcher_init(m, NULL), 0);
 	dmaplane_matcher_destroy(m);
 }
@@ -626,6 +673,7 @@ static void random_with_removal_against_reference(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m->nr_unexp, 0u);
 	KUNIT_EXPECT_EQ(test, m->recv_spec.nr_keys + m->recv_tag.nr_keys, 0u);
 	KUNIT_EXPECT_EQ(test, m->unexp_spec.nr_keys + m->unexp_tag.nr_keys, 0u);
+	KUNIT_EXPECT_EQ(test, m->recv_src.nr_keys + m->unexp_src.nr_keys, 0u);
 }
 
 static struct kunit_case dmaplane_match_cases[] = {
@@ -641,6 +689,7 @@ static struct kunit_case dmaplane_match_cases[] = {
 	KUNIT_CASE(random_against_reference),
 	KUNIT_CASE(ordering_across_three_kinds),
 	KUNIT_CASE(any_source_takes_unexpected_in_arrival_order),
+	KUNIT_CASE(any_tag_receives_keyed_by_source),
 	KUNIT_CASE(removal_from_every_structure),
 	KUNIT_CASE(growth_to_100000_random_order),
 	KUNIT_CASE(init_allocation_failures),
