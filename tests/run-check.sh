@@ -117,13 +117,7 @@ stock=$(stock_version)
 stock612=$(stock_version linux-image-6.12-amd64)
 KSFT=$KSRC/tools/testing/selftests
 
-section "build (W=1 -Werror against every kernel)"
-step build/user make -s BUILD="$BUILD" KSFT_DIR="$KSFT" lib tools examples tests \
-	daemon daemon-asan
-step build/module-testkernel-6.1 build_ko test "$KSRC"
-step build/module-testkernel-6.12 build_ko test612 "$KSRC612"
-step build/module-stock-$stock build_ko stock "/usr/src/linux-headers-$stock"
-step build/module-stock-$stock612 build_ko stock612 "/usr/src/linux-headers-$stock612"
+section "build (W=1 -Werror against every kernel; two builds at a time)"
 # The newest kernel Debian has (unstable's linux-source, no Debian 12
 # package): compiled against a modules_prepare'd tree, not run; a skip when
 # the archive cannot be reached or no longer carries it.
@@ -132,12 +126,25 @@ build_ko_compile_only() (
 	build_ko "$@"
 )
 newest=7.2
-KSRCNEW=$(tests/vm/prepare-kernel.sh $newest 2>"$out/prepare-$newest.log")
-case $? in
-0) step build/module-$newest-compile-only build_ko_compile_only newest "$KSRCNEW" ;;
-3) record SKIP build/module-$newest-compile-only "$(tail -1 "$out/prepare-$newest.log")" ;;
-*) record FAIL build/module-$newest-compile-only "$(tail -20 "$out/prepare-$newest.log")" ;;
-esac
+# Each build is one make without -j, in its own directory: two of them
+# side by side keep both cores busy.
+build_other_kernels() {
+	step build/module-testkernel-6.12 build_ko test612 "$KSRC612"
+	step build/module-stock-$stock build_ko stock "/usr/src/linux-headers-$stock"
+	step build/module-stock-$stock612 build_ko stock612 "/usr/src/linux-headers-$stock612"
+	KSRCNEW=$(tests/vm/prepare-kernel.sh $newest 2>"$out/prepare-$newest.log")
+	case $? in
+	0) step build/module-$newest-compile-only build_ko_compile_only newest "$KSRCNEW" ;;
+	3) record SKIP build/module-$newest-compile-only "$(tail -1 "$out/prepare-$newest.log")" ;;
+	*) record FAIL build/module-$newest-compile-only "$(tail -20 "$out/prepare-$newest.log")" ;;
+	esac
+}
+build_other_kernels &
+build_pid=$!
+step build/user make -s BUILD="$BUILD" KSFT_DIR="$KSFT" lib tools examples tests \
+	daemon daemon-asan
+step build/module-testkernel-6.1 build_ko test "$KSRC"
+wait "$build_pid"
 for k in test test612; do
 	[ -e "$BUILD/ko-$k/dmaplane_kunit.ko" ]
 	[ $? = 0 ] && record PASS build/kunit-module-$k || record FAIL build/kunit-module-$k "not built"
@@ -149,7 +156,9 @@ for f in kmod/*.[ch] kunit-tests/*.c uapi/linux/*.h compat/*.c; do
 		--show-types -f "$f"
 done
 
-section "host tests"
+section "host tests (and beside them: dkms build for $stock and $stock612)"
+sh tests/host/dkms_test.sh "$stock" "$stock612" >"$out/host-dkms.log" 2>&1 &
+dkms_pid=$!
 for t in "$BUILD"/tests/host/*_test; do
 	[ -x "$t" ] || continue
 	"$t" >"$out/host-$(basename "$t").log" 2>&1
@@ -164,8 +173,7 @@ judge --label host/kvstore --tap "$out/host-kvstore.log" --rc $?
 sh tests/host/dmaplaned_test.sh "$BUILD" >"$out/host-dmaplaned.log" 2>&1
 judge --label host/dmaplaned --tap "$out/host-dmaplaned.log" --rc $?
 step host/docs env KERNELDOC="$KSRC612/scripts/kernel-doc" python3 scripts/check-docs.py
-section "dkms build for $stock and $stock612"
-sh tests/host/dkms_test.sh "$stock" "$stock612" >"$out/host-dkms.log" 2>&1
+wait "$dkms_pid"
 judge --label host/dkms --tap "$out/host-dkms.log" --rc $?
 
 run_vm() {	# label kernel kodir job nodes timeout [kernel-args]
