@@ -620,6 +620,25 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url,
 						   "range empty or beyond the arena", NULL) :
 		       send_errno(c, err);
 	}
+	if (slash && !strcmp(slash, "/index")) {
+		enum MHD_Result sent = MHD_NO;
+		char msg[256];
+		json_t *b;
+
+		if (!is(method, "POST"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "POST");
+		b = body_json(c, q, &sent);
+		if (!b)
+			return sent;
+		o = arena_index_json(name, &q->cred, b, &err, msg, sizeof(msg));
+		json_decref(b);
+		if (!o)
+			return msg[0] ? send_error(c, http_status(err), msg, NULL) :
+			       err == -ENOSPC ? send_error(c, http_status(err),
+							   "the dedup index is full", NULL) :
+			       send_errno(c, err);
+		return send_json(c, MHD_HTTP_OK, o);
+	}
 	if (slash)
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
 	if (is(method, "GET")) {
