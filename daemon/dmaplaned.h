@@ -178,7 +178,13 @@ void grants_expire(void);
 void grants_free(void);
 json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 		     size_t msglen);
-int grant_delete(uint64_t id, const char *node);
+int grant_delete(uint64_t id, const char *node, bool index);
+json_t *mesh_dedup_lookup(json_t *req, const char *node, int *err, char *msg,
+			  size_t msglen);
+json_t *mesh_dedup_copy(json_t *req, const char *node, int *err, char *msg,
+			size_t msglen);
+char *b64_encode(const void *p, size_t n);
+int b64_decode(const char *s, size_t len, uint8_t **out, size_t *n);
 
 /* ---- events.c: the event stream ---------------------------------------- */
 void events_post(const char *type, const char *arena, uid_t owner,

@@ -64,6 +64,8 @@
 #define MOVE_WINDOW	8		/* chunks in flight */
 #define MOVE_GRANT_MS	10000		/* the peer's grant, at most */
 #define MOVE_SUM_MS	120000		/* the peer's checksum, at most */
+#define DEDUP_BATCH	2048		/* chunks a lookup: 54 KiB of base64 < DPD_BODY_MAX */
+#define DEDUP_OPS	1024		/* local ops a copy request: < DPD_BODY_MAX */
 
 enum move_state { MOVE_QUEUED, MOVE_RUNNING, MOVE_DONE, MOVE_FAILED, MOVE_CANCELLED };
 static const char *const state_names[] = {
@@ -268,19 +270,6 @@ static void remote_release(struct move *m, bool index)
 		dp_av_remove(arenas_ep(), m->raddr);
 }
 
-static int remote_lookup(struct move *m, const struct dd_chunk_list *l,
-			 struct dd_answer *ans, struct dd_lookup_stats *lst, uint64_t *meta)
-{
-	(void)m; (void)l; (void)ans; (void)lst; (void)meta;
-	return -EOPNOTSUPP;
-}
-
-static int remote_copy(struct move *m, struct dd_op *ops, size_t nops)
-{
-	(void)m; (void)ops; (void)nops;
-	return -EOPNOTSUPP;
-}
-
 static bool cancelled(struct move *m)
 {
 	bool c;
@@ -304,6 +293,154 @@ static bool settled(struct move *m, uint64_t n, uint64_t wire)
 	n = m->done;
 	pthread_mutex_unlock(&lock);
 	return n / every != before && n < m->len;
+}
+
+/*
+ * remote_lookup - ask @m's destination node which chunks of @l it holds
+ * (POST /v1/mesh/dedup under the move's grant), DEDUP_BATCH chunks a
+ * request.  Fills @ans, adds the node's counts to @lst and the encoded
+ * request and answer sizes (dedup.h's encoding, not the JSON and base64
+ * around them) to *@meta.  Returns 0, -ECANCELED, or an error (then
+ * the caller moves every chunk).
+ */
+static int remote_lookup(struct move *m, const struct dd_chunk_list *l,
+			 struct dd_answer *ans, struct dd_lookup_stats *lst, uint64_t *meta)
+{
+	struct dd_chunk *batch;
+	uint8_t *buf, *abuf;
+	char fp[24], err[160];
+	json_t *req, *o;
+	size_t k, j, n, alen;
+	const char *a;
+	char *b64;
+	long st;
+	int ret = 0;
+
+	batch = calloc(DEDUP_BATCH, sizeof(*batch));
+	buf = malloc(DEDUP_BATCH * 20);
+	if (!batch || !buf) {
+		free(batch);
+		free(buf);
+		return -ENOMEM;
+	}
+	snprintf(fp, sizeof(fp), "%016" PRIx64, dd_chunker_fingerprint(arenas_chunker()));
+	for (k = 0; k < l->n && !ret; k += n) {
+		if (cancelled(m)) {
+			ret = -ECANCELED;
+			break;
+		}
+		n = l->n - k < DEDUP_BATCH ? l->n - k : DEDUP_BATCH;
+		for (j = 0; j < n; j++) {	/* the encoding starts at 0 */
+			batch[j] = l->v[k + j];
+			batch[j].off -= l->v[k].off;
+		}
+		ret = dd_request_encode(batch, n, buf, n * 20);
+		b64 = ret ? NULL : b64_encode(buf, n * 20);
+		req = b64 ? json_pack("{s:I, s:I, s:s, s:s}", "grant", (json_int_t)m->grant,
+				      "base", (json_int_t)l->v[k].off, "chunks", b64,
+				      "chunker", fp) : NULL;
+		free(b64);
+		if (!req) {
+			ret = ret ? ret : -ENOMEM;
+			break;
+		}
+		ret = mesh_http(m->url, "POST", "/v1/mesh/dedup", req, MOVE_SUM_MS, &st, &o,
+				err, sizeof(err));
+		json_decref(req);
+		if (ret) {
+			log_warn("move %" PRIu64 ": dedup lookup on node %s: %s", m->id,
+				 m->dst_node, err);
+			break;
+		}
+		a = json_string_value(json_object_get(o, "answers"));
+		if (st != 200 || !a || b64_decode(a, strlen(a), &abuf, &alen)) {
+			log_warn("move %" PRIu64 ": dedup lookup on node %s: status %ld: %.80s",
+				 m->id, m->dst_node, st,
+				 json_string_value(json_object_get(o, "error")) ?: "no answers");
+			json_decref(o);
+			ret = -EPROTO;
+			break;
+		}
+		ret = dd_answer_decode(abuf, alen, batch, n, ans + k);
+		free(abuf);
+		*meta += n * 20 + alen;
+		lst->stale += (uint64_t)json_integer_value(json_object_get(o, "stale"));
+		lst->overlap_skipped +=
+			(uint64_t)json_integer_value(json_object_get(o, "overlap_skipped"));
+		json_decref(o);
+	}
+	free(batch);
+	free(buf);
+	return ret;
+}
+
+/*
+ * remote_copy - have @m's destination node copy the plan's local ops
+ * (POST /v1/mesh/dedup/copy), DEDUP_OPS a request; an op it could not
+ * copy, or all of a request it did not answer, becomes a wire op.
+ */
+static int remote_copy(struct move *m, struct dd_op *ops, size_t nops)
+{
+	size_t k = 0, j, idx[DEDUP_OPS], n;
+	uint64_t bytes, copied = 0;
+	char err[160];
+	json_t *arr, *req, *o, *f, *v;
+	long st;
+	int ret;
+
+	while (k < nops) {
+		if (cancelled(m))
+			return -ECANCELED;
+		arr = json_array();
+		for (n = 0, bytes = 0; k < nops && n < DEDUP_OPS && arr; k++) {
+			if (ops[k].kind != DD_OP_LOCAL)
+				continue;
+			json_array_append_new(arr, json_pack("[I, I, I, I]",
+				(json_int_t)ops[k].arena, (json_int_t)ops[k].src_off,
+				(json_int_t)ops[k].dst_off, (json_int_t)ops[k].len));
+			idx[n++] = k;
+			bytes += ops[k].len;
+		}
+		req = arr ? json_pack("{s:I, s:o}", "grant", (json_int_t)m->grant, "ops", arr) :
+		      NULL;
+		if (!req)
+			return -ENOMEM;
+		if (!n) {
+			json_decref(req);
+			break;
+		}
+		ret = mesh_http(m->url, "POST", "/v1/mesh/dedup/copy", req, MOVE_SUM_MS, &st,
+				&o, err, sizeof(err));
+		json_decref(req);
+		f = ret || st != 200 ? NULL : json_object_get(o, "failed");
+		if (!json_is_array(f)) {
+			log_warn("move %" PRIu64 ": dedup copy on node %s: %s", m->id,
+				 m->dst_node, ret ? err : "no answer");
+			json_decref(o);
+			for (j = 0; j < n; j++) {
+				ops[idx[j]].kind = DD_OP_WIRE;
+				ops[idx[j]].src_off = ops[idx[j]].dst_off - m->dst_off;
+			}
+			continue;
+		}
+		json_array_foreach(f, j, v) {
+			json_int_t i = json_integer_value(v);
+
+			if (i < 0 || (size_t)i >= n || ops[idx[i]].kind != DD_OP_LOCAL)
+				continue;
+			ops[idx[i]].kind = DD_OP_WIRE;
+			ops[idx[i]].src_off = ops[idx[i]].dst_off - m->dst_off;
+			bytes -= ops[idx[i]].len;
+		}
+		json_decref(o);
+		copied += bytes;
+		if (settled(m, bytes, 0))
+			post("move.progress", m);
+	}
+	pthread_mutex_lock(&lock);
+	m->local = copied;
+	pthread_mutex_unlock(&lock);
+	return 0;
 }
 
 /*
@@ -798,6 +935,7 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 		return -EHOSTDOWN;
 	}
 	m->grant = (uint64_t)json_integer_value(json_object_get(o, "grant"));
+	m->rarena = (uint32_t)json_integer_value(json_object_get(o, "arena_id"));
 	json_decref(o);
 	m->raddr = DMAPLANE_AV_ANY;
 	ret = dp_av_insert(arenas_ep(), &ep, &m->raddr);
