@@ -554,8 +554,10 @@ static int local_ops(struct move *m, struct dd_op *ops, size_t nops)
 	for (k = 0; k < nops && !ret; k++) {
 		if (ops[k].kind != DD_OP_LOCAL)
 			continue;
-		if (cancelled(m))
-			return -ECANCELED;
+		if (cancelled(m)) {
+			ret = -ECANCELED;
+			break;
+		}
 		if (arena_local_copy(&ops[k], m->d.ptr)) {
 			ops[k].kind = DD_OP_WIRE;
 			ops[k].src_off = ops[k].dst_off - m->dst_off;
