@@ -1164,7 +1164,8 @@ json_t *mesh_dedup_lookup(json_t *req, const char *node, int *err, char *msg,
 	}
 	*err = grant_ref(gid, node, &g, &ref);
 	if (*err) {
-		snprintf(msg, msglen, "no grant %" PRIu64 " for node %s", gid, node);
+		snprintf(msg, msglen, "no grant %" PRIu64 " for node %s", gid,
+			 node ? node : "(none)");
 		goto out;
 	}
 	total = v[n - 1].off + v[n - 1].len;
@@ -1245,7 +1246,8 @@ json_t *mesh_dedup_copy(json_t *req, const char *node, int *err, char *msg,
 	}
 	*err = grant_ref(gid, node, &g, &ref);
 	if (*err) {
-		snprintf(msg, msglen, "no grant %" PRIu64 " for node %s", gid, node);
+		snprintf(msg, msglen, "no grant %" PRIu64 " for node %s", gid,
+			 node ? node : "(none)");
 		return NULL;
 	}
 	failed = json_array();
