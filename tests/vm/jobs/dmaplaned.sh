@@ -110,9 +110,9 @@ base_arenas=$(stat_of arenas)
 case_result config-arena $? "module arenas=$base_arenas, want 1 (boot)"
 
 # Event streams, as root and as nobody, from before the arenas are made.
-in_host curl -sN --max-time 600 --unix-socket $API http://x/v1/events >$H/tmp/sse.root 2>&1 &
+in_host curl -sN --max-time 1200 --unix-socket $API http://x/v1/events >$H/tmp/sse.root 2>&1 &
 SSE1=$!
-in_host $NOBODY curl -sN --max-time 600 --unix-socket $API http://x/v1/events >$H/tmp/sse.nobody 2>&1 &
+in_host $NOBODY curl -sN --max-time 1200 --unix-socket $API http://x/v1/events >$H/tmp/sse.nobody 2>&1 &
 SSE2=$!
 ok=1
 for i in $(seq 60); do
