@@ -109,10 +109,13 @@ base_arenas=$(stat_of arenas)
 [ "$base_arenas" = 1 ]
 case_result config-arena $? "module arenas=$base_arenas, want 1 (boot)"
 
-# Event streams, as root and as nobody, from before the arenas are made.
-in_host curl -sN --max-time 1200 --unix-socket $API http://x/v1/events >$H/tmp/sse.root 2>&1 &
+# Event streams, as root and as nobody, from before the arenas are made;
+# they end with the daemon (SIGTERM below): the cap only stops a
+# stream that outlives the job (the job took 35 minutes under TCG on a
+# loaded host, and a 1200 s cap cut the stream before the last events).
+in_host curl -sN --max-time 3600 --unix-socket $API http://x/v1/events >$H/tmp/sse.root 2>&1 &
 SSE1=$!
-in_host $NOBODY curl -sN --max-time 1200 --unix-socket $API http://x/v1/events >$H/tmp/sse.nobody 2>&1 &
+in_host $NOBODY curl -sN --max-time 3600 --unix-socket $API http://x/v1/events >$H/tmp/sse.nobody 2>&1 &
 SSE2=$!
 ok=1
 for i in $(seq 60); do
