@@ -4,6 +4,14 @@
  * endpoint (libdmaplane), named, with an owner, a group and a mode.  One
  * mutex guards the table; it is held across the module's calls, so that
  * a name is never half created or half destroyed.
+ *
+ * The dedup index (dedup.c) of what the arenas hold lives here too, next
+ * to the mappings its resolver reads: the mover adds every completed
+ * move's destination range, a client may add a range (POST
+ * /v1/arenas/NAME/index), destroy removes an arena's entries.  Clients
+ * write arenas through their own mappings behind the daemon's back, so
+ * the index is a hint: every entry is re-hashed through the resolver
+ * before it is used (dd_index_lookup()), and a changed one is dropped.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -16,9 +24,18 @@
 #include <dmaplane.h>
 
 #include "dmaplaned.h"
+#include "dedup.h"
+
+/*
+ * At most this many index entries: about 8 GiB of arena content at the
+ * 8 KiB average chunk, and a table of at most 2^21 slots of 40 bytes.
+ * Beyond it, new content is not indexed (counted in index_refused).
+ */
+#define DPD_INDEX_MAX	(1u << 20)
 
 struct dpd_arena {
 	struct dpd_arena *next;
+	uint32_t id;			/* never reused: the index's arena key */
 	struct dpd_arena_spec spec;
 	struct dp_arena *arena;
 	time_t created;
@@ -27,14 +44,32 @@ struct dpd_arena {
 	unsigned int busy;		/* moves holding it (arena_hold()) */
 };
 
+/*
+ * lock protects the table, the counters below and every arena's mutable
+ * fields.  The list itself changes only with dd_lock held too, so that
+ * the index's resolver may walk it under dd_lock alone.
+ */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct dpd_arena *arenas;
 static unsigned int n_arenas;
+static uint32_t next_arena_id = 1;
+/*
+ * dd_lock protects the index and its counter; taken inside lock, never
+ * the other way round.  An arena's mapping outlives its entries: destroy
+ * removes them under dd_lock before the module unmaps it, so bytes the
+ * resolver returned stay mapped while dd_lock is held.
+ */
+static pthread_mutex_t dd_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct dd_index *dd_ix;
+static uint64_t dd_refused;		/* entries not added: index full */
+static struct dd_chunker chunker;	/* read-only after arenas_init() */
 static uint64_t total_bytes;
 static struct dp_ep *ep;
 static struct dmaplane_info info;
 static uint64_t max_total_bytes;
 static unsigned int max_arenas;
+
+static const void *dd_resolve(void *ctx, uint32_t id, uint64_t off, uint64_t len);
 
 bool arenas_have_device(void)
 {
@@ -51,6 +86,11 @@ int arenas_init(const char *device, const struct dpd_config *cfg)
 
 	max_total_bytes = cfg->max_total_bytes;
 	max_arenas = cfg->max_arenas;
+	ret = dd_chunker_init(&chunker, 0, 0, 0);
+	if (!ret)
+		ret = dd_index_new(&dd_ix, dd_resolve, NULL);
+	if (ret)
+		return ret;
 	if (!device)
 		return 0;
 	ret = dp_open(device, 0, &ep);
@@ -69,6 +109,25 @@ int arenas_init(const char *device, const struct dpd_config *cfg)
 		return -EOPNOTSUPP;
 	}
 	return 0;
+}
+
+/*
+ * dd_resolve - the index's resolver: arena @id's bytes at @off, or NULL
+ * when the arena is gone or the range is not in it.  Under dd_lock.
+ */
+static const void *dd_resolve(void *ctx, uint32_t id, uint64_t off, uint64_t len)
+{
+	struct dpd_arena *a;
+
+	(void)ctx;
+	for (a = arenas; a; a = a->next) {
+		if (a->id != id)
+			continue;
+		if (off > a->spec.size || len > a->spec.size - off)
+			return NULL;
+		return (char *)dp_arena_ptr(a->arena) + off;
+	}
+	return NULL;
 }
 
 static struct dpd_arena *find(const char *name)
@@ -152,8 +211,11 @@ int arena_create(const struct dpd_arena_spec *spec)
 		goto out;
 	}
 	a->created = time(NULL);
+	a->id = next_arena_id++;
+	pthread_mutex_lock(&dd_lock);
 	a->next = arenas;
 	arenas = a;
+	pthread_mutex_unlock(&dd_lock);
 	n_arenas++;
 	total_bytes += spec->size;
 	log_info("arena %s created: %llu bytes, owner %u group %u mode %04o",
@@ -170,7 +232,10 @@ static void destroy_locked(struct dpd_arena **pp)
 	struct dpd_arena *a = *pp;
 	int ret;
 
+	pthread_mutex_lock(&dd_lock);
 	*pp = a->next;
+	dd_index_remove_range(dd_ix, a->id, 0, UINT64_MAX);
+	pthread_mutex_unlock(&dd_lock);
 	n_arenas--;
 	total_bytes -= a->spec.size;
 	ret = dp_arena_destroy(a->arena);
@@ -224,6 +289,10 @@ void arenas_fini(void)
 	if (ep)
 		dp_close(ep);
 	ep = NULL;
+	pthread_mutex_lock(&dd_lock);
+	dd_index_free(dd_ix);
+	dd_ix = NULL;
+	pthread_mutex_unlock(&dd_lock);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -344,6 +413,7 @@ json_t *node_json(const struct dpd_config *cfg)
 	json_object_set_new(o, "arenas", json_integer(n_arenas));
 	json_object_set_new(o, "arena_bytes", json_integer((json_int_t)total_bytes));
 	pthread_mutex_unlock(&lock);
+	json_object_set_new(o, "dedup", arenas_dedup_json());
 	return o;
 }
 
@@ -368,6 +438,7 @@ int arena_hold(const char *name, const struct dpd_cred *cred,
 		ret = -EACCES;
 	} else {
 		a->busy++;
+		ref->id = a->id;
 		ref->ptr = dp_arena_ptr(a->arena);
 		ref->size = a->spec.size;
 		ref->handle = dp_arena_handle(a->arena);
@@ -418,4 +489,123 @@ json_t *arenas_table_json(void)
 	}
 	pthread_mutex_unlock(&lock);
 	return arr;
+}
+
+/* ---- the dedup index ---------------------------------------------------- */
+
+/* arenas_chunker - the node's chunker (every node cuts alike: dedup.h) */
+const struct dd_chunker *arenas_chunker(void)
+{
+	return &chunker;
+}
+
+/*
+ * arena_index_add - arena @id (held by the caller) holds @v at @off
+ * onwards: forget what the index said about that range, then record
+ * @v.  Returns 0, -ENOSPC (the index is full: not recorded) or -ENOMEM.
+ */
+int arena_index_add(uint32_t id, uint64_t off, const struct dd_chunk *v, size_t n)
+{
+	uint64_t len = n ? v[n - 1].off + v[n - 1].len : 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&dd_lock);
+	if (dd_ix) {
+		dd_index_remove_range(dd_ix, id, off, len);
+		if (dd_index_count(dd_ix) + n > DPD_INDEX_MAX) {
+			dd_refused += n;
+			ret = -ENOSPC;
+		} else {
+			ret = dd_index_add(dd_ix, id, off, v, n);
+		}
+	}
+	pthread_mutex_unlock(&dd_lock);
+	return ret;
+}
+
+/* arena_index_forget - the index knows nothing of this range any more */
+void arena_index_forget(uint32_t id, uint64_t off, uint64_t len)
+{
+	pthread_mutex_lock(&dd_lock);
+	if (dd_ix)
+		dd_index_remove_range(dd_ix, id, off, len);
+	pthread_mutex_unlock(&dd_lock);
+}
+
+/*
+ * arena_index_range - chunk @len bytes of the held arena @ref at @off and
+ * index them.  Returns the number of chunks, or -ENOSPC, -ENOMEM.
+ */
+long arena_index_range(const struct dpd_arena_ref *ref, uint64_t off, uint64_t len)
+{
+	struct dd_chunk_list l = { 0 };
+	long ret;
+
+	ret = dd_chunk_range(&chunker, (char *)ref->ptr + off, len, &l);
+	if (!ret)
+		ret = arena_index_add(ref->id, off, l.v, l.n);
+	if (!ret)
+		ret = (long)l.n;
+	dd_chunk_list_free(&l);
+	return ret;
+}
+
+/*
+ * arena_index_lookup - dd_index_lookup() on this node's index for a move
+ * of @v into arena @dst_id (held by the caller) at @dst_off.
+ */
+int arena_index_lookup(const struct dd_chunk *v, size_t n, uint32_t dst_id,
+		       uint64_t dst_off, uint64_t dst_len, struct dd_answer *ans,
+		       struct dd_lookup_stats *st)
+{
+	int ret = -ENODEV;
+
+	pthread_mutex_lock(&dd_lock);
+	if (dd_ix)
+		ret = dd_index_lookup(dd_ix, v, n, dst_id, dst_off, dst_len, ans, st);
+	pthread_mutex_unlock(&dd_lock);
+	return ret;
+}
+
+/*
+ * arena_local_copy - a plan's DD_OP_LOCAL @op: copy from the arena it
+ * names into @dst (the destination arena's mapping, held by the caller).
+ * Under dd_lock, so that the source arena is not unmapped meanwhile.
+ * Returns 0, or -ENOENT when the source is gone (send it instead).
+ */
+int arena_local_copy(const struct dd_op *op, void *dst)
+{
+	const void *from;
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&dd_lock);
+	from = dd_resolve(NULL, op->arena, op->src_off, op->len);
+	if (from) {
+		memmove((char *)dst + op->dst_off, from, op->len);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&dd_lock);
+	return ret;
+}
+
+/* arenas_dedup_json - the index's figures, for GET /v1/node */
+json_t *arenas_dedup_json(void)
+{
+	json_t *o;
+
+	pthread_mutex_lock(&dd_lock);
+	o = json_pack("{s:I, s:I, s:I, s:s}",
+		      "index_entries", (json_int_t)dd_index_count(dd_ix),
+		      "index_max", (json_int_t)DPD_INDEX_MAX,
+		      "index_refused", (json_int_t)dd_refused,
+		      "chunker", "fastcdc 2K/8K/64K");
+	pthread_mutex_unlock(&dd_lock);
+	if (o) {
+		char fp[24];
+
+		snprintf(fp, sizeof(fp), "%016llx",
+			 (unsigned long long)dd_chunker_fingerprint(&chunker));
+		json_object_set_new(o, "chunker_fingerprint", json_string(fp));
+	}
+	return o;
 }

@@ -62,3 +62,10 @@ dedup-check: $(DEDUP_TEST) $(DEDUP_TEST_VG)
 
 dedup-bench: $(DEDUP_BENCH)
 	daemon/bench/run.sh $(BUILD)/daemon/bench $(BENCHDIR)
+
+# dmaplaned calls the engine (deduplicated moves, daemon/move.c): link
+# dedup.c and libb2 into it.  The daemon's recipe expands these when it
+# runs, after this file is read.
+DAEMON_SRCS  += daemon/dedup.c
+DAEMON_PKGS  += libb2
+$(BUILD)/dmaplaned $(BUILD)/dmaplaned-asan: daemon/dedup.c daemon/dedup.h

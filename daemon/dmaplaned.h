@@ -110,6 +110,7 @@ int arena_attach_fd(const char *name, const struct dpd_cred *cred,
 		    uint64_t *size);
 struct json_t *node_json(const struct dpd_config *cfg);
 struct dpd_arena_ref {
+	uint32_t id;		/* never reused: the dedup index's key */
 	void *ptr;		/* the daemon's own mapping */
 	uint64_t size;
 	uint32_t handle;
@@ -120,6 +121,21 @@ int arena_hold(const char *name, const struct dpd_cred *cred,
 void arena_release(const char *name);
 struct dp_ep;
 struct dp_ep *arenas_ep(void);
+/* the dedup index of the arenas' content (dedup.h) */
+struct dd_chunker;
+struct dd_chunk;
+struct dd_answer;
+struct dd_lookup_stats;
+struct dd_op;
+const struct dd_chunker *arenas_chunker(void);
+int arena_index_add(uint32_t id, uint64_t off, const struct dd_chunk *v, size_t n);
+void arena_index_forget(uint32_t id, uint64_t off, uint64_t len);
+long arena_index_range(const struct dpd_arena_ref *ref, uint64_t off, uint64_t len);
+int arena_index_lookup(const struct dd_chunk *v, size_t n, uint32_t dst_id,
+		       uint64_t dst_off, uint64_t dst_len, struct dd_answer *ans,
+		       struct dd_lookup_stats *st);
+int arena_local_copy(const struct dd_op *op, void *dst);
+struct json_t *arenas_dedup_json(void);
 
 /* ---- move.c: moves between arenas ------------------------------------- */
 int moves_start(const struct dpd_config *cfg);
@@ -132,6 +148,8 @@ int move_cancel(uint64_t id, const struct dpd_cred *cred);
 int xxh128_hex(const void *p, uint64_t len, char *hex, size_t hexlen);
 json_t *arena_xxh128_json(const char *name, const struct dpd_cred *cred,
 			  uint64_t off, uint64_t len, int *err);
+json_t *arena_index_json(const char *name, const struct dpd_cred *cred, json_t *req,
+			 int *err, char *msg, size_t msglen);
 
 struct dmaplane_name;
 bool arenas_ep_name(struct dmaplane_name *name);
@@ -160,7 +178,13 @@ void grants_expire(void);
 void grants_free(void);
 json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 		     size_t msglen);
-int grant_delete(uint64_t id, const char *node);
+int grant_delete(uint64_t id, const char *node, bool index);
+json_t *mesh_dedup_lookup(json_t *req, const char *node, int *err, char *msg,
+			  size_t msglen);
+json_t *mesh_dedup_copy(json_t *req, const char *node, int *err, char *msg,
+			size_t msglen);
+char *b64_encode(const void *p, size_t n);
+int b64_decode(const char *s, size_t len, uint8_t **out, size_t *n);
 
 /* ---- events.c: the event stream ---------------------------------------- */
 void events_post(const char *type, const char *arena, uid_t owner,

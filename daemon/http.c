@@ -331,14 +331,14 @@ static enum MHD_Result nodes_route(struct MHD_Connection *c, const char *rest,
 
 /*
  * /v1/mesh/...: what peer daemons ask each other.  info: administrators
- * (it has the remote keys); grants: token holders naming their node in
- * X-Dmaplane-Node (the mesh's daemons).
+ * (it has the remote keys); grants, dedup and dedup/copy: token holders
+ * naming their node in X-Dmaplane-Node (the mesh's daemons).
  */
 static enum MHD_Result mesh_route(struct MHD_Connection *c, const char *rest,
 				  const char *method, struct req *q)
 {
 	const char *node = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						       "X-Dmaplane-Node");
+						       "X-Dmaplane-Node"), *idx;
 	enum MHD_Result sent = MHD_NO;
 	char msg[256] = "";
 	json_t *o, *g;
@@ -351,6 +351,23 @@ static enum MHD_Result mesh_route(struct MHD_Connection *c, const char *rest,
 			return send_error(c, MHD_HTTP_FORBIDDEN,
 					  "the mesh's information needs an administrator", NULL);
 		return send_json(c, MHD_HTTP_OK, mesh_info_json());
+	}
+	if (!strcmp(rest, "dedup") || !strcmp(rest, "dedup/copy")) {
+		if (!is(method, "POST"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "POST");
+		if (!q->cred.token)
+			return send_error(c, MHD_HTTP_FORBIDDEN,
+					  "dedup lookups are for the mesh's daemons (the token)", NULL);
+		o = body_json(c, q, &sent);
+		if (!o)
+			return sent;
+		g = !strcmp(rest, "dedup") ? mesh_dedup_lookup(o, node, &err, msg, sizeof(msg)) :
+		    mesh_dedup_copy(o, node, &err, msg, sizeof(msg));
+		json_decref(o);
+		if (!g)
+			return msg[0] ? send_error(c, http_status(err), msg, NULL) :
+			       send_errno(c, err);
+		return send_json(c, MHD_HTTP_OK, g);
 	}
 	if (strcmp(rest, "grants") && strncmp(rest, "grants/", 7))
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
@@ -375,7 +392,8 @@ static enum MHD_Result mesh_route(struct MHD_Connection *c, const char *rest,
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such grant", NULL);
 	if (!is(method, "DELETE"))
 		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "DELETE");
-	err = grant_delete(strtoull(rest, NULL, 10), node);
+	idx = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "index");
+	err = grant_delete(strtoull(rest, NULL, 10), node, idx && !strcmp(idx, "1"));
 	if (err)
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such grant", NULL);
 	return send_text(c, MHD_HTTP_NO_CONTENT, strdup(""), NULL);
@@ -619,6 +637,25 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url,
 		       err == -ERANGE ? send_error(c, MHD_HTTP_BAD_REQUEST,
 						   "range empty or beyond the arena", NULL) :
 		       send_errno(c, err);
+	}
+	if (slash && !strcmp(slash, "/index")) {
+		enum MHD_Result sent = MHD_NO;
+		char msg[256];
+		json_t *b;
+
+		if (!is(method, "POST"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "POST");
+		b = body_json(c, q, &sent);
+		if (!b)
+			return sent;
+		o = arena_index_json(name, &q->cred, b, &err, msg, sizeof(msg));
+		json_decref(b);
+		if (!o)
+			return msg[0] ? send_error(c, http_status(err), msg, NULL) :
+			       err == -ENOSPC ? send_error(c, http_status(err),
+							   "the dedup index is full", NULL) :
+			       send_errno(c, err);
+		return send_json(c, MHD_HTTP_OK, o);
 	}
 	if (slash)
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);

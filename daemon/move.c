@@ -24,9 +24,23 @@
  * meanwhile: 409), the peer's grant holds the peer's.  Cancel is checked
  * between chunks; the chunks in flight are waited for.
  *
+ * A deduplicated move ("dedup": true, Documentation/dedup.rst) first cuts
+ * the source range into content-defined chunks (dedup.c), asks the
+ * destination's daemon which of them it holds in its arenas (this
+ * daemon's index for an arena of this node, the peer's over the mesh,
+ * POST /v1/mesh/dedup, under the move's grant), plans, has the held
+ * chunks copied at the destination (locally, or POST /v1/mesh/dedup/copy)
+ * and puts only the rest.  The end check is the same as a plain move's.
+ * Every move reports its logical bytes (the range) and its wire bytes
+ * (what was put, plus a deduplicated move's chunk list and answers as
+ * meta_bytes); a plain move's wire bytes are its logical bytes.  After a
+ * completed move the destination range is indexed (this daemon's index,
+ * or the peer's when the grant is released with ?index=1).
+ *
  * Locking: the mutex "lock" protects the move list and every field of a
  * move the mover changes while it runs (state, done, cancel, error,
- * checksum, t1); the fields set before a move is listed never change.
+ * checksum, t1, the figures); the fields set before a move is listed
+ * never change.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -40,6 +54,7 @@
 #include <dmaplane.h>
 
 #include "dmaplaned.h"
+#include "dedup.h"
 
 #define MOVE_KEEP	256		/* finished moves remembered */
 #define MOVE_CHUNK	(1ULL << 20)	/* default chunk */
@@ -49,6 +64,8 @@
 #define MOVE_WINDOW	8		/* chunks in flight */
 #define MOVE_GRANT_MS	10000		/* the peer's grant, at most */
 #define MOVE_SUM_MS	120000		/* the peer's checksum, at most */
+#define DEDUP_BATCH	2048		/* chunks a lookup: 54 KiB of base64 < DPD_BODY_MAX */
+#define DEDUP_OPS	1024		/* local ops a copy request: < DPD_BODY_MAX */
 
 enum move_state { MOVE_QUEUED, MOVE_RUNNING, MOVE_DONE, MOVE_FAILED, MOVE_CANCELLED };
 static const char *const state_names[] = {
@@ -65,8 +82,15 @@ struct move {
 	char url[DPD_NAME_MAX + 32];	/* the peer daemon's, for a remote move */
 	uint64_t grant, rkey;		/* the peer's grant and its arena's key */
 	uint32_t raddr;			/* the peer daemon's endpoint */
+	uint32_t rarena;		/* the peer's arena's index id (its grant) */
 	uint64_t src_off, dst_off, len, chunk;
-	uint64_t done;
+	bool dedup;
+	uint64_t done;			/* logical bytes in place at the destination */
+	/* figures: put payload, dedup metadata, bytes copied or found at the
+	 * destination, and the dedup engine's counts */
+	uint64_t wire, meta, local, inplace;
+	struct dd_stats dds;
+	struct dd_lookup_stats lst;
 	enum move_state state;
 	bool cancel;
 	char error[256];
@@ -143,13 +167,38 @@ static json_t *move_json(const struct move *m)
 		      "offset", (json_int_t)m->dst_off,
 		      "length", (json_int_t)m->len, "chunk", (json_int_t)m->chunk,
 		      "bytes_done", (json_int_t)m->done,
-		      "wire_bytes", (json_int_t)m->done,
+		      "wire_bytes", (json_int_t)m->wire,
 		      "elapsed_seconds", secs, "created", (json_int_t)m->created);
 	if (!o)
 		return NULL;
-	if (secs > 0)
+	json_object_set_new(o, "dedup", json_boolean(m->dedup));
+	json_object_set_new(o, "logical_bytes", json_integer((json_int_t)m->len));
+	json_object_set_new(o, "meta_bytes", json_integer((json_int_t)m->meta));
+	/*
+	 * The wire speed counts what crossed the wire (payload and the dedup
+	 * metadata); the effective speed counts the logical bytes settled,
+	 * including those the destination already held: it is what the move
+	 * looked like to its caller, not a speed of any link.
+	 */
+	json_object_set_new(o, "wire_bytes_per_second",
+			    json_real(secs > 0 ? (double)(m->wire + m->meta) / secs : 0));
+	json_object_set_new(o, "effective_bytes_per_second",
+			    json_real(secs > 0 ? (double)m->done / secs : 0));
+	if (secs > 0)	/* the effective speed in MiB/s, as before dedup */
 		json_object_set_new(o, "mib_per_second",
 				    json_real((double)m->done / secs / (1 << 20)));
+	if (m->dedup)
+		json_object_set_new(o, "dedup_stats", json_pack(
+			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			"chunks", (json_int_t)m->dds.chunks,
+			"hit_chunks", (json_int_t)m->dds.hit_chunks,
+			"local_bytes", (json_int_t)m->local,
+			"in_place_bytes", (json_int_t)m->inplace,
+			"verify_failed", (json_int_t)m->dds.verify_failed,
+			"stale", (json_int_t)m->lst.stale,
+			"overlap_skipped", (json_int_t)m->lst.overlap_skipped,
+			"wire_ops", (json_int_t)m->dds.wire_ops,
+			"local_ops", (json_int_t)m->dds.local_ops));
 	if (m->state == MOVE_DONE) {
 		json_object_set_new(o, "checksum", json_string(m->checksum));
 		json_object_set_new(o, "checksum_algorithm", json_string("xxh128"));
@@ -203,13 +252,17 @@ static int remote_sum(struct move *m, char *sum, size_t sumlen)
 	return 0;
 }
 
-/* Release a remote move's grant and address (best effort: the lease ends). */
-static void remote_release(struct move *m)
+/*
+ * Release a remote move's grant and address (best effort: the lease
+ * ends); @index: the move completed, the peer indexes the range.
+ */
+static void remote_release(struct move *m, bool index)
 {
 	char path[64], err[160];
 	long st;
 
-	snprintf(path, sizeof(path), "/v1/mesh/grants/%" PRIu64, m->grant);
+	snprintf(path, sizeof(path), "/v1/mesh/grants/%" PRIu64 "%s", m->grant,
+		 index ? "?index=1" : "");
 	if (mesh_http(m->url, "DELETE", path, NULL, 5000, &st, NULL, err, sizeof(err)))
 		log_warn("move %" PRIu64 ": grant %" PRIu64 " of node %s not released: %s",
 			 m->id, m->grant, m->dst_node, err);
@@ -217,13 +270,187 @@ static void remote_release(struct move *m)
 		dp_av_remove(arenas_ep(), m->raddr);
 }
 
+static bool cancelled(struct move *m)
+{
+	bool c;
+
+	pthread_mutex_lock(&lock);
+	c = m->cancel || stopping;
+	pthread_mutex_unlock(&lock);
+	return c;
+}
+
+/* Add @n settled logical bytes (@wire of them put) to @m; true when a
+ * progress event is due (every tenth of the move, at least a chunk). */
+static bool settled(struct move *m, uint64_t n, uint64_t wire)
+{
+	uint64_t every = m->len / 10 > m->chunk ? m->len / 10 : m->chunk, before;
+
+	pthread_mutex_lock(&lock);
+	before = m->done / every;
+	m->done += n;
+	m->wire += wire;
+	n = m->done;
+	pthread_mutex_unlock(&lock);
+	return n / every != before && n < m->len;
+}
+
 /*
- * Put @m's range, up to MOVE_WINDOW chunks in flight, and compare
- * checksums at the end.  A completion's ctx is the move's id and the
- * chunk's slot, so that a stale completion (of a move that timed out)
- * is told apart.
+ * remote_lookup - ask @m's destination node which chunks of @l it holds
+ * (POST /v1/mesh/dedup under the move's grant), DEDUP_BATCH chunks a
+ * request.  Fills @ans, adds the node's counts to @lst and the encoded
+ * request and answer sizes (dedup.h's encoding, not the JSON and base64
+ * around them) to *@meta.  Returns 0, -ECANCELED, or an error (then
+ * the caller moves every chunk).
  */
-static void run(struct move *m)
+static int remote_lookup(struct move *m, const struct dd_chunk_list *l,
+			 struct dd_answer *ans, struct dd_lookup_stats *lst, uint64_t *meta)
+{
+	struct dd_chunk *batch;
+	uint8_t *buf, *abuf;
+	char fp[24], err[160];
+	json_t *req, *o;
+	size_t k, j, n, alen;
+	const char *a;
+	char *b64;
+	long st;
+	int ret = 0;
+
+	batch = calloc(DEDUP_BATCH, sizeof(*batch));
+	buf = malloc(DEDUP_BATCH * 20);
+	if (!batch || !buf) {
+		free(batch);
+		free(buf);
+		return -ENOMEM;
+	}
+	snprintf(fp, sizeof(fp), "%016" PRIx64, dd_chunker_fingerprint(arenas_chunker()));
+	for (k = 0; k < l->n && !ret; k += n) {
+		if (cancelled(m)) {
+			ret = -ECANCELED;
+			break;
+		}
+		n = l->n - k < DEDUP_BATCH ? l->n - k : DEDUP_BATCH;
+		for (j = 0; j < n; j++) {	/* the encoding starts at 0 */
+			batch[j] = l->v[k + j];
+			batch[j].off -= l->v[k].off;
+		}
+		ret = dd_request_encode(batch, n, buf, n * 20);
+		b64 = ret ? NULL : b64_encode(buf, n * 20);
+		req = b64 ? json_pack("{s:I, s:I, s:s, s:s}", "grant", (json_int_t)m->grant,
+				      "base", (json_int_t)l->v[k].off, "chunks", b64,
+				      "chunker", fp) : NULL;
+		free(b64);
+		if (!req) {
+			ret = ret ? ret : -ENOMEM;
+			break;
+		}
+		ret = mesh_http(m->url, "POST", "/v1/mesh/dedup", req, MOVE_SUM_MS, &st, &o,
+				err, sizeof(err));
+		json_decref(req);
+		if (ret) {
+			log_warn("move %" PRIu64 ": dedup lookup on node %s: %s", m->id,
+				 m->dst_node, err);
+			break;
+		}
+		a = json_string_value(json_object_get(o, "answers"));
+		if (st != 200 || !a || b64_decode(a, strlen(a), &abuf, &alen)) {
+			log_warn("move %" PRIu64 ": dedup lookup on node %s: status %ld: %.80s",
+				 m->id, m->dst_node, st,
+				 json_string_value(json_object_get(o, "error")) ?: "no answers");
+			json_decref(o);
+			ret = -EPROTO;
+			break;
+		}
+		ret = dd_answer_decode(abuf, alen, batch, n, ans + k);
+		free(abuf);
+		*meta += n * 20 + alen;
+		lst->stale += (uint64_t)json_integer_value(json_object_get(o, "stale"));
+		lst->overlap_skipped +=
+			(uint64_t)json_integer_value(json_object_get(o, "overlap_skipped"));
+		json_decref(o);
+	}
+	free(batch);
+	free(buf);
+	return ret;
+}
+
+/*
+ * remote_copy - have @m's destination node copy the plan's local ops
+ * (POST /v1/mesh/dedup/copy), DEDUP_OPS a request; an op it could not
+ * copy, or all of a request it did not answer, becomes a wire op.
+ */
+static int remote_copy(struct move *m, struct dd_op *ops, size_t nops)
+{
+	size_t k = 0, j, idx[DEDUP_OPS], n;
+	uint64_t bytes, copied = 0;
+	char err[160];
+	json_t *arr, *req, *o, *f, *v;
+	long st;
+	int ret;
+
+	while (k < nops) {
+		if (cancelled(m))
+			return -ECANCELED;
+		arr = json_array();
+		for (n = 0, bytes = 0; k < nops && n < DEDUP_OPS && arr; k++) {
+			if (ops[k].kind != DD_OP_LOCAL)
+				continue;
+			json_array_append_new(arr, json_pack("[I, I, I, I]",
+				(json_int_t)ops[k].arena, (json_int_t)ops[k].src_off,
+				(json_int_t)ops[k].dst_off, (json_int_t)ops[k].len));
+			idx[n++] = k;
+			bytes += ops[k].len;
+		}
+		req = arr ? json_pack("{s:I, s:o}", "grant", (json_int_t)m->grant, "ops", arr) :
+		      NULL;
+		if (!req)
+			return -ENOMEM;
+		if (!n) {
+			json_decref(req);
+			break;
+		}
+		ret = mesh_http(m->url, "POST", "/v1/mesh/dedup/copy", req, MOVE_SUM_MS, &st,
+				&o, err, sizeof(err));
+		json_decref(req);
+		f = ret || st != 200 ? NULL : json_object_get(o, "failed");
+		if (!json_is_array(f)) {
+			log_warn("move %" PRIu64 ": dedup copy on node %s: %s", m->id,
+				 m->dst_node, ret ? err : "no answer");
+			json_decref(o);
+			for (j = 0; j < n; j++) {
+				ops[idx[j]].kind = DD_OP_WIRE;
+				ops[idx[j]].src_off = ops[idx[j]].dst_off - m->dst_off;
+			}
+			continue;
+		}
+		json_array_foreach(f, j, v) {
+			json_int_t i = json_integer_value(v);
+
+			if (i < 0 || (size_t)i >= n || ops[idx[i]].kind != DD_OP_LOCAL)
+				continue;
+			ops[idx[i]].kind = DD_OP_WIRE;
+			ops[idx[i]].src_off = ops[idx[i]].dst_off - m->dst_off;
+			bytes -= ops[idx[i]].len;
+		}
+		json_decref(o);
+		copied += bytes;
+		if (settled(m, bytes, 0))
+			post("move.progress", m);
+	}
+	pthread_mutex_lock(&lock);
+	m->local = copied;
+	pthread_mutex_unlock(&lock);
+	return 0;
+}
+
+/*
+ * put_ops - put the DD_OP_WIRE ops of @ops (the whole range, for a plain
+ * move), each in pieces of at most a chunk, up to MOVE_WINDOW in flight.
+ * A completion's ctx is the move's id and the piece's slot, so that a
+ * stale completion (of a move that timed out) is told apart.  Returns 0,
+ * -ECANCELED or the first error (in @m's error).
+ */
+static int put_ops(struct move *m, const struct dd_op *ops, size_t nops, int *pieces)
 {
 	struct dp_ep *ep = arenas_ep();
 	struct dmaplane_cqe cqes[MOVE_WINDOW];
@@ -231,23 +458,25 @@ static void run(struct move *m)
 	const char *where = m->dst_node[0] ? m->dst_node : conf->node_name;
 	uint32_t dest = m->dst_node[0] ? m->raddr : self_addr;
 	uint64_t rkey = m->dst_node[0] ? m->rkey : m->d.rkey;
-	char src_sum[40], dst_sum[40];
 	struct dmaplane_op op;
-	uint64_t sub = 0, every, uc, n;
+	uint64_t at = 0, n, sub = 0;
 	unsigned int inflight = 0, slot;
-	int ret = 0, chunks = 0, got, i;
+	size_t k = 0;
+	int ret = 0, got, i;
 
-	every = m->len / 10 > m->chunk ? m->len / 10 : m->chunk;
-	while (sub < m->len || inflight) {
-		pthread_mutex_lock(&lock);
-		if ((m->cancel || stopping) && !ret)
+	while (k < nops || inflight) {
+		if (!ret && cancelled(m))
 			ret = -ECANCELED;
-		pthread_mutex_unlock(&lock);
-		while (!ret && inflight < MOVE_WINDOW && sub < m->len) {
+		while (!ret && inflight < MOVE_WINDOW && k < nops) {
+			if (ops[k].kind != DD_OP_WIRE) {
+				k++;
+				continue;
+			}
 			for (slot = 0; lens[slot]; slot++)
 				;
-			n = m->len - sub < m->chunk ? m->len - sub : m->chunk;
-			dp_prep_put(&op, dest, rkey, m->dst_off + sub,
+			sub = ops[k].src_off + at;	/* offset in the range */
+			n = ops[k].len - at < m->chunk ? ops[k].len - at : m->chunk;
+			dp_prep_put(&op, dest, rkey, ops[k].dst_off + at,
 				    (void *)(uintptr_t)(m->src_off + sub), n,
 				    (m->id << 8) | slot);
 			dp_prep_set_region(&op, m->s.handle);
@@ -263,7 +492,11 @@ static void run(struct move *m)
 			lens[slot] = n;
 			offs[slot] = sub;
 			inflight++;
-			sub += n;
+			at += n;
+			if (at == ops[k].len) {
+				k++;
+				at = 0;
+			}
 		}
 		if (!inflight)
 			break;
@@ -289,18 +522,137 @@ static void run(struct move *m)
 						peer_failed(m->dst_node, m->error, false);
 				}
 			} else {
-				pthread_mutex_lock(&lock);
-				uc = m->done / every;
-				m->done += lens[slot];
-				n = m->done;
-				pthread_mutex_unlock(&lock);
-				chunks++;
-				if (n / every != uc && n < m->len)
+				(*pieces)++;
+				if (settled(m, lens[slot], lens[slot]))
 					post("move.progress", m);
 			}
 			lens[slot] = 0;
 			inflight--;
 		}
+	}
+	return ret;
+}
+
+/*
+ * local_ops - have the destination copy the plan's DD_OP_LOCAL ops from
+ * the bytes it holds: this daemon for an arena of this node, the peer's
+ * otherwise.  An op whose source is gone meanwhile becomes a DD_OP_WIRE
+ * op (put_ops() sends it).
+ */
+static int local_ops(struct move *m, struct dd_op *ops, size_t nops)
+{
+	uint64_t copied = 0;
+	size_t k, nlocal = 0;
+	int ret = 0;
+
+	for (k = 0; k < nops; k++)
+		nlocal += ops[k].kind == DD_OP_LOCAL;
+	if (!nlocal)
+		return 0;
+	if (m->dst_node[0])
+		return remote_copy(m, ops, nops);
+	for (k = 0; k < nops && !ret; k++) {
+		if (ops[k].kind != DD_OP_LOCAL)
+			continue;
+		if (cancelled(m)) {
+			ret = -ECANCELED;
+			break;
+		}
+		if (arena_local_copy(&ops[k], m->d.ptr)) {
+			ops[k].kind = DD_OP_WIRE;
+			ops[k].src_off = ops[k].dst_off - m->dst_off;
+			continue;
+		}
+		copied += ops[k].len;
+		if (settled(m, ops[k].len, 0))
+			post("move.progress", m);
+	}
+	pthread_mutex_lock(&lock);
+	m->local = copied;
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+/*
+ * dedup_plan - chunk @m's source range into @l, ask the destination what
+ * it holds, and plan (@plan: wire ops to put, local ops to copy there).
+ * A destination that does not answer, or answers nonsense, gets a plain
+ * move (every chunk a wire op), as dedup.h says.
+ */
+static int dedup_plan(struct move *m, struct dd_chunk_list *l, struct dd_plan *plan)
+{
+	const void *src = (const char *)m->s.ptr + m->src_off;
+	struct dd_lookup_stats lst = { 0 };
+	struct dd_answer *ans;
+	uint64_t meta = 0;
+	int ret;
+
+	ret = dd_chunk_range(arenas_chunker(), src, m->len, l);
+	if (ret) {
+		move_error(m, "dedup: chunking the source: %s", strerror(-ret));
+		return ret;
+	}
+	if (cancelled(m))
+		return -ECANCELED;
+	ans = calloc(l->n ? l->n : 1, sizeof(*ans));
+	if (!ans) {
+		move_error(m, "dedup: %s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	if (m->dst_node[0])
+		ret = remote_lookup(m, l, ans, &lst, &meta);
+	else
+		ret = arena_index_lookup(l->v, l->n, m->d.id, m->dst_off, m->len, ans, &lst);
+	if (ret == -ECANCELED) {
+		free(ans);
+		return ret;
+	}
+	if (ret) {
+		log_warn("move %" PRIu64 ": dedup lookup: %s: moving every chunk", m->id,
+			 strerror(-ret));
+		memset(ans, 0, l->n * sizeof(*ans));
+	}
+	ret = dd_plan_build(l->v, l->n, ans, src, m->len,
+			    m->dst_node[0] ? m->rarena : m->d.id, m->dst_off, m->chunk, plan);
+	free(ans);
+	if (ret) {
+		move_error(m, "dedup: plan: %s", strerror(-ret));
+		return ret;
+	}
+	pthread_mutex_lock(&lock);
+	m->dds = plan->st;
+	m->lst = lst;
+	m->meta = meta;
+	m->inplace = plan->st.inplace_bytes;
+	pthread_mutex_unlock(&lock);
+	if (plan->st.inplace_bytes && settled(m, plan->st.inplace_bytes, 0))
+		post("move.progress", m);
+	return 0;
+}
+
+/*
+ * Move @m: plan a deduplicated move, copy what the destination holds,
+ * put the rest (the whole range for a plain move), compare checksums at
+ * the end, and index the destination range.
+ */
+static void run(struct move *m)
+{
+	const char *where = m->dst_node[0] ? m->dst_node : conf->node_name;
+	struct dd_op whole = { .kind = DD_OP_WIRE, .dst_off = m->dst_off, .len = m->len };
+	struct dd_chunk_list l = { 0 };
+	struct dd_plan plan = { 0 };
+	char src_sum[40], dst_sum[40];
+	bool indexed = false;
+	int ret = 0, chunks = 0;
+
+	if (m->dedup) {
+		ret = dedup_plan(m, &l, &plan);
+		if (!ret)
+			ret = local_ops(m, plan.ops, plan.n);
+		if (!ret)
+			ret = put_ops(m, plan.ops, plan.n, &chunks);
+	} else {
+		ret = put_ops(m, &whole, 1, &chunks);
 	}
 	if (!ret) {
 		xxh128_hex((char *)m->s.ptr + m->src_off, m->len, src_sum, sizeof(src_sum));
@@ -314,6 +666,24 @@ static void run(struct move *m)
 			ret = -EIO;
 		}
 	}
+	/*
+	 * The destination now holds the source's bytes: index them (with the
+	 * chunks a deduplicated move already has).  A failed move leaves
+	 * bytes the index may not trust there.
+	 */
+	if (!m->dst_node[0]) {
+		if (!ret && !l.n)
+			dd_chunk_range(arenas_chunker(), (char *)m->s.ptr + m->src_off,
+				       m->len, &l);
+		if (!ret && l.n)
+			indexed = !arena_index_add(m->d.id, m->dst_off, l.v, l.n);
+		else
+			arena_index_forget(m->d.id, m->dst_off, m->len);
+	} else {
+		indexed = !ret;	/* the peer indexes it: remote_release() */
+	}
+	dd_chunk_list_free(&l);
+	dd_plan_free(&plan);
 	pthread_mutex_lock(&lock);
 	clock_gettime(CLOCK_MONOTONIC, &m->t1);
 	if (!ret)
@@ -322,12 +692,13 @@ static void run(struct move *m)
 	pthread_mutex_unlock(&lock);
 	arena_release(m->src);
 	if (m->dst_node[0])
-		remote_release(m);
+		remote_release(m, indexed);
 	else
 		arena_release(m->dst);
-	log_info("move %" PRIu64 " %s -> %s:%s: %s, %" PRIu64 " of %" PRIu64 " bytes in %d chunks%s%s",
+	log_info("move %" PRIu64 " %s -> %s:%s: %s, %" PRIu64 " of %" PRIu64
+		 " bytes, %" PRIu64 " on the wire in %d puts%s%s%s",
 		 m->id, m->src, where, m->dst, state_names[m->state], m->done, m->len,
-		 chunks, m->error[0] ? ": " : "", m->error);
+		 m->wire, chunks, indexed ? ", indexed" : "", m->error[0] ? ": " : "", m->error);
 	post(m->state == MOVE_DONE ? "move.done" : m->state == MOVE_CANCELLED ?
 	     "move.cancelled" : "move.failed", m);
 }
@@ -380,7 +751,7 @@ static void *mover(void *arg)
 			pthread_mutex_unlock(&lock);
 			arena_release(m->src);
 			if (m->dst_node[0])
-				remote_release(m);
+				remote_release(m, false);
 			else
 				arena_release(m->dst);
 			pthread_mutex_lock(&lock);
@@ -566,6 +937,7 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 		return -EHOSTDOWN;
 	}
 	m->grant = (uint64_t)json_integer_value(json_object_get(o, "grant"));
+	m->rarena = (uint32_t)json_integer_value(json_object_get(o, "arena_id"));
 	json_decref(o);
 	m->raddr = DMAPLANE_AV_ANY;
 	ret = dp_av_insert(arenas_ep(), &ep, &m->raddr);
@@ -573,7 +945,7 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 		snprintf(msg, msglen, "node %s: its daemon's endpoint is unreachable: %s%s",
 			 m->dst_node, strerror(-ret), ret == -ENETUNREACH ?
 			 " (no module peer: fabric_address, dpctl peer add)" : "");
-		remote_release(m);
+		remote_release(m, false);
 		return -EHOSTDOWN;
 	}
 	return 0;
@@ -598,10 +970,6 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 
 	*err = -EINVAL;
 	msg[0] = '\0';
-	if (!started) {
-		*err = -ENODEV;
-		return NULL;
-	}
 	if (!json_is_object(req)) {
 		snprintf(msg, msglen, "a move is a JSON object");
 		return NULL;
@@ -621,6 +989,10 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 			*err = (have_len = true, json_u64(v, &m->len, true));
 		else if (!strcmp(key, "chunk"))
 			*err = json_u64(v, &m->chunk, true);
+		else if (!strcmp(key, "dedup") && json_is_boolean(v))
+			*err = (m->dedup = json_is_true(v), 0);
+		else if (!strcmp(key, "dedup"))
+			*err = (snprintf(msg, msglen, "dedup: true or false"), -EINVAL);
 		else
 			*err = -EINVAL;
 		if (*err) {
@@ -642,6 +1014,11 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 		*err = -EOPNOTSUPP;
 		snprintf(msg, msglen, "the source is an arena of this node (ask node %s's daemon)",
 			 src_node);
+		goto fail;
+	}
+	/* A well-formed request; without the module there are no moves. */
+	if (!started) {
+		*err = -ENODEV;
 		goto fail;
 	}
 	pthread_mutex_lock(&lock);
@@ -775,7 +1152,7 @@ int move_cancel(uint64_t id, const struct dpd_cred *cred)
 	if (copy) {
 		arena_release(copy->src);
 		if (copy->dst_node[0])
-			remote_release(copy);
+			remote_release(copy, false);
 		else
 			arena_release(copy->dst);
 		events_post("move.cancelled", NULL, copy->uid, copy->gid, 0600, o);
@@ -816,4 +1193,61 @@ json_t *arena_xxh128_json(const char *name, const struct dpd_cred *cred,
 	arena_release(name);
 	return json_pack("{s:s, s:I, s:I, s:s}", "arena", name, "offset",
 			 (json_int_t)off, "length", (json_int_t)len, "xxh128", hex);
+}
+
+/*
+ * arena_index_json - POST /v1/arenas/NAME/index {"offset", "length"}:
+ * chunk a range of the arena and add it to the dedup index (content that
+ * arrived otherwise than by a move).  @cred needs rw.  NULL with *@err
+ * -EINVAL (@msg), -ERANGE, -ENOENT, -EACCES, -ENODEV, -ENOSPC (index
+ * full), -ENOMEM.
+ */
+json_t *arena_index_json(const char *name, const struct dpd_cred *cred, json_t *req,
+			 int *err, char *msg, size_t msglen)
+{
+	struct dpd_arena_ref ref;
+	uint64_t off = 0, len = 0, end;
+	bool have_len = false;
+	const char *key;
+	json_t *v;
+	long n;
+
+	*err = -EINVAL;
+	msg[0] = '\0';
+	if (!json_is_object(req)) {
+		snprintf(msg, msglen, "a range is an object {\"offset\": ..., \"length\": ...}");
+		return NULL;
+	}
+	json_object_foreach(req, key, v) {
+		if (!strcmp(key, "offset") && !json_u64(v, &off, true))
+			continue;
+		if (!strcmp(key, "length") && !json_u64(v, &len, true)) {
+			have_len = true;
+			continue;
+		}
+		snprintf(msg, msglen, "bad or unknown key \"%.64s\"", key);
+		return NULL;
+	}
+	if (!have_len || !len) {
+		snprintf(msg, msglen, "a range needs a non-zero length");
+		return NULL;
+	}
+	*err = arena_hold(name, cred, DPD_PERM_READ | DPD_PERM_WRITE, &ref);
+	if (*err)
+		return NULL;
+	if (__builtin_add_overflow(off, len, &end) || end > ref.size) {
+		arena_release(name);
+		*err = -ERANGE;
+		snprintf(msg, msglen, "range beyond the arena");
+		return NULL;
+	}
+	n = arena_index_range(&ref, off, len);
+	arena_release(name);
+	if (n < 0) {
+		*err = (int)n;
+		return NULL;
+	}
+	*err = 0;
+	return json_pack("{s:s, s:I, s:I, s:I}", "arena", name, "offset", (json_int_t)off,
+			 "length", (json_int_t)len, "chunks", (json_int_t)n);
 }

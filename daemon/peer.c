@@ -26,7 +26,12 @@
  * holds X (it cannot be destroyed: 409) until A releases the grant or
  * the grant's lease (GRANT_LEASE s, renewed by every request from A)
  * runs out.  The remote key itself is in B's node information, which
- * only token holders (the mesh's daemons) may read.
+ * only token holders (the mesh's daemons) may read.  Under the same
+ * grant, A's daemon may ask which chunks of a deduplicated move B holds
+ * (POST /v1/mesh/dedup: B's index, answered for the granted range), have
+ * B copy held chunks into the granted range (POST /v1/mesh/dedup/copy)
+ * and, releasing the grant after a completed move, have B index the
+ * range (DELETE /v1/mesh/grants/ID?index=1).
  *
  * Locking: peers_lock protects the peer list and every field of every
  * struct peer but @thread (written once before the list sees the peer)
@@ -51,6 +56,7 @@
 #include <dmaplane.h>
 
 #include "dmaplaned.h"
+#include "dedup.h"
 
 #define PEER_INTERVAL	3	/* seconds between heartbeats */
 #define PEER_TIMEOUT_MS	2500	/* a heartbeat's answer, at most */
@@ -752,6 +758,8 @@ struct grant {
 	uint64_t id;
 	char node[DPD_NAME_MAX + 1];
 	char arena[DPD_NAME_MAX + 1];
+	uint32_t arena_id;	/* arena.c's id: the same arena, not a new one of that name */
+	uint64_t off, len;	/* the granted range */
 	time_t expires;
 };
 
@@ -925,6 +933,9 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 	}
 	strcpy(g->node, node);
 	strcpy(g->arena, arena);
+	g->arena_id = ref.id;
+	g->off = off;
+	g->len = len;
 	pthread_mutex_lock(&grants_lock);
 	g->id = id = next_grant++;
 	g->expires = time(NULL) + GRANT_LEASE;
@@ -933,11 +944,11 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 	pthread_mutex_unlock(&grants_lock);
 	/* g may expire from now on: only @id is used. */
 	snprintf(hex, sizeof(hex), "%016" PRIx64, ref.rkey);
-	o = json_pack("{s:I, s:s, s:s, s:I, s:o}", "grant", (json_int_t)id,
+	o = json_pack("{s:I, s:s, s:s, s:I, s:o, s:I}", "grant", (json_int_t)id,
 		      "arena", arena, "rkey", hex, "size", (json_int_t)ref.size,
-		      "ep", ep_name_json(&ep));
+		      "ep", ep_name_json(&ep), "arena_id", (json_int_t)ref.id);
 	if (!o)
-		grant_delete(id, node);
+		grant_delete(id, node, false);
 	log_info("grant %" PRIu64 ": node %s may put %" PRIu64 " bytes at %" PRIu64
 		 " of arena %s (move %" PRIu64 ")", id, node, len, off, arena, move);
 	*err = o ? 0 : -ENOMEM;
@@ -951,14 +962,60 @@ static bool grant_is(const struct grant *g, const void *arg)
 	return g->id == want->id && !strcmp(g->node, want->node);
 }
 
-/* grant_delete - DELETE /v1/mesh/grants/ID by @node: 0 or -ENOENT */
-int grant_delete(uint64_t id, const char *node)
+/*
+ * grant_ref - grant @id of @node, copied into @out, and its arena held
+ * again for the caller (arena_release(@out->arena)), so that the grant
+ * may expire meanwhile.  Returns 0 or -ENOENT.
+ */
+static int grant_ref(uint64_t id, const char *node, struct grant *out,
+		     struct dpd_arena_ref *ref)
 {
 	struct grant want = { .id = id }, *g;
 	bool found = false;
 
 	if (!node || !name_valid(node))
 		return -ENOENT;
+	strcpy(want.node, node);
+	pthread_mutex_lock(&grants_lock);
+	for (g = grants; g; g = g->next) {
+		if (grant_is(g, &want)) {
+			*out = *g;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&grants_lock);
+	if (!found || arena_hold(out->arena, &(struct dpd_cred){ .token = true },
+				 DPD_PERM_WRITE, ref))
+		return -ENOENT;
+	if (ref->id != out->arena_id) {	/* destroyed and made anew */
+		arena_release(out->arena);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+/*
+ * grant_delete - DELETE /v1/mesh/grants/ID by @node: 0 or -ENOENT.
+ * @index: the move completed, the granted range holds its bytes: index
+ * them first.
+ */
+int grant_delete(uint64_t id, const char *node, bool index)
+{
+	struct grant want = { .id = id }, *g;
+	struct dpd_arena_ref ref;
+	struct grant copy;
+	bool found = false;
+	long n;
+
+	if (!node || !name_valid(node))
+		return -ENOENT;
+	if (index && !grant_ref(id, node, &copy, &ref)) {
+		n = arena_index_range(&ref, copy.off, copy.len);
+		arena_release(copy.arena);
+		if (n < 0)
+			log_warn("grant %" PRIu64 ": arena %s not indexed: %s", id,
+				 copy.arena, strerror((int)-n));
+	}
 	strcpy(want.node, node);
 	pthread_mutex_lock(&grants_lock);
 	for (g = grants; g; g = g->next)
@@ -969,6 +1026,251 @@ int grant_delete(uint64_t id, const char *node)
 		return -ENOENT;
 	grants_drop(grant_is, &want, false);
 	return 0;
+}
+
+/* ---- deduplicated moves into this node's arenas ------------------------- */
+
+static const char b64_chars[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* b64_encode - @n bytes as base64 (RFC 4648, padded), NUL-terminated; free() it */
+char *b64_encode(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	char *out, *o;
+	uint32_t v;
+	size_t i;
+
+	out = malloc((n + 2) / 3 * 4 + 1);
+	if (!out)
+		return NULL;
+	for (i = 0, o = out; i < n; i += 3) {
+		v = (uint32_t)b[i] << 16;
+		if (i + 1 < n)
+			v |= (uint32_t)b[i + 1] << 8;
+		if (i + 2 < n)
+			v |= b[i + 2];
+		*o++ = b64_chars[v >> 18 & 63];
+		*o++ = b64_chars[v >> 12 & 63];
+		*o++ = i + 1 < n ? b64_chars[v >> 6 & 63] : '=';
+		*o++ = i + 2 < n ? b64_chars[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+/*
+ * b64_decode - base64 @s (padded, no white space) into @out; *@n gets
+ * the bytes, the buffer is malloc()ed.  Returns 0, -EINVAL, -ENOMEM.
+ */
+int b64_decode(const char *s, size_t len, uint8_t **out, size_t *n)
+{
+	uint8_t *b;
+	uint32_t v;
+	size_t i, j, k, pad = 0;
+	const char *c;
+
+	if (len % 4)
+		return -EINVAL;
+	if (len && s[len - 1] == '=')
+		pad = len >= 2 && s[len - 2] == '=' ? 2 : 1;
+	b = malloc(len / 4 * 3 + 1);
+	if (!b)
+		return -ENOMEM;
+	for (i = 0, j = 0; i < len; i += 4) {
+		for (k = 0, v = 0; k < 4; k++) {
+			bool tail = i + 4 == len && k >= 4 - pad;
+
+			c = tail ? NULL : s[i + k] ? strchr(b64_chars, s[i + k]) : NULL;
+			if (!c && !(tail && s[i + k] == '=')) {
+				free(b);
+				return -EINVAL;
+			}
+			v = v << 6 | (c ? (uint32_t)(c - b64_chars) : 0);
+		}
+		b[j++] = v >> 16;
+		if (!(i + 4 == len && pad == 2))
+			b[j++] = v >> 8 & 0xff;
+		if (!(i + 4 == len && pad))
+			b[j++] = v & 0xff;
+	}
+	*out = b;
+	*n = j;
+	return 0;
+}
+
+static int json_field_u64(json_t *o, const char *key, uint64_t *out)
+{
+	return json_u64v(json_object_get(o, key), out);
+}
+
+/*
+ * mesh_dedup_lookup - POST /v1/mesh/dedup from @node: {"grant", "base",
+ * "chunks", "chunker"}: which of the chunks (dedup.h's request encoding,
+ * base64; the first at "base" in the granted range) this node holds, as
+ * dd_index_lookup() answers for the granted range: {"answers" (the
+ * answer encoding, base64), "arena", "stale", "overlap_skipped"}.  NULL
+ * with *@err -EINVAL (@msg), -ENOENT (no such grant), -EBUSY (the
+ * chunkers differ), -ERANGE, -ENOMEM.
+ */
+json_t *mesh_dedup_lookup(json_t *req, const char *node, int *err, char *msg,
+			  size_t msglen)
+{
+	struct dd_lookup_stats st = { 0 };
+	struct dpd_arena_ref ref;
+	struct dd_answer *ans = NULL;
+	struct dd_chunk *v = NULL;
+	uint8_t *raw = NULL, *abuf = NULL;
+	uint64_t gid, base, total;
+	const char *chunks, *fp;
+	char mine[24], *b64 = NULL;
+	struct grant g;
+	json_t *o = NULL;
+	size_t rawlen, k, asize;
+	long n, alen;
+
+	*err = -EINVAL;
+	chunks = json_string_value(json_object_get(req, "chunks"));
+	fp = json_string_value(json_object_get(req, "chunker"));
+	if (!json_is_object(req) || json_object_size(req) != 4 ||
+	    json_field_u64(req, "grant", &gid) || json_field_u64(req, "base", &base) ||
+	    !chunks || !fp) {
+		snprintf(msg, msglen, "a lookup is {\"grant\", \"base\", \"chunks\", \"chunker\"}");
+		return NULL;
+	}
+	snprintf(mine, sizeof(mine), "%016" PRIx64, dd_chunker_fingerprint(arenas_chunker()));
+	if (strcmp(fp, mine)) {
+		*err = -EBUSY;
+		snprintf(msg, msglen, "node %s cuts chunks otherwise (chunker %s)",
+			 conf->node_name, mine);
+		return NULL;
+	}
+	if (b64_decode(chunks, strlen(chunks), &raw, &rawlen) || !rawlen ||
+	    rawlen % 20) {
+		free(raw);
+		snprintf(msg, msglen, "chunks: base64 of 20 bytes a chunk");
+		return NULL;
+	}
+	*err = -ENOMEM;
+	v = calloc(rawlen / 20, sizeof(*v));
+	ans = calloc(rawlen / 20, sizeof(*ans));
+	if (!v || !ans)
+		goto out;
+	n = dd_request_decode(raw, rawlen, v, rawlen / 20);
+	if (n <= 0) {
+		*err = -EINVAL;
+		snprintf(msg, msglen, "chunks: malformed");
+		goto out;
+	}
+	*err = grant_ref(gid, node, &g, &ref);
+	if (*err) {
+		snprintf(msg, msglen, "no grant %" PRIu64 " for node %s", gid,
+			 node ? node : "(none)");
+		goto out;
+	}
+	total = v[n - 1].off + v[n - 1].len;
+	if (base > g.len || total > g.len - base) {
+		*err = -ERANGE;
+		snprintf(msg, msglen, "chunks beyond the granted range");
+		goto release;
+	}
+	for (k = 0; k < (size_t)n; k++)
+		v[k].off += base;
+	*err = arena_index_lookup(v, (size_t)n, ref.id, g.off, g.len, ans, &st);
+	if (*err)
+		goto release;
+	asize = dd_meta_answer_bytes((size_t)n, dd_answer_runs(ans, (size_t)n));
+	*err = -ENOMEM;
+	abuf = malloc(asize ? asize : 1);
+	if (!abuf)
+		goto release;
+	alen = dd_answer_encode(ans, (size_t)n, abuf, asize);
+	if (alen < 0) {
+		*err = (int)alen;
+		goto release;
+	}
+	b64 = b64_encode(abuf, (size_t)alen);
+	if (b64)
+		o = json_pack("{s:s, s:I, s:I, s:I}", "answers", b64,
+			      "arena", (json_int_t)ref.id, "stale", (json_int_t)st.stale,
+			      "overlap_skipped", (json_int_t)st.overlap_skipped);
+	*err = o ? 0 : -ENOMEM;
+release:
+	arena_release(g.arena);
+out:
+	free(raw);
+	free(v);
+	free(ans);
+	free(abuf);
+	free(b64);
+	return o;
+}
+
+/*
+ * mesh_dedup_copy - POST /v1/mesh/dedup/copy from @node: {"grant",
+ * "ops": [[arena, from, to, length], ...]}: copy held bytes (arena id
+ * and offset, as a lookup answered) into the granted range.  An op
+ * outside the range, or reading from it (the plan never does: a copy in
+ * any order could read bytes another op wrote), or whose source is gone
+ * fails alone; the answer lists them: {"copied": bytes, "failed":
+ * [index, ...]}, and the source puts those bytes instead.  NULL with
+ * *@err -EINVAL (@msg) or -ENOENT (no such grant).
+ */
+json_t *mesh_dedup_copy(json_t *req, const char *node, int *err, char *msg,
+			size_t msglen)
+{
+	json_t *ops = json_object_get(req, "ops"), *failed, *op;
+	struct dpd_arena_ref ref;
+	uint64_t gid, copied = 0, end, send;
+	struct grant g;
+	size_t i;
+
+	*err = -EINVAL;
+	if (!json_is_object(req) || json_object_size(req) != 2 ||
+	    json_field_u64(req, "grant", &gid) || !json_is_array(ops)) {
+		snprintf(msg, msglen, "a copy is {\"grant\", \"ops\": [[arena, from, to, length], ...]}");
+		return NULL;
+	}
+	json_array_foreach(ops, i, op) {
+		uint64_t f[4];
+		size_t k;
+
+		for (k = 0; k < 4; k++)
+			if (json_u64v(json_array_get(op, k), &f[k]))
+				break;
+		if (!json_is_array(op) || json_array_size(op) != 4 || k < 4 ||
+		    f[0] > UINT32_MAX || !f[3]) {
+			snprintf(msg, msglen, "ops[%zu]: [arena, from, to, length]", i);
+			return NULL;
+		}
+	}
+	*err = grant_ref(gid, node, &g, &ref);
+	if (*err) {
+		snprintf(msg, msglen, "no grant %" PRIu64 " for node %s", gid,
+			 node ? node : "(none)");
+		return NULL;
+	}
+	failed = json_array();
+	json_array_foreach(ops, i, op) {
+		struct dd_op d = { .kind = DD_OP_LOCAL };
+
+		d.arena = (uint32_t)json_integer_value(json_array_get(op, 0));
+		d.src_off = (uint64_t)json_integer_value(json_array_get(op, 1));
+		d.dst_off = (uint64_t)json_integer_value(json_array_get(op, 2));
+		d.len = (uint64_t)json_integer_value(json_array_get(op, 3));
+		if (d.dst_off < g.off || __builtin_add_overflow(d.dst_off, d.len, &end) ||
+		    end > g.off + g.len || __builtin_add_overflow(d.src_off, d.len, &send) ||
+		    (d.arena == ref.id && d.src_off < g.off + g.len && send > g.off) ||
+		    arena_local_copy(&d, ref.ptr)) {
+			json_array_append_new(failed, json_integer((json_int_t)i));
+			continue;
+		}
+		copied += d.len;
+	}
+	arena_release(g.arena);
+	*err = failed ? 0 : -ENOMEM;
+	return failed ? json_pack("{s:I, s:o}", "copied", (json_int_t)copied,
+				  "failed", failed) : NULL;
 }
 
 /* ep_name_json - {"node_id": hex, "ep_uid": hex} */

@@ -53,7 +53,7 @@ api() {
 }
 
 echo "TAP version 13"
-echo "1..33"
+echo "1..36"
 "$d" --help | grep -q 'Bearer'
 result $? "--help explains"
 "$d" --version | grep -q '^dmaplaned '
@@ -154,6 +154,30 @@ api 200 GET /v1/nodes && grep -q '"name":"host","self":true' "$tmp/body" &&
 	api 503 POST /v1/moves '{"src":{"arena":"a"},"dst":{"node":"nosuch","arena":"b"},"length":1}' &&
 	api 200 GET /v1/peers && [ "$(cat "$tmp/body")" = "[]" ]
 result $? "api: the mesh's routes refuse bad input, nothing changed"
+# Deduplicated moves and the dedup index: a bad "dedup" or index range
+# is a 400 with a JSON error even without a device; a good request gets
+# as far as the device (503); the index stays empty.
+api 200 GET /v1/node && grep -q '"dedup":{[^}]*"index_entries":0' "$tmp/body" &&
+	grep -q '"chunker_fingerprint":"[0-9a-f]\{16\}"' "$tmp/body" &&
+	api 400 POST /v1/moves '{"src":{"arena":"a"},"dst":{"arena":"b"},"length":4096,"dedup":"yes"}' &&
+	grep -q 'dedup: true or false' "$tmp/body" &&
+	api 400 POST /v1/moves '{"src":{"arena":"a"},"dst":{"arena":"b"},"length":4096,"dedup":1}' &&
+	api 400 POST /v1/moves '{"src":{"arena":"a"},"dst":{"arena":"b"},"length":4096,"dedup":null}' &&
+	api 400 POST /v1/moves '{"src":{"arena":"a"},"dst":{"arena":"b"},"dedup":true}' &&
+	api 400 POST /v1/moves '{"src":{"arena":"a"},"dst":{"arena":"b"},"length":4096,"dedup":true,"dedup":false}' &&
+	api 503 POST /v1/moves '{"src":{"arena":"a"},"dst":{"arena":"b"},"length":4096,"dedup":true}' &&
+	api 503 POST /v1/moves '{"src":{"arena":"a"},"dst":{"arena":"b"},"length":4096,"dedup":false}' &&
+	api 200 GET /v1/moves && [ "$(cat "$tmp/body")" = "[]" ]
+result $? "api: dedup moves: a bad \"dedup\" is a 400, nothing queued"
+api 405 GET /v1/arenas/a/index && api 400 POST /v1/arenas/a/index '{"offset":' &&
+	api 400 POST /v1/arenas/a/index '[1]' && api 400 POST /v1/arenas/a/index '{}' &&
+	api 400 POST /v1/arenas/a/index '{"length":0}' &&
+	api 400 POST /v1/arenas/a/index '{"length":4096,"colour":1}' &&
+	api 400 POST /v1/arenas/a/index '{"length":-1}' &&
+	api 404 POST '/v1/arenas/a%2fb/index' '{"length":4096}' &&
+	api 503 POST /v1/arenas/a/index '{"offset":0,"length":4096}' &&
+	api 200 GET /v1/node && grep -q '"index_entries":0' "$tmp/body"
+result $? "api: the dedup index refuses bad ranges, stays empty"
 api_nobody 403 POST /v1/peers '{"name":"p1","address":"h"}' &&
 	api_nobody 403 DELETE /v1/peers/p1 && api_nobody 403 GET /v1/mesh/info &&
 	api_nobody 403 POST /v1/mesh/grants '{"arena":"a","length":1}' &&
@@ -168,6 +192,32 @@ tcp 401 GET /v1/mesh/info && tcp 401 GET /v1/mesh/info wrong-token-wrong-token &
 	tcp 404 DELETE /v1/mesh/grants/1 $tok && tcp 200 GET /v1/mesh/info $tok &&
 	grep -q '"node":"host"' "$tmp/body"
 result $? "api: TCP needs the token; grants refuse bad input"
+# The dedup mesh endpoints: the token, then well-formed requests under a
+# grant of this node, with the same chunker; nothing changes.
+chunk=AAAAAAAAAAAAAAAAAAAAAAAQAAA=	# one chunk: xxh128 0, 4096 bytes
+api 200 GET /v1/node &&
+	fp=$(sed -n 's/.*"chunker_fingerprint":"\([0-9a-f]*\)".*/\1/p' "$tmp/body") && [ -n "$fp" ] &&
+	api 403 POST /v1/mesh/dedup '{}' && api 403 POST /v1/mesh/dedup/copy '{}' &&
+	tcp 401 POST /v1/mesh/dedup "" '{}' && tcp 405 GET /v1/mesh/dedup $tok &&
+	tcp 405 DELETE /v1/mesh/dedup/copy $tok && tcp 404 POST /v1/mesh/dedup/nothing $tok '{}' &&
+	tcp 400 POST /v1/mesh/dedup $tok '{"grant":' && tcp 400 POST /v1/mesh/dedup $tok '{}' &&
+	tcp 400 POST /v1/mesh/dedup $tok "{\"grant\":1,\"base\":0,\"chunks\":\"$chunk\"}" &&
+	tcp 400 POST /v1/mesh/dedup $tok "{\"grant\":1,\"base\":0,\"chunks\":\"%%%%\",\"chunker\":\"$fp\"}" &&
+	tcp 400 POST /v1/mesh/dedup $tok "{\"grant\":1,\"base\":0,\"chunks\":\"AAAA\",\"chunker\":\"$fp\"}" &&
+	tcp 400 POST /v1/mesh/dedup $tok "{\"grant\":1,\"base\":0,\"chunks\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAA=\",\"chunker\":\"$fp\"}" &&
+	tcp 409 POST /v1/mesh/dedup $tok "{\"grant\":1,\"base\":0,\"chunks\":\"$chunk\",\"chunker\":\"0000000000000000\"}" &&
+	grep -q '"code":409' "$tmp/body" &&
+	tcp 404 POST /v1/mesh/dedup $tok "{\"grant\":1,\"base\":0,\"chunks\":\"$chunk\",\"chunker\":\"$fp\"}" &&
+	grep -q 'no grant 1 for node host' "$tmp/body" &&
+	tcp 400 POST /v1/mesh/dedup/copy $tok '{"grant":1}' &&
+	tcp 400 POST /v1/mesh/dedup/copy $tok '{"grant":1,"ops":[[1,0,0]]}' &&
+	tcp 400 POST /v1/mesh/dedup/copy $tok '{"grant":1,"ops":[[1,0,0,0]]}' &&
+	tcp 400 POST /v1/mesh/dedup/copy $tok '{"grant":1,"ops":[[1,-1,0,4096]]}' &&
+	tcp 400 POST /v1/mesh/dedup/copy $tok '{"grant":1,"ops":[[4294967296,0,0,4096]]}' &&
+	tcp 404 POST /v1/mesh/dedup/copy $tok '{"grant":1,"ops":[[1,0,0,4096]]}' &&
+	tcp 404 DELETE '/v1/mesh/grants/1?index=1' $tok &&
+	api 200 GET /v1/node && grep -q '"index_entries":0' "$tmp/body"
+result $? "api: the dedup mesh endpoints need the token and a grant; bad input is a 4xx"
 api 201 POST /v1/peers "{\"name\":\"n2\",\"address\":\"127.0.0.1:$((port + 1))\"}" &&
 	api 409 POST /v1/peers "{\"name\":\"n2\",\"address\":\"127.0.0.1\"}"
 result $? "mesh: peer added at run time (409 twice)"

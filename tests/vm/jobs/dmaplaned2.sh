@@ -18,7 +18,10 @@
 #
 #   moves vm0 -> vm1 of random data (dmaplanectl fill), several sizes,
 #   chunks and offsets, including lengths that are not a multiple of the
-#   chunk; malformed and unauthorised requests across the nodes (4xx,
+#   chunk; deduplicated moves vm0 -> vm1 (10% changed: wire <= 25%,
+#   byte-exact; again: all in place; random data: no savings) and vm1's
+#   dedup endpoints refusing bad requests; malformed and unauthorised
+#   requests across the nodes (4xx,
 #   nothing changed on vm1); a move cancelled in the middle; node 1's
 #   daemon killed in the middle of a move (the move fails naming the
 #   cause, vm1 goes down: event peer.down; a move to it is refused at
@@ -255,6 +258,68 @@ case_result move-nothing-outside $? "$st"
 sleep 1
 grep -q '^event: move.progress$' $H/tmp/sse && grep -q '^event: move.done$' $H/tmp/sse
 case_result move-events $?
+
+# ---- deduplicated moves vm0 -> vm1 --------------------------------------------
+# vm1's d1 holds s1[0:16M] at 16 MiB (move-16m; indexed by vm1 when the
+# grant was released).  s2 = s1[0:16M] with 10% of its 64 KiB blocks
+# changed (26 of 256: 1703936 bytes) moves to vm1's new dd1 with dedup:
+# vm1 copies the held chunks from d1, the changed ones cross the wire.
+expect n1-create-dd1 201 "$(n1 -X POST -d '{"name":"dd1","size":"16M","mode":"0600"}' http://$N1:7070/v1/arenas)" $H/tmp/body.n1
+expect create-s2 201 "$(api -X POST -d '{"name":"s2","size":"16M","mode":"0600"}' http://x/v1/arenas)"
+in_host python3 -c '
+import array, mmap, random, socket, sys
+def attach(name):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("'$ATT'")
+    s.sendall(b"ATTACH " + name.encode() + b"\n")
+    msg, anc, _, _ = s.recvmsg(100, socket.CMSG_SPACE(4))
+    return mmap.mmap(array.array("i", anc[0][2][:4])[0], int(msg.split()[1]))
+a, b = attach("s1"), attach("s2")
+b[:] = a[0:16 << 20]
+r = random.Random(int(sys.argv[1]))
+for k in r.sample(range(256), 26):
+    b[k << 16:(k + 1) << 16] = r.randbytes(1 << 16)' $((seed + 7))
+case_result dedup-fill-s2 $?
+n1 http://$N1:7070/v1/node >/dev/null
+in_host python3 -c 'import json; o = json.load(open("/tmp/body.n1")); exit(0 if o["dedup"]["index_entries"] > 0 else 1)'
+case_result dedup-vm1-indexed $? "$(cat $H/tmp/body.n1)"
+# dmove_remote NAME SRC DST LENGTH: a dedup move s -> vm1, body has its JSON
+dmove_remote() {
+	st=$(api -X POST -d "{\"src\":{\"arena\":\"$2\"},\"dst\":{\"node\":\"vm1\",\"arena\":\"$3\"},\"length\":$4,\"dedup\":true}" http://x/v1/moves)
+	[ "$st" = 202 ] && poll_move "$(move_id)" 300 && grep -q '"state":"done"' $H/tmp/body
+	case_result "$1" $? "status $st: $(body)"
+	sed "s/^/# $1: /" $H/tmp/body
+}
+jcheck() {	# NAME EXPR: EXPR on o (the move's JSON) and d (its dedup_stats)
+	in_host python3 -c 'import json, sys
+o = json.load(open("/tmp/body")); d = o.get("dedup_stats", {})
+sys.exit(0 if eval(sys.argv[1]) else 1)' "$2"
+	case_result "$1" $? "$2: $(body)"
+}
+dmove_remote dedup-remote-move s2 dd1 16777216
+jcheck dedup-remote-savings '1703936 <= o["wire_bytes"] <= 16777216 // 4 and o["meta_bytes"] > 0 and d["local_bytes"] + o["wire_bytes"] == 16777216 and d["hit_chunks"] > 0 and o["effective_bytes_per_second"] > o["wire_bytes_per_second"]'
+want=$(sha_local s2 0 16777216)
+got=$(agent sha256 dd1 0 16777216)
+[ "ok $want" = "$got" ]
+case_result dedup-remote-data $? "vm0 s2 $want, vm1 dd1 $got"
+# Again: vm1 indexed dd1 at the end, everything is in place now.
+dmove_remote dedup-remote-again s2 dd1 16777216
+jcheck dedup-remote-inplace 'o["wire_bytes"] == 0 and d["in_place_bytes"] == 16777216'
+# Random data vm1 never saw (sbig's first 4 MiB): no savings.
+st=$(api -X POST -d '{"src":{"arena":"sbig"},"dst":{"node":"vm1","arena":"dd1","offset":"4M"},"length":"4M","dedup":true}' http://x/v1/moves)
+[ "$st" = 202 ] && poll_move "$(move_id)" 300 && grep -q '"state":"done"' $H/tmp/body
+case_result dedup-remote-random $? "status $st: $(body)"
+jcheck dedup-remote-no-savings 'o["wire_bytes"] == o["logical_bytes"] == 4194304 and d["hit_chunks"] == 0 and d["local_bytes"] == 0'
+want=$(sha_local sbig 0 4194304)
+got=$(agent sha256 dd1 4194304 4194304)
+[ "ok $want" = "$got" ]
+case_result dedup-remote-random-data $? "vm0 sbig $want, vm1 dd1 $got"
+# vm1's dedup endpoints: the token, a grant of the asking node
+expect n1-dedup-no-token 401 "$(n1_raw -X POST -d '{}' http://$N1:7070/v1/mesh/dedup)" $H/tmp/body.n1
+expect n1-dedup-bad 400 "$(n1 -H 'X-Dmaplane-Node: vm0' -X POST -d '{"grant":1}' http://$N1:7070/v1/mesh/dedup)" $H/tmp/body.n1
+expect n1-dedup-copy-no-grant 404 "$(n1 -H 'X-Dmaplane-Node: vm0' -X POST -d '{"grant":999999,"ops":[[1,0,0,4096]]}' http://$N1:7070/v1/mesh/dedup/copy)" $H/tmp/body.n1
+expect delete-s2 204 "$(api -X DELETE http://x/v1/arenas/s2)"
+expect n1-delete-dd1 204 "$(n1 -X DELETE http://$N1:7070/v1/arenas/dd1)" $H/tmp/body.n1
 
 # ---- malformed and unauthorised, across the nodes ---------------------------
 n1 http://$N1:7070/v1/arenas >/dev/null
