@@ -26,6 +26,6 @@ make_initramfs "$out/i.cpio.gz" "$BUILD/ko-$run" \
 	tests/vm/bench:/dmaplane/bench >"$out/initramfs.log" 2>&1 ||
 	{ tail -20 "$out/initramfs.log"; exit 1; }
 tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/i.cpio.gz" \
-	-j dmaplaned -n 1 -t "${DAEMON_VM_TIMEOUT:-1200}" -m 3072 -o "$out/vm" -R \
+	-j dmaplaned -n 1 -t "${DAEMON_VM_TIMEOUT:-3600}" -m 3072 -o "$out/vm" -R \
 	-a "dmaplane.daemon_build=$(pwd)/$BUILD dmaplane.daemon_src=$(pwd) ${2:-}"
 python3 tests/vm/results.py --ksrc "$KSRC" --label dmaplaned "$out/vm" 1
