@@ -318,15 +318,13 @@ expect move-bad-chunk 400 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"arena
 expect move-unknown-arena 404 "$(api -X POST -d '{"src":{"arena":"nosuch"},"dst":{"arena":"m1"},"length":8192}' http://x/v1/moves)"
 expect move-remote-down 503 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"node":"vm1","arena":"m1"},"length":8192}' http://x/v1/moves)"
 expect move-unknown-id 404 "$(api http://x/v1/moves/999999)"
-# A long move (16 MiB in 4 KiB chunks: 4,096 puts, several seconds
-# under TCG) holds its arenas (destroying one is 409) and is cancelled in
-# the middle.
-expect move-big-create 201 "$(api -X POST -d '{"name":"big","size":"16M","mode":"0600"}' http://x/v1/arenas)"
-expect move-m2-create 201 "$(api -X POST -d '{"name":"m2","size":"16M","mode":"0600"}' http://x/v1/arenas)"
-# One python process makes the move, tries to destroy its destination
-# and cancels it, so that no process start (seconds under TCG) lies
-# between them; it prints the three statuses and the move's id.
-in_host python3 -c '
+# move_cancel SRC DST DEDUP: one python process makes a 16 MiB move of
+# SRC into DST in 4 KiB chunks (DEDUP: true or false), tries to destroy
+# DST and cancels the move, so that no process start (seconds under TCG)
+# lies between them; it writes the three statuses and the move's id to
+# $H/tmp/cancel.out.
+move_cancel() {
+	in_host python3 -c '
 import json, socket, sys
 def req(method, path, body=b""):
     s = socket.socket(socket.AF_UNIX)
@@ -341,12 +339,24 @@ def req(method, path, body=b""):
         data += c
     head, _, payload = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), payload
-st, body = req(b"POST", b"/v1/moves", b"{\"src\":{\"arena\":\"big\"},\"dst\":{\"arena\":\"m2\"},\"length\":\"16M\",\"chunk\":4096}")
+src, dst, dedup = sys.argv[1], sys.argv[2], sys.argv[3] == "true"
+move = {"src": {"arena": src}, "dst": {"arena": dst}, "length": "16M", "chunk": 4096}
+if dedup:
+    move["dedup"] = True
+st, body = req(b"POST", b"/v1/moves", json.dumps(move).encode())
 mid = json.loads(body)["id"] if st == 202 else 0
-st2, _ = req(b"DELETE", b"/v1/arenas/m2")
+st2, _ = req(b"DELETE", b"/v1/arenas/" + dst.encode())
 st3, _ = req(b"DELETE", b"/v1/moves/%d" % mid)
 print(st, st2, st3, mid)
-' >$H/tmp/cancel.out 2>&1
+' "$1" "$2" "$3" >$H/tmp/cancel.out 2>&1
+}
+
+# A long move (16 MiB in 4 KiB chunks: 4,096 puts, several seconds
+# under TCG) holds its arenas (destroying one is 409) and is cancelled in
+# the middle.
+expect move-big-create 201 "$(api -X POST -d '{"name":"big","size":"16M","mode":"0600"}' http://x/v1/arenas)"
+expect move-m2-create 201 "$(api -X POST -d '{"name":"m2","size":"16M","mode":"0600"}' http://x/v1/arenas)"
+move_cancel big m2 false
 read st st2 st3 id2 <$H/tmp/cancel.out
 expect move-long-create 202 "$st" $H/tmp/cancel.out
 expect move-holds-arena 409 "$st2" $H/tmp/cancel.out
@@ -499,27 +509,7 @@ case_result dedup-offsets $? "$(body)"
 expect dedup-big-create 201 "$(api -X POST -d '{"name":"ddbig","size":"16M","mode":"0600"}' http://x/v1/arenas)"
 expect dedup-m3-create 201 "$(api -X POST -d '{"name":"ddm3","size":"16M","mode":"0600"}' http://x/v1/arenas)"
 ddp fill ddbig $((seed + 16)) 0 16777216
-in_host python3 -c '
-import json, socket, sys
-def req(method, path, body=b""):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect("'$API'")
-    s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
-              % (method, path, len(body)) + body)
-    data = b""
-    while True:
-        c = s.recv(65536)
-        if not c:
-            break
-        data += c
-    head, _, payload = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), payload
-st, body = req(b"POST", b"/v1/moves", b"{\"src\":{\"arena\":\"ddbig\"},\"dst\":{\"arena\":\"ddm3\"},\"length\":\"16M\",\"chunk\":4096,\"dedup\":true}")
-mid = json.loads(body)["id"] if st == 202 else 0
-st2, _ = req(b"DELETE", b"/v1/arenas/ddm3")
-st3, _ = req(b"DELETE", b"/v1/moves/%d" % mid)
-print(st, st2, st3, mid)
-' >$H/tmp/cancel.out 2>&1
+move_cancel ddbig ddm3 true
 read st st2 st3 id3 <$H/tmp/cancel.out
 expect dedup-cancel-create 202 "$st" $H/tmp/cancel.out
 expect dedup-cancel-holds-arena 409 "$st2" $H/tmp/cancel.out
