@@ -32,6 +32,7 @@ void config_defaults(struct dpd_config *cfg)
 	cfg->tcp_port = 7070;
 	cfg->max_total_bytes = 1ULL << 30;
 	cfg->max_arenas = 64;
+	cfg->max_moves_per_uid = 16;
 	cfg->create_group = -1;
 }
 
@@ -335,6 +336,8 @@ int config_load(struct dpd_config *cfg, const char *path, char *err, size_t errl
 			ret = json_size(v, &cfg->max_total_bytes);
 		else if (!strcmp(key, "max_arenas"))
 			ret = json_id(v, &cfg->max_arenas);
+		else if (!strcmp(key, "max_moves_per_uid"))
+			ret = json_id(v, &cfg->max_moves_per_uid);
 		else if (!strcmp(key, "create_group"))
 			ret = json_id(v, &id) ?: (cfg->create_group = id, 0);
 		else if (!strcmp(key, "arenas"))

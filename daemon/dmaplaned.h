@@ -60,6 +60,7 @@ struct dpd_config {
 	char *dpctl;		/* the dpctl binary (peer add), NULL: "dpctl" */
 	uint64_t max_total_bytes;
 	unsigned int max_arenas;
+	unsigned int max_moves_per_uid;	/* unfinished moves of one uid, 0: any */
 	long create_group;	/* -1: only root and the daemon's uid create */
 	struct dpd_arena_spec *arenas;
 	size_t n_arenas;

@@ -64,6 +64,7 @@ static unsigned int http_status(int err)
 	case -ENOMEM:	return MHD_HTTP_INSUFFICIENT_STORAGE;
 	case -ENODEV:
 	case -EHOSTDOWN: return MHD_HTTP_SERVICE_UNAVAILABLE;
+	case -EDQUOT:	return MHD_HTTP_TOO_MANY_REQUESTS;
 	case -EIO:
 	case -EPROTO:	return MHD_HTTP_BAD_GATEWAY;
 	case -EOPNOTSUPP: return MHD_HTTP_NOT_IMPLEMENTED;

@@ -952,11 +952,32 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 }
 
 /*
+ * Whether @uid has max_moves_per_uid moves queued or running: each holds
+ * arenas (and a peer's grant) and the daemon's memory until it ends, so
+ * one local user may not queue them without bound.  Under "lock".
+ */
+static bool over_limit(uid_t uid)
+{
+	unsigned int n = 0;
+	struct move *m;
+
+	if (!conf->max_moves_per_uid)
+		return false;
+	for (m = moves; m; m = m->next)
+		if (m->uid == uid && !m->admin &&
+		    (m->state == MOVE_QUEUED || m->state == MOVE_RUNNING))
+			n++;
+	return n >= conf->max_moves_per_uid;
+}
+
+/*
  * move_create - POST /v1/moves: queue a move described by @req.  Returns
  * the move's JSON, or NULL with *@err -EINVAL (with @msg), -ERANGE,
  * -EOPNOTSUPP (a source on another node), -ENODEV, -ENOENT, -EACCES
  * (@cred lacks r on the source or w on the destination), -EHOSTDOWN (the
- * destination's node is down or does not answer).
+ * destination's node is down or does not answer), -EDQUOT (@cred's uid
+ * has max_moves_per_uid moves queued or running; administrators have no
+ * limit).
  */
 json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 		    char *msg, size_t msglen)
@@ -1058,6 +1079,17 @@ queue:
 	m->admin = cred_admin(cred);
 	m->created = time(NULL);
 	pthread_mutex_lock(&lock);
+	if (!m->admin && over_limit(m->uid)) {
+		pthread_mutex_unlock(&lock);
+		*err = -EDQUOT;
+		snprintf(msg, msglen, "uid %u has %u moves queued or running (max_moves_per_uid)",
+			 (unsigned int)m->uid, conf->max_moves_per_uid);
+		if (m->dst_node[0]) {
+			remote_release(m, false);
+			goto release_src;
+		}
+		goto release;
+	}
 	m->next = moves;
 	moves = m;
 	o = move_json(m);

@@ -53,7 +53,7 @@ api() {
 }
 
 echo "TAP version 13"
-echo "1..36"
+echo "1..39"
 "$d" --help | grep -q 'Bearer'
 result $? "--help explains"
 "$d" --version | grep -q '^dmaplaned '
@@ -71,6 +71,8 @@ conf good "{\"node_name\":\"n1\",\"tcp_address\":\"127.0.0.1\",\"tcp_port\":7070
 result $? "config: a good one"
 grep -q '1 arenas, 1 peers' "$tmp/good.out"
 result $? "config: arenas and peers counted"
+conf limits '{"max_moves_per_uid":4,"max_arenas":8,"max_total_bytes":"16M"}'
+result $? "config: the limits"
 "$d" --check-config -c "$src/daemon/dmaplaned.conf.example" >/dev/null 2>&1
 [ $? = 1 ]	# its token file /etc/dmaplaned/token does not exist here
 result $? "config: the example parses up to its token file"
@@ -88,6 +90,8 @@ for bad in \
 	'tcp-no-token|{"tcp_address":"127.0.0.1"}' \
 	'bad-port|{"tcp_port":70000}' \
 	'bad-peer|{"peers":[{"name":"p"}]}' \
+	'neg-move-limit|{"max_moves_per_uid":-1}' \
+	'text-move-limit|{"max_moves_per_uid":"16"}' \
 	"short-token|{\"tcp_address\":\"127.0.0.1\",\"token_file\":\"$tmp/short\"}" \
 	"open-token|{\"tcp_address\":\"127.0.0.1\",\"token_file\":\"$tmp/open-token\"}"; do
 	name=${bad%%|*}

@@ -74,6 +74,7 @@ cat >$H/tmp/etc/dmaplaned.conf <<CONF
   "token_file": "/tmp/etc/token",
   "max_total_bytes": "64M",
   "max_arenas": 16,
+  "max_moves_per_uid": 4,
   "arenas": [ { "name": "boot", "size": "2M", "owner": 0, "group": 0, "mode": "0640" } ],
   "peers": [ { "name": "vm1", "address": "10.77.0.2" } ]
 }
@@ -316,6 +317,54 @@ expect move-bad-json 400 "$(api -X POST -d '{"src":' http://x/v1/moves)"
 expect move-no-length 400 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"arena":"m1"}}' http://x/v1/moves)"
 expect move-bad-chunk 400 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"arena":"m1"},"length":8192,"chunk":1}' http://x/v1/moves)"
 expect move-unknown-arena 404 "$(api -X POST -d '{"src":{"arena":"nosuch"},"dst":{"arena":"m1"},"length":8192}' http://x/v1/moves)"
+
+# max_moves_per_uid (4 here): uid 65534 asks for 12 moves in one python
+# process, each 512 KiB of the 0666 arena "shared" in 4 KiB puts (the
+# mover runs them one after another, far slower than the requests come):
+# 4 are queued or running at most, the rest are 429 with a JSON error;
+# once they ended, that uid's next move is queued again.
+in_host $NOBODY python3 -c '
+import json, socket
+def req(method, path, body=b""):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("'$API'")
+    s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+              % (method, path, len(body)) + body)
+    data = b""
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        data += c
+    head, _, payload = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), payload
+move = json.dumps({"src": {"arena": "shared"}, "dst": {"arena": "shared", "offset": "512K"},
+                   "length": "512K", "chunk": 4096}).encode()
+ok, refused, ids, why = 0, 0, [], b""
+for i in range(12):
+    st, body = req(b"POST", b"/v1/moves", move)
+    if st == 202:
+        ok += 1
+        ids.append(json.loads(body)["id"])
+    elif st == 429:
+        refused += 1
+        why = body
+print(ok, refused, " ".join(map(str, ids)))
+print(why.decode(errors="replace"))
+' >$H/tmp/limit.out 2>&1
+read lim_ok lim_refused lim_ids <$H/tmp/limit.out
+[ "${lim_ok:-0}" -ge 4 ] && [ "${lim_refused:-0}" -ge 1 ] &&
+	[ $((lim_ok + lim_refused)) = 12 ] &&
+	grep -q '"code":429' $H/tmp/limit.out && grep -q 'max_moves_per_uid' $H/tmp/limit.out
+case_result move-limit-per-uid $? "$(tr '\n' '|' <$H/tmp/limit.out | head -c 400)"
+lim_done=0
+for i in $lim_ids; do
+	poll_move "$i" && grep -q '"state":"done"' $H/tmp/body && lim_done=$((lim_done + 1))
+done
+[ "$lim_done" = "${lim_ok:-x}" ]
+case_result move-limit-accepted-done $? "$lim_done of ${lim_ok:-?} done"
+expect move-limit-after 202 "$(api_nobody -X POST -d '{"src":{"arena":"shared"},"dst":{"arena":"shared","offset":"512K"},"length":"512K"}' http://x/v1/moves)" $H/tmp/body.nobody
+poll_move "$(sed -n 's/.*"id":\([0-9]*\).*/\1/p' $H/tmp/body.nobody)"
 expect move-remote-down 503 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"node":"vm1","arena":"m1"},"length":8192}' http://x/v1/moves)"
 expect move-unknown-id 404 "$(api http://x/v1/moves/999999)"
 # move_cancel SRC DST DEDUP: one python process makes a 16 MiB move of
@@ -370,8 +419,11 @@ expect move-big-delete 204 "$(api -X DELETE http://x/v1/arenas/big)"
 expect move-m2-delete 204 "$(api -X DELETE http://x/v1/arenas/m2)"
 expect move-dst-delete 204 "$(api -X DELETE http://x/v1/arenas/m1)"
 sleep 1
+# uid 65534 sees the events of its own moves (max_moves_per_uid above),
+# none of root's.
 grep -q '^event: move.done$' $H/tmp/sse.root && grep -q '^event: move.cancelled$' $H/tmp/sse.root &&
-	! grep -q '^event: move\.' $H/tmp/sse.nobody
+	grep -q '^event: move.done$' $H/tmp/sse.nobody &&
+	! grep -A1 '^event: move\.' $H/tmp/sse.nobody | grep -q '"arena":"\(a1\|m1\|big\|m2\)"'
 case_result move-events $?
 
 # ---- deduplicated moves on this node -------------------------------------
