@@ -4,6 +4,7 @@
  * shortage of huge pages, scatterlists of slices, bounds-checked copies.
  */
 #include <kunit/test.h>
+#include <linux/delay.h>
 #include <linux/dma-buf.h>
 #include <linux/err.h>
 #include <linux/file.h>
@@ -43,6 +44,24 @@ static void expect_stats_at(struct kunit *test, const struct arena_stats *base)
 	KUNIT_EXPECT_EQ(test, now.arena_pages, base->arena_pages);
 	KUNIT_EXPECT_EQ(test, now.regions, base->regions);
 	KUNIT_EXPECT_EQ(test, now.charged, base->charged);
+}
+
+/*
+ * A kernel thread's last fput() is deferred to delayed_fput_work.
+ * flush_delayed_fput() runs what is queued, but the work may have taken
+ * the file already and still be releasing it (a loaded host makes that
+ * window wide): wait, up to 10 s, for the dma-buf count to come back.
+ */
+static void wait_dmabufs(long want)
+{
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		flush_delayed_fput();
+		if (atomic_long_read(&dmaplane_stats.dmabufs) == want)
+			return;
+		msleep(20);
+	}
 }
 
 static struct dmaplane_ep *ep_create_or_fail(struct kunit *test)
@@ -407,8 +426,7 @@ static void import_of_exported_slice_copies(struct kunit *test)
 	KUNIT_EXPECT_PTR_EQ(test, dmabuf, ERR_PTR(-ENOENT));
 
 	dmaplane_ep_destroy(ep);
-	/* A kernel thread's last fput() is deferred: wait for it. */
-	flush_delayed_fput();
+	wait_dmabufs(dmabufs);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.dmabufs), dmabufs);
 	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.imports), imports);
 	expect_stats_at(test, &base);
