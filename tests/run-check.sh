@@ -28,7 +28,8 @@
 #     (tests/run-fabric2.sh)
 #
 # The VM runs (5-8) go in two lanes side by side: lane a the 6.1 test
-# kernel (suite, 6b, 7), lane b the rest (see lane_a and lane_b below).
+# kernel (suite, 6b, the two-VM job), lane b the rest (see lane_a and
+# lane_b below).
 #
 # Every test prints PASS/FAIL/SKIP; the last line is "N passed, N failed".
 # Every step prints its time.  Exit status 1 when anything failed.
@@ -202,9 +203,9 @@ fi
 # time: a guest under TCG keeps one of its two vCPUs busy most of the
 # time, so two lanes on a 2-core host take little more than the longer
 # one.  Lane a: the 6.1 test kernel (suite, fault injection, kill loop,
-# fuzzer, two VMs).  Lane b: the 6.12 test kernel, the stock kernels, the
-# bench smoke run and the libfabric provider (the steps that run make
-# themselves, one after the other).  Lane b's output is printed after lane
+# fuzzer, the two-VM job).  Lane b: the 6.12 test kernel, the stock
+# kernels, the bench smoke run, the two-VM kill loop and the libfabric
+# provider (the steps that run make themselves, one after the other).  Lane b's output is printed after lane
 # a's, with its own step times.
 lane_a() {
 	section "lane a: test kernel 6.1 VM: KUnit and kselftest suite"
@@ -218,9 +219,6 @@ lane_a() {
 		"dmaplane.fuzz_calls=100000"
 	section "lane a: two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
 	run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
-	section "lane a: two VMs: kill loop across the nodes (100 rounds)"
-	run_vm killloop2 "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop2 2 1800 \
-		"dmaplane.kill_rounds=100"
 	section "lane a: done"
 }
 
@@ -244,6 +242,9 @@ lane_b() {
 	else
 		judge --label benchsmoke "$BUILD/bench-smoke/vm" 1
 	fi
+	section "lane b: two VMs: kill loop across the nodes (100 rounds)"
+	run_vm killloop2 "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop2 2 1800 \
+		"dmaplane.kill_rounds=100"
 	pkg-config --exists libfabric && fabric_vms
 	section "lane b: done"
 }
