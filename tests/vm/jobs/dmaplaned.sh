@@ -319,10 +319,12 @@ expect move-bad-chunk 400 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"arena
 expect move-unknown-arena 404 "$(api -X POST -d '{"src":{"arena":"nosuch"},"dst":{"arena":"m1"},"length":8192}' http://x/v1/moves)"
 
 # max_moves_per_uid (4 here): uid 65534 asks for 12 moves in one python
-# process, each 512 KiB of the 0666 arena "shared" in 4 KiB puts (the
-# mover runs them one after another, far slower than the requests come):
-# 4 are queued or running at most, the rest are 429 with a JSON error;
-# once they ended, that uid's next move is queued again.
+# process, each 512 KiB of a 0666 arena in 4 KiB puts (the mover runs
+# them one after another, far slower than the requests come): 4 are
+# queued or running at most, the rest are 429 with a JSON error; once
+# they ended, that uid's next move is queued again.  The arena goes at
+# the end (so does what the moves added to the dedup index).
+expect move-limit-arena 201 "$(api -X POST -d '{"name":"lim","size":"1M","mode":"0666"}' http://x/v1/arenas)"
 in_host $NOBODY python3 -c '
 import json, socket
 def req(method, path, body=b""):
@@ -338,7 +340,7 @@ def req(method, path, body=b""):
         data += c
     head, _, payload = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), payload
-move = json.dumps({"src": {"arena": "shared"}, "dst": {"arena": "shared", "offset": "512K"},
+move = json.dumps({"src": {"arena": "lim"}, "dst": {"arena": "lim", "offset": "512K"},
                    "length": "512K", "chunk": 4096}).encode()
 ok, refused, ids, why = 0, 0, [], b""
 for i in range(12):
@@ -363,8 +365,9 @@ for i in $lim_ids; do
 done
 [ "$lim_done" = "${lim_ok:-x}" ]
 case_result move-limit-accepted-done $? "$lim_done of ${lim_ok:-?} done"
-expect move-limit-after 202 "$(api_nobody -X POST -d '{"src":{"arena":"shared"},"dst":{"arena":"shared","offset":"512K"},"length":"512K"}' http://x/v1/moves)" $H/tmp/body.nobody
+expect move-limit-after 202 "$(api_nobody -X POST -d '{"src":{"arena":"lim"},"dst":{"arena":"lim","offset":"512K"},"length":"512K"}' http://x/v1/moves)" $H/tmp/body.nobody
 poll_move "$(sed -n 's/.*"id":\([0-9]*\).*/\1/p' $H/tmp/body.nobody)"
+expect move-limit-arena-delete 204 "$(api -X DELETE http://x/v1/arenas/lim)"
 expect move-remote-down 503 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"node":"vm1","arena":"m1"},"length":8192}' http://x/v1/moves)"
 expect move-unknown-id 404 "$(api http://x/v1/moves/999999)"
 # move_cancel SRC DST DEDUP: one python process makes a 16 MiB move of
