@@ -326,20 +326,9 @@ expect move-unknown-arena 404 "$(api -X POST -d '{"src":{"arena":"nosuch"},"dst"
 # the end (so does what the moves added to the dedup index).
 expect move-limit-arena 201 "$(api -X POST -d '{"name":"lim","size":"1M","mode":"0666"}' http://x/v1/arenas)"
 in_host $NOBODY python3 -c '
-import json, socket
-def req(method, path, body=b""):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect("'$API'")
-    s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
-              % (method, path, len(body)) + body)
-    data = b""
-    while True:
-        c = s.recv(65536)
-        if not c:
-            break
-        data += c
-    head, _, payload = data.partition(b"\r\n\r\n")
-    return int(head.split()[1]), payload
+import json, sys
+sys.path.insert(0, "/tmp")
+from dpreq import req
 move = json.dumps({"src": {"arena": "lim"}, "dst": {"arena": "lim", "offset": "512K"},
                    "length": "512K", "chunk": 4096}).encode()
 ok, refused, ids, why = 0, 0, [], b""
@@ -370,18 +359,15 @@ poll_move "$(sed -n 's/.*"id":\([0-9]*\).*/\1/p' $H/tmp/body.nobody)"
 expect move-limit-arena-delete 204 "$(api -X DELETE http://x/v1/arenas/lim)"
 expect move-remote-down 503 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"node":"vm1","arena":"m1"},"length":8192}' http://x/v1/moves)"
 expect move-unknown-id 404 "$(api http://x/v1/moves/999999)"
-# move_cancel SRC DST DEDUP: one python process makes a 16 MiB move of
-# SRC into DST in 4 KiB chunks (DEDUP: true or false), tries to destroy
-# DST and cancels the move, so that no process start (seconds under TCG)
-# lies between them; it writes the three statuses and the move's id to
-# $H/tmp/cancel.out.
-move_cancel() {
-	in_host python3 -c '
-import json, socket, sys
+# /tmp/dpreq.py: req(METHOD, PATH, BODY) -> (status, payload), one HTTP
+# request to the daemon's UNIX socket, for the python clients below that
+# must not lose seconds to process starts between their requests.
+cat >$H/tmp/dpreq.py <<PY
+import socket
 def req(method, path, body=b""):
     s = socket.socket(socket.AF_UNIX)
-    s.connect("'$API'")
-    s.sendall(b"%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %d\r\n\r\n"
+    s.connect("$API")
+    s.sendall(b"%s %s HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\nContent-Length: %d\\r\\n\\r\\n"
               % (method, path, len(body)) + body)
     data = b""
     while True:
@@ -389,8 +375,21 @@ def req(method, path, body=b""):
         if not c:
             break
         data += c
-    head, _, payload = data.partition(b"\r\n\r\n")
+    head, _, payload = data.partition(b"\\r\\n\\r\\n")
     return int(head.split()[1]), payload
+PY
+chmod 0644 $H/tmp/dpreq.py
+
+# move_cancel SRC DST DEDUP: one python process makes a 16 MiB move of
+# SRC into DST in 4 KiB chunks (DEDUP: true or false), tries to destroy
+# DST and cancels the move, so that no process start (seconds under TCG)
+# lies between them; it writes the three statuses and the move's id to
+# $H/tmp/cancel.out.
+move_cancel() {
+	in_host python3 -c '
+import json, sys
+sys.path.insert(0, "/tmp")
+from dpreq import req
 src, dst, dedup = sys.argv[1], sys.argv[2], sys.argv[3] == "true"
 move = {"src": {"arena": src}, "dst": {"arena": dst}, "length": "16M", "chunk": 4096}
 if dedup:
