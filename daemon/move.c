@@ -4,15 +4,21 @@
  * chunks, several in flight, with progress events and a strong checksum
  * (xxh128, libxxhash) of both ranges at the end.
  *
- * The source is an arena of this node; the destination an arena of this
- * node or of a peer's (peer.c).  The daemon puts from its source arena
+ * One end is an arena of this node, the other an arena of this node or
+ * of a peer's (peer.c).  When the source is of this node the daemon puts from its source arena
  * (a region buffer, DMAPLANE_OP_F_REGION) into the destination arena's
  * remote key: through its own endpoint's name for an arena of this node
  * (the module's local put path), to the peer daemon's endpoint for a
  * peer's arena (the module's transport).  A move to a peer first asks
  * the peer daemon for a grant (peer.c explains the access model: the
  * requester needs w on the destination arena, the peer daemon checks it)
- * and ends by asking it for the xxh128 of the destination range.  A peer
+ * and ends by asking it for the xxh128 of the destination range.  A move
+ * out of a peer's arena (a pull) gets from it into the destination
+ * arena of this node instead, under a read grant (the requester needs r
+ * on the peer's arena), and compares the peer's xxh128 of the source
+ * range with its own of the destination's; it is never deduplicated
+ * (the source's chunks would have to be cut where the source is: ask
+ * that node's daemon for a deduplicated move).  A peer
  * that is down fails the request at once (503); one that dies during the
  * move fails it, with the cause (the put's completion error, or no
  * completion in MOVE_WAIT_MS), and is heartbeaten at once (or marked
@@ -79,6 +85,7 @@ struct move {
 	uint64_t id;
 	char src[DPD_NAME_MAX + 1], dst[DPD_NAME_MAX + 1];
 	char dst_node[DPD_NAME_MAX + 1];	/* "" for this node */
+	char src_node[DPD_NAME_MAX + 1];	/* "" for this node, else a pull */
 	char url[DPD_NAME_MAX + 32];	/* the peer daemon's, for a remote move */
 	uint64_t grant, rkey;		/* the peer's grant and its arena's key */
 	uint32_t raddr;			/* the peer daemon's endpoint */
@@ -146,6 +153,18 @@ static double elapsed(const struct move *m)
 	       (double)(t1->tv_nsec - m->t0.tv_nsec) / 1e9;
 }
 
+/* The peer node of a move across nodes ("" for a move within this node). */
+static const char *peer_of(const struct move *m)
+{
+	return m->src_node[0] ? m->src_node : m->dst_node;
+}
+
+/* A move out of a peer's arena: gets into the destination, here. */
+static bool is_pull(const struct move *m)
+{
+	return m->src_node[0];
+}
+
 static bool visible(const struct move *m, const struct dpd_cred *cred)
 {
 	return cred_admin(cred) || cred->uid == m->uid;
@@ -157,11 +176,12 @@ static json_t *move_json(const struct move *m)
 	double secs = elapsed(m);
 	json_t *o;
 
-	o = json_pack("{s:I, s:s, s:s, s:{s:s, s:I}, s:{s:s, s:s, s:I}, s:I, s:I, "
+	o = json_pack("{s:I, s:s, s:s, s:{s:s, s:s, s:I}, s:{s:s, s:s, s:I}, s:I, s:I, "
 		      "s:I, s:I, s:f, s:I}",
 		      "id", (json_int_t)m->id, "state", state_names[m->state],
 		      "node", conf->node_name,
-		      "src", "arena", m->src, "offset", (json_int_t)m->src_off,
+		      "src", "node", m->src_node[0] ? m->src_node : conf->node_name,
+		      "arena", m->src, "offset", (json_int_t)m->src_off,
 		      "dst", "node", m->dst_node[0] ? m->dst_node : conf->node_name,
 		      "arena", m->dst,
 		      "offset", (json_int_t)m->dst_off,
@@ -223,7 +243,10 @@ static void post(const char *type, struct move *m)
 #define move_error(m, ...) do { if (!(m)->error[0]) \
 	snprintf((m)->error, sizeof((m)->error), __VA_ARGS__); } while (0)
 
-/* The end of a remote move: the peer's checksum of the destination range. */
+/*
+ * The end of a move across nodes: the peer's checksum of its range (the
+ * destination's, or a pull's source's).
+ */
 static int remote_sum(struct move *m, char *sum, size_t sumlen)
 {
 	char path[DPD_NAME_MAX + 96], err[160] = "";
@@ -233,16 +256,17 @@ static int remote_sum(struct move *m, char *sum, size_t sumlen)
 	int ret;
 
 	snprintf(path, sizeof(path), "/v1/arenas/%s/xxh128?offset=%" PRIu64
-		 "&length=%" PRIu64, m->dst, m->dst_off, m->len);
+		 "&length=%" PRIu64, is_pull(m) ? m->src : m->dst,
+		 is_pull(m) ? m->src_off : m->dst_off, m->len);
 	ret = mesh_http(m->url, "GET", path, NULL, MOVE_SUM_MS, &st, &o, err, sizeof(err));
 	if (ret) {
-		move_error(m, "checksum from node %s: %s", m->dst_node, err);
-		peer_failed(m->dst_node, err, ret == -ETIMEDOUT);
+		move_error(m, "checksum from node %s: %s", peer_of(m), err);
+		peer_failed(peer_of(m), err, ret == -ETIMEDOUT);
 		return ret;
 	}
 	v = json_string_value(json_object_get(o, "xxh128"));
 	if (st != 200 || !v || strlen(v) >= sumlen) {
-		move_error(m, "checksum from node %s: status %ld: %.80s", m->dst_node, st,
+		move_error(m, "checksum from node %s: status %ld: %.80s", peer_of(m), st,
 			   json_string_value(json_object_get(o, "error")) ?: "no xxh128");
 		json_decref(o);
 		return -EPROTO;
@@ -265,7 +289,7 @@ static void remote_release(struct move *m, bool index)
 		 index ? "?index=1" : "");
 	if (mesh_http(m->url, "DELETE", path, NULL, 5000, &st, NULL, err, sizeof(err)))
 		log_warn("move %" PRIu64 ": grant %" PRIu64 " of node %s not released: %s",
-			 m->id, m->grant, m->dst_node, err);
+			 m->id, m->grant, peer_of(m), err);
 	if (m->raddr != DMAPLANE_AV_ANY)
 		dp_av_remove(arenas_ep(), m->raddr);
 }
@@ -445,7 +469,8 @@ static int remote_copy(struct move *m, struct dd_op *ops, size_t nops)
 
 /*
  * put_ops - put the DD_OP_WIRE ops of @ops (the whole range, for a plain
- * move), each in pieces of at most a chunk, up to MOVE_WINDOW in flight.
+ * move; a pull gets it), each in pieces of at most a chunk, up to
+ * MOVE_WINDOW in flight.
  * A completion's ctx is the move's id and the piece's slot, so that a
  * stale completion (of a move that timed out) is told apart.  Returns 0,
  * -ECANCELED or the first error (in @m's error).
@@ -455,9 +480,10 @@ static int put_ops(struct move *m, const struct dd_op *ops, size_t nops, int *pi
 	struct dp_ep *ep = arenas_ep();
 	struct dmaplane_cqe cqes[MOVE_WINDOW];
 	uint64_t lens[MOVE_WINDOW] = { 0 }, offs[MOVE_WINDOW];
-	const char *where = m->dst_node[0] ? m->dst_node : conf->node_name;
-	uint32_t dest = m->dst_node[0] ? m->raddr : self_addr;
-	uint64_t rkey = m->dst_node[0] ? m->rkey : m->d.rkey;
+	const char *where = peer_of(m)[0] ? peer_of(m) : conf->node_name;
+	const char *verb = is_pull(m) ? "get" : "put", *dir = is_pull(m) ? "from" : "to";
+	uint32_t dest = peer_of(m)[0] ? m->raddr : self_addr;
+	uint64_t rkey = peer_of(m)[0] ? m->rkey : m->d.rkey;
 	struct dmaplane_op op;
 	uint64_t at = 0, n, sub = 0;
 	unsigned int inflight = 0, slot;
@@ -476,17 +502,24 @@ static int put_ops(struct move *m, const struct dd_op *ops, size_t nops, int *pi
 				;
 			sub = ops[k].src_off + at;	/* offset in the range */
 			n = ops[k].len - at < m->chunk ? ops[k].len - at : m->chunk;
-			dp_prep_put(&op, dest, rkey, ops[k].dst_off + at,
-				    (void *)(uintptr_t)(m->src_off + sub), n,
-				    (m->id << 8) | slot);
-			dp_prep_set_region(&op, m->s.handle);
+			if (is_pull(m)) {
+				dp_prep_get(&op, dest, rkey, m->src_off + sub,
+					    (void *)(uintptr_t)(ops[k].dst_off + at), n,
+					    (m->id << 8) | slot);
+				dp_prep_set_region(&op, m->d.handle);
+			} else {
+				dp_prep_put(&op, dest, rkey, ops[k].dst_off + at,
+					    (void *)(uintptr_t)(m->src_off + sub), n,
+					    (m->id << 8) | slot);
+				dp_prep_set_region(&op, m->s.handle);
+			}
 			got = dp_submit(ep, &op, 1);
 			if (got == -EAGAIN && inflight)
 				break;	/* ring full: take completions first */
 			if (got < 0) {
 				ret = got;
-				move_error(m, "put at %" PRIu64 " to node %s: %s", sub,
-					   where, strerror(-got));
+				move_error(m, "%s at %" PRIu64 " %s node %s: %s", verb, sub,
+					   dir, where, strerror(-got));
 				break;
 			}
 			lens[slot] = n;
@@ -502,11 +535,11 @@ static int put_ops(struct move *m, const struct dd_op *ops, size_t nops, int *pi
 			break;
 		got = dp_wait(ep, cqes, MOVE_WINDOW, MOVE_WAIT_MS);
 		if (got <= 0) {
-			move_error(m, "put at %" PRIu64 " to node %s: %s", sub, where,
+			move_error(m, "%s at %" PRIu64 " %s node %s: %s", verb, sub, dir, where,
 				   got ? strerror(-got) : "timeout: no completion in 30 s");
 			ret = ret && ret != -ECANCELED ? ret : got ? got : -ETIMEDOUT;
-			if (m->dst_node[0])
-				peer_failed(m->dst_node, m->error, true);
+			if (peer_of(m)[0])
+				peer_failed(peer_of(m), m->error, true);
 			break;	/* what is in flight is stale now: ctx tells */
 		}
 		for (i = 0; i < got; i++) {
@@ -516,10 +549,10 @@ static int put_ops(struct move *m, const struct dd_op *ops, size_t nops, int *pi
 			if (cqes[i].status) {
 				if (!ret || ret == -ECANCELED) {
 					ret = cqes[i].status;
-					move_error(m, "put at %" PRIu64 " to node %s: completion error: %s",
-						   offs[slot], where, strerror(-ret));
-					if (m->dst_node[0])
-						peer_failed(m->dst_node, m->error, false);
+					move_error(m, "%s at %" PRIu64 " %s node %s: completion error: %s",
+						   verb, offs[slot], dir, where, strerror(-ret));
+					if (peer_of(m)[0])
+						peer_failed(peer_of(m), m->error, false);
 				}
 			} else {
 				(*pieces)++;
@@ -631,13 +664,30 @@ static int dedup_plan(struct move *m, struct dd_chunk_list *l, struct dd_plan *p
 }
 
 /*
+ * Release @m's arenas of this node and its peer's grant; @index: the
+ * move completed, the peer indexes its destination range.
+ */
+static void release_ends(struct move *m, bool index)
+{
+	if (is_pull(m))
+		remote_release(m, false);
+	else
+		arena_release(m->src);
+	if (m->dst_node[0])
+		remote_release(m, index);
+	else
+		arena_release(m->dst);
+}
+
+/*
  * Move @m: plan a deduplicated move, copy what the destination holds,
- * put the rest (the whole range for a plain move), compare checksums at
- * the end, and index the destination range.
+ * put the rest (the whole range for a plain move; a pull gets it),
+ * compare checksums at the end, and index the destination range.
  */
 static void run(struct move *m)
 {
 	const char *where = m->dst_node[0] ? m->dst_node : conf->node_name;
+	const char *from = m->src_node[0] ? m->src_node : conf->node_name;
 	struct dd_op whole = { .kind = DD_OP_WIRE, .dst_off = m->dst_off, .len = m->len };
 	struct dd_chunk_list l = { 0 };
 	struct dd_plan plan = { 0 };
@@ -655,8 +705,14 @@ static void run(struct move *m)
 		ret = put_ops(m, &whole, 1, &chunks);
 	}
 	if (!ret) {
-		xxh128_hex((char *)m->s.ptr + m->src_off, m->len, src_sum, sizeof(src_sum));
-		if (m->dst_node[0])
+		if (is_pull(m))
+			ret = remote_sum(m, src_sum, sizeof(src_sum));
+		else
+			xxh128_hex((char *)m->s.ptr + m->src_off, m->len, src_sum,
+				   sizeof(src_sum));
+		if (ret)
+			;
+		else if (m->dst_node[0])
 			ret = remote_sum(m, dst_sum, sizeof(dst_sum));
 		else
 			xxh128_hex((char *)m->d.ptr + m->dst_off, m->len, dst_sum,
@@ -673,8 +729,9 @@ static void run(struct move *m)
 	 */
 	if (!m->dst_node[0]) {
 		if (!ret && !l.n)
-			dd_chunk_range(arenas_chunker(), (char *)m->s.ptr + m->src_off,
-				       m->len, &l);
+			dd_chunk_range(arenas_chunker(), is_pull(m) ?
+				       (char *)m->d.ptr + m->dst_off :
+				       (char *)m->s.ptr + m->src_off, m->len, &l);
 		if (!ret && l.n)
 			indexed = !arena_index_add(m->d.id, m->dst_off, l.v, l.n);
 		else
@@ -690,15 +747,12 @@ static void run(struct move *m)
 		strcpy(m->checksum, src_sum);
 	m->state = !ret ? MOVE_DONE : ret == -ECANCELED ? MOVE_CANCELLED : MOVE_FAILED;
 	pthread_mutex_unlock(&lock);
-	arena_release(m->src);
-	if (m->dst_node[0])
-		remote_release(m, indexed);
-	else
-		arena_release(m->dst);
-	log_info("move %" PRIu64 " %s -> %s:%s: %s, %" PRIu64 " of %" PRIu64
-		 " bytes, %" PRIu64 " on the wire in %d puts%s%s%s",
-		 m->id, m->src, where, m->dst, state_names[m->state], m->done, m->len,
-		 m->wire, chunks, indexed ? ", indexed" : "", m->error[0] ? ": " : "", m->error);
+	release_ends(m, indexed);
+	log_info("move %" PRIu64 " %s:%s -> %s:%s: %s, %" PRIu64 " of %" PRIu64
+		 " bytes, %" PRIu64 " on the wire in %d %ss%s%s%s",
+		 m->id, from, m->src, where, m->dst, state_names[m->state], m->done, m->len,
+		 m->wire, chunks, is_pull(m) ? "get" : "put", indexed ? ", indexed" : "",
+		 m->error[0] ? ": " : "", m->error);
 	post(m->state == MOVE_DONE ? "move.done" : m->state == MOVE_CANCELLED ?
 	     "move.cancelled" : "move.failed", m);
 }
@@ -749,11 +803,7 @@ static void *mover(void *arg)
 		if (m->state == MOVE_QUEUED) {
 			m->state = MOVE_CANCELLED;
 			pthread_mutex_unlock(&lock);
-			arena_release(m->src);
-			if (m->dst_node[0])
-				remote_release(m, false);
-			else
-				arena_release(m->dst);
+			release_ends(m, false);
 			pthread_mutex_lock(&lock);
 		}
 	}
@@ -875,8 +925,9 @@ static int endpoint(json_t *o, char *arena, uint64_t *off, char *node,
 }
 
 /*
- * remote_grant - ask @m's destination node for a grant of its arena for
- * @cred (peer.c: the access model), and make its daemon's endpoint an
+ * remote_grant - ask @m's peer node (the destination's, or a pull's
+ * source's) for a grant of its arena for @cred (peer.c: the access
+ * model; a read grant for a pull), and make its daemon's endpoint an
  * address.  Returns 0, or -ENOENT, -EACCES, -ERANGE, -EINVAL, -ENODEV,
  * -EHOSTDOWN with @msg saying why.
  */
@@ -891,12 +942,13 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 	long st;
 	int ret;
 
-	ret = peer_lookup(m->dst_node, m->url, sizeof(m->url), &ep, msg, msglen);
+	ret = peer_lookup(peer_of(m), m->url, sizeof(m->url), &ep, msg, msglen);
 	if (ret)
 		return ret;
-	req = json_pack("{s:s, s:I, s:I, s:I}", "arena", m->dst,
-			"offset", (json_int_t)m->dst_off, "length", (json_int_t)m->len,
-			"move", (json_int_t)m->id);
+	req = json_pack("{s:s, s:I, s:I, s:I, s:s}", "arena", is_pull(m) ? m->src : m->dst,
+			"offset", (json_int_t)(is_pull(m) ? m->src_off : m->dst_off),
+			"length", (json_int_t)m->len, "move", (json_int_t)m->id,
+			"access", is_pull(m) ? "read" : "write");
 	groups = json_array();
 	if (!req || !groups) {
 		json_decref(req);
@@ -917,13 +969,13 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 			&o, err, sizeof(err));
 	json_decref(req);
 	if (ret) {
-		snprintf(msg, msglen, "node %s does not answer: %s", m->dst_node, err);
-		peer_failed(m->dst_node, err, ret == -ETIMEDOUT);
+		snprintf(msg, msglen, "node %s does not answer: %s", peer_of(m), err);
+		peer_failed(peer_of(m), err, ret == -ETIMEDOUT);
 		return ret == -ENOMEM ? ret : -EHOSTDOWN;
 	}
 	e = json_string_value(json_object_get(o, "error"));
 	if (st != 201) {
-		snprintf(msg, msglen, "node %s: %s", m->dst_node, e ? e : "refused");
+		snprintf(msg, msglen, "node %s: %s", peer_of(m), e ? e : "refused");
 		json_decref(o);
 		return st == 403 || st == 401 ? -EACCES : st == 404 ? -ENOENT :
 		       st == 400 ? -ERANGE : st == 409 ? -EBUSY : -ENODEV;
@@ -932,7 +984,7 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 	    ep_name_from_json(json_object_get(o, "ep"), &ep) ||
 	    sscanf(json_string_value(json_object_get(o, "rkey")) ?: "", "%" SCNx64,
 		   &m->rkey) != 1) {
-		snprintf(msg, msglen, "node %s: a grant without grant, ep or rkey", m->dst_node);
+		snprintf(msg, msglen, "node %s: a grant without grant, ep or rkey", peer_of(m));
 		json_decref(o);
 		return -EHOSTDOWN;
 	}
@@ -943,7 +995,7 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 	ret = dp_av_insert(arenas_ep(), &ep, &m->raddr);
 	if (ret) {
 		snprintf(msg, msglen, "node %s: its daemon's endpoint is unreachable: %s%s",
-			 m->dst_node, strerror(-ret), ret == -ENETUNREACH ?
+			 peer_of(m), strerror(-ret), ret == -ENETUNREACH ?
 			 " (no module peer: fabric_address, dpctl peer add)" : "");
 		remote_release(m, false);
 		return -EHOSTDOWN;
@@ -971,23 +1023,74 @@ static bool over_limit(uid_t uid)
 }
 
 /*
+ * hold_ends - hold @m's arenas of this node (@cred needs r on the source,
+ * w on the destination), check the ranges and get the peer's grant for
+ * the other end.  Returns 0 (release_ends() undoes it), or an error
+ * (@msg says why) with nothing held.
+ */
+static int hold_ends(struct move *m, const struct dpd_cred *cred, char *msg,
+		     size_t msglen)
+{
+	uint64_t end;
+	int ret;
+
+	if (!is_pull(m)) {
+		ret = arena_hold(m->src, cred, DPD_PERM_READ, &m->s);
+		if (ret)
+			return ret;
+		ret = -ERANGE;
+		if (__builtin_add_overflow(m->src_off, m->len, &end) || end > m->s.size) {
+			snprintf(msg, msglen, "range beyond the source arena");
+			goto release_src;
+		}
+	}
+	if (!m->dst_node[0]) {
+		ret = arena_hold(m->dst, cred, DPD_PERM_WRITE, &m->d);
+		if (ret)
+			goto release_src;
+		ret = -ERANGE;
+		if (__builtin_add_overflow(m->dst_off, m->len, &end) || end > m->d.size) {
+			snprintf(msg, msglen, "range beyond the destination arena");
+			goto release_dst;
+		}
+		ret = -EINVAL;
+		if (!is_pull(m) && !strcmp(m->src, m->dst) &&
+		    m->src_off < m->dst_off + m->len && m->dst_off < m->src_off + m->len) {
+			snprintf(msg, msglen, "source and destination ranges overlap");
+			goto release_dst;
+		}
+	}
+	ret = peer_of(m)[0] ? remote_grant(m, cred, msg, msglen) : 0;
+	if (ret)
+		goto release_dst;
+	return 0;
+
+release_dst:
+	if (!m->dst_node[0])
+		arena_release(m->dst);
+release_src:
+	if (!is_pull(m))
+		arena_release(m->src);
+	return ret;
+}
+
+/*
  * move_create - POST /v1/moves: queue a move described by @req.  Returns
  * the move's JSON, or NULL with *@err -EINVAL (with @msg), -ERANGE,
- * -EOPNOTSUPP (a source on another node), -ENODEV, -ENOENT, -EACCES
- * (@cred lacks r on the source or w on the destination), -EHOSTDOWN (the
- * destination's node is down or does not answer), -EDQUOT (@cred's uid
+ * -EOPNOTSUPP (neither end on this node, or a deduplicated move out of a
+ * peer's arena), -ENODEV, -ENOENT, -EACCES (@cred lacks r on the source
+ * or w on the destination), -EHOSTDOWN (the peer's node is down or does
+ * not answer), -EDQUOT (@cred's uid
  * has max_moves_per_uid moves queued or running; administrators have no
  * limit).
  */
 json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 		    char *msg, size_t msglen)
 {
-	char src_node[DPD_NAME_MAX + 1] = "";
 	struct move *m;
 	const char *key;
 	json_t *v, *o;
 	bool have_len = false;
-	uint64_t end;
 
 	*err = -EINVAL;
 	msg[0] = '\0';
@@ -1003,7 +1106,7 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 	m->chunk = MOVE_CHUNK;
 	json_object_foreach(req, key, v) {
 		if (!strcmp(key, "src"))
-			*err = endpoint(v, m->src, &m->src_off, src_node, msg, msglen, "src");
+			*err = endpoint(v, m->src, &m->src_off, m->src_node, msg, msglen, "src");
 		else if (!strcmp(key, "dst"))
 			*err = endpoint(v, m->dst, &m->dst_off, m->dst_node, msg, msglen, "dst");
 		else if (!strcmp(key, "length"))
@@ -1031,10 +1134,16 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 		snprintf(msg, msglen, "chunk: 4096 to 64M");
 		goto fail;
 	}
-	if (src_node[0]) {
+	if (m->src_node[0] && m->dst_node[0]) {
 		*err = -EOPNOTSUPP;
-		snprintf(msg, msglen, "the source is an arena of this node (ask node %s's daemon)",
-			 src_node);
+		snprintf(msg, msglen, "one end must be an arena of this node (ask node %s's daemon)",
+			 m->src_node);
+		goto fail;
+	}
+	if (m->src_node[0] && m->dedup) {
+		*err = -EOPNOTSUPP;
+		snprintf(msg, msglen, "a deduplicated move starts where its source is "
+			 "(ask node %s's daemon)", m->src_node);
 		goto fail;
 	}
 	/* A well-formed request; without the module there are no moves. */
@@ -1045,35 +1154,9 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 	pthread_mutex_lock(&lock);
 	m->id = next_id++;
 	pthread_mutex_unlock(&lock);
-	*err = arena_hold(m->src, cred, DPD_PERM_READ, &m->s);
+	*err = hold_ends(m, cred, msg, msglen);
 	if (*err)
 		goto fail;
-	*err = -ERANGE;
-	if (__builtin_add_overflow(m->src_off, m->len, &end) || end > m->s.size) {
-		snprintf(msg, msglen, "range beyond the source arena");
-		goto release_src;
-	}
-	if (m->dst_node[0]) {
-		*err = remote_grant(m, cred, msg, msglen);
-		if (*err)
-			goto release_src;
-		goto queue;
-	}
-	*err = arena_hold(m->dst, cred, DPD_PERM_WRITE, &m->d);
-	if (*err)
-		goto release_src;
-	*err = -ERANGE;
-	if (__builtin_add_overflow(m->dst_off, m->len, &end) || end > m->d.size) {
-		snprintf(msg, msglen, "range beyond the destination arena");
-		goto release;
-	}
-	if (!strcmp(m->src, m->dst) && m->src_off < m->dst_off + m->len &&
-	    m->dst_off < m->src_off + m->len) {
-		*err = -EINVAL;
-		snprintf(msg, msglen, "source and destination ranges overlap");
-		goto release;
-	}
-queue:
 	m->uid = cred->uid;
 	m->gid = cred->gid;
 	m->admin = cred_admin(cred);
@@ -1084,11 +1167,8 @@ queue:
 		*err = -EDQUOT;
 		snprintf(msg, msglen, "uid %u has %u moves queued or running (max_moves_per_uid)",
 			 (unsigned int)m->uid, conf->max_moves_per_uid);
-		if (m->dst_node[0]) {
-			remote_release(m, false);
-			goto release_src;
-		}
-		goto release;
+		release_ends(m, false);
+		goto fail;
 	}
 	m->next = moves;
 	moves = m;
@@ -1098,10 +1178,6 @@ queue:
 	*err = o ? 0 : -ENOMEM;
 	return o;
 
-release:
-	arena_release(m->dst);
-release_src:
-	arena_release(m->src);
 fail:
 	free(m);
 	return NULL;
@@ -1182,11 +1258,7 @@ int move_cancel(uint64_t id, const struct dpd_cred *cred)
 	}
 	pthread_mutex_unlock(&lock);
 	if (copy) {
-		arena_release(copy->src);
-		if (copy->dst_node[0])
-			remote_release(copy, false);
-		else
-			arena_release(copy->dst);
+		release_ends(copy, false);
 		events_post("move.cancelled", NULL, copy->uid, copy->gid, 0600, o);
 		free(copy);
 	}

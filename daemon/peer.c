@@ -25,7 +25,10 @@
  * group, mode, as for a local move), that the range lies in X, and then
  * holds X (it cannot be destroyed: 409) until A releases the grant or
  * the grant's lease (GRANT_LEASE s, renewed by every request from A)
- * runs out.  The remote key itself is in B's node information, which
+ * runs out.  A move out of arena Y of node B into an arena of A (A gets
+ * from Y) asks for a read grant ("access": "read"): B checks that the
+ * requester has r on Y; a read grant is good for nothing else (no
+ * dedup lookup or copy, no index).  The remote key itself is in B's node information, which
  * only token holders (the mesh's daemons) may read.  Under the same
  * grant, A's daemon may ask which chunks of a deduplicated move B holds
  * (POST /v1/mesh/dedup: B's index, answered for the granted range), have
@@ -760,6 +763,7 @@ struct grant {
 	char arena[DPD_NAME_MAX + 1];
 	uint32_t arena_id;	/* arena.c's id: the same arena, not a new one of that name */
 	uint64_t off, len;	/* the granted range */
+	bool write;		/* a put grant; else a get (read) grant */
 	time_t expires;
 };
 
@@ -841,9 +845,10 @@ static int json_u64v(json_t *v, uint64_t *out)
 
 /*
  * grant_create - POST /v1/mesh/grants from peer daemon @node (a token
- * holder): {"arena", "offset", "length", "move", and "admin": true or
- * "uid", "gid", "groups"}.  Checks the requester's w on the arena and the
- * range, holds the arena, and answers {"grant", "rkey", "ep"}.  NULL with
+ * holder): {"arena", "offset", "length", "move", "access" ("write", the
+ * default, or "read"), and "admin": true or "uid", "gid", "groups"}.
+ * Checks the requester's w (r for "read") on the arena and the range,
+ * holds the arena, and answers {"grant", "rkey", "ep"}.  NULL with
  * *@err -EINVAL (@msg), -ENOENT, -EACCES, -ERANGE, -ENODEV.
  */
 json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
@@ -855,7 +860,7 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 	const char *arena = NULL, *key;
 	uint64_t off = 0, len = 0, move = 0, end, v64, id;
 	char hex[24];
-	bool have_len = false;
+	bool have_len = false, write = true;
 	struct grant *g;
 	json_t *v, *gv, *o;
 	size_t i;
@@ -880,6 +885,10 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 			have_len = true;
 		else if (!strcmp(key, "move") && !json_u64v(v, &move))
 			;
+		else if (!strcmp(key, "access") && json_is_string(v) &&
+			 (!strcmp(json_string_value(v), "read") ||
+			  !strcmp(json_string_value(v), "write")))
+			write = !strcmp(json_string_value(v), "write");
 		else if (!strcmp(key, "admin") && json_is_boolean(v))
 			cred.token = json_is_true(v);
 		else if (!strcmp(key, "uid") && !json_u64v(v, &v64) && v64 < UINT32_MAX)
@@ -911,10 +920,14 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 		*err = -ENODEV;
 		return NULL;
 	}
-	*err = arena_hold(arena, &cred, DPD_PERM_WRITE, &ref);
+	*err = arena_hold(arena, &cred, write ? DPD_PERM_WRITE : DPD_PERM_READ, &ref);
+	if (*err == -EACCES) {
+		snprintf(msg, msglen, "the requester may not %s arena %s on node %s",
+			 write ? "write" : "read", arena, conf->node_name);
+		return NULL;
+	}
 	if (*err) {
 		snprintf(msg, msglen, *err == -ENOENT ? "no arena %s on node %s" :
-			 *err == -EACCES ? "the requester may not write arena %s on node %s" :
 			 "arena %s on node %s: unavailable", arena, conf->node_name);
 		return NULL;
 	}
@@ -936,6 +949,7 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 	g->arena_id = ref.id;
 	g->off = off;
 	g->len = len;
+	g->write = write;
 	pthread_mutex_lock(&grants_lock);
 	g->id = id = next_grant++;
 	g->expires = time(NULL) + GRANT_LEASE;
@@ -949,8 +963,9 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 		      "ep", ep_name_json(&ep), "arena_id", (json_int_t)ref.id);
 	if (!o)
 		grant_delete(id, node, false);
-	log_info("grant %" PRIu64 ": node %s may put %" PRIu64 " bytes at %" PRIu64
-		 " of arena %s (move %" PRIu64 ")", id, node, len, off, arena, move);
+	log_info("grant %" PRIu64 ": node %s may %s %" PRIu64 " bytes at %" PRIu64
+		 " of arena %s (move %" PRIu64 ")", id, node, write ? "put" : "get", len,
+		 off, arena, move);
 	*err = o ? 0 : -ENOMEM;
 	return o;
 }
@@ -963,9 +978,10 @@ static bool grant_is(const struct grant *g, const void *arg)
 }
 
 /*
- * grant_ref - grant @id of @node, copied into @out, and its arena held
- * again for the caller (arena_release(@out->arena)), so that the grant
- * may expire meanwhile.  Returns 0 or -ENOENT.
+ * grant_ref - write grant @id of @node, copied into @out, and its arena
+ * held again for the caller (arena_release(@out->arena)), so that the
+ * grant may expire meanwhile.  Returns 0, -ENOENT, or -EACCES (a read
+ * grant: good for a get only).
  */
 static int grant_ref(uint64_t id, const char *node, struct grant *out,
 		     struct dpd_arena_ref *ref)
@@ -984,6 +1000,8 @@ static int grant_ref(uint64_t id, const char *node, struct grant *out,
 		}
 	}
 	pthread_mutex_unlock(&grants_lock);
+	if (found && !out->write)
+		return -EACCES;
 	if (!found || arena_hold(out->arena, &(struct dpd_cred){ .token = true },
 				 DPD_PERM_WRITE, ref))
 		return -ENOENT;
@@ -997,7 +1015,7 @@ static int grant_ref(uint64_t id, const char *node, struct grant *out,
 /*
  * grant_delete - DELETE /v1/mesh/grants/ID by @node: 0 or -ENOENT.
  * @index: the move completed, the granted range holds its bytes: index
- * them first.
+ * them first (a write grant's only).
  */
 int grant_delete(uint64_t id, const char *node, bool index)
 {
@@ -1164,8 +1182,8 @@ json_t *mesh_dedup_lookup(json_t *req, const char *node, int *err, char *msg,
 	}
 	*err = grant_ref(gid, node, &g, &ref);
 	if (*err) {
-		snprintf(msg, msglen, "no grant %" PRIu64 " for node %s", gid,
-			 node ? node : "(none)");
+		snprintf(msg, msglen, *err == -EACCES ? "grant %" PRIu64 " of node %s: a read grant" :
+			 "no grant %" PRIu64 " for node %s", gid, node ? node : "(none)");
 		goto out;
 	}
 	total = v[n - 1].off + v[n - 1].len;
@@ -1246,8 +1264,8 @@ json_t *mesh_dedup_copy(json_t *req, const char *node, int *err, char *msg,
 	}
 	*err = grant_ref(gid, node, &g, &ref);
 	if (*err) {
-		snprintf(msg, msglen, "no grant %" PRIu64 " for node %s", gid,
-			 node ? node : "(none)");
+		snprintf(msg, msglen, *err == -EACCES ? "grant %" PRIu64 " of node %s: a read grant" :
+			 "no grant %" PRIu64 " for node %s", gid, node ? node : "(none)");
 		return NULL;
 	}
 	failed = json_array();

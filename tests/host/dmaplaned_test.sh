@@ -156,6 +156,11 @@ api 200 GET /v1/nodes && grep -q '"name":"host","self":true' "$tmp/body" &&
 	api 405 POST /v1/mesh/info && api 400 GET /v1/arenas/a/xxh128 &&
 	api 400 GET '/v1/arenas/a/xxh128?offset=x&length=1' &&
 	api 503 POST /v1/moves '{"src":{"arena":"a"},"dst":{"node":"nosuch","arena":"b"},"length":1}' &&
+	api 503 POST /v1/moves '{"src":{"node":"nosuch","arena":"a"},"dst":{"arena":"b"},"length":1}' &&
+	api 501 POST /v1/moves '{"src":{"node":"n1","arena":"a"},"dst":{"node":"n2","arena":"b"},"length":1}' &&
+	grep -q "one end must be an arena of this node" "$tmp/body" &&
+	api 501 POST /v1/moves '{"src":{"node":"n1","arena":"a"},"dst":{"arena":"b"},"length":1,"dedup":true}' &&
+	api 503 POST /v1/moves '{"src":{"node":"host","arena":"a"},"dst":{"node":"host","arena":"b"},"length":1}' &&
 	api 200 GET /v1/peers && [ "$(cat "$tmp/body")" = "[]" ]
 result $? "api: the mesh's routes refuse bad input, nothing changed"
 # Deduplicated moves and the dedup index: a bad "dedup" or index range
@@ -192,6 +197,9 @@ tcp 401 GET /v1/mesh/info && tcp 401 GET /v1/mesh/info wrong-token-wrong-token &
 	tcp 401 POST /v1/mesh/grants "" '{"arena":"a","length":1}' &&
 	tcp 400 POST /v1/mesh/grants $tok '{"arena":"a"}' &&
 	tcp 400 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"uid":-1}' &&
+	tcp 400 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"admin":true,"access":"rw"}' &&
+	tcp 400 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"admin":true,"access":1}' &&
+	tcp 503 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"admin":true,"access":"read"}' &&
 	tcp 503 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"uid":1000,"gid":1000}' &&
 	tcp 404 DELETE /v1/mesh/grants/1 $tok && tcp 200 GET /v1/mesh/info $tok &&
 	grep -q '"node":"host"' "$tmp/body"

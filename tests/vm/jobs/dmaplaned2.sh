@@ -18,7 +18,8 @@
 #
 #   moves vm0 -> vm1 of random data (dmaplanectl fill), several sizes,
 #   chunks and offsets, including lengths that are not a multiple of the
-#   chunk; deduplicated moves vm0 -> vm1 (10% changed: wire <= 25%,
+#   chunk; pulls vm1 -> vm0 (dmaplane get under a read grant: byte-exact,
+#   r checked by vm1, a read grant good for nothing else); deduplicated moves vm0 -> vm1 (10% changed: wire <= 25%,
 #   byte-exact; again: all in place; random data: no savings) and vm1's
 #   dedup endpoints refusing bad requests; malformed and unauthorised
 #   requests across the nodes (4xx,
@@ -259,6 +260,66 @@ sleep 1
 grep -q '^event: move.progress$' $H/tmp/sse && grep -q '^event: move.done$' $H/tmp/sse
 case_result move-events $?
 
+# ---- moves vm1 -> vm0 (pulls: dmaplane get under vm1's read grant) --------
+# vm1's d1 holds s1[0:16M] at 16 MiB (move-16m) and at 0 the first moves.
+index_entries() { api http://x/v1/node >/dev/null; in_host python3 -c 'import json; print(json.load(open("/tmp/body"))["dedup"]["index_entries"])'; }
+ix0=$(index_entries)
+expect create-p1 201 "$(api -X POST -d '{"name":"p1","size":"32M","mode":"0666"}' http://x/v1/arenas)"
+# pull_move NAME SRC-OFF DST-OFF LENGTH [CHUNK]: vm1's d1 -> p1
+pull_move() {
+	name=$1
+	req="{\"src\":{\"node\":\"vm1\",\"arena\":\"d1\",\"offset\":$2},\"dst\":{\"arena\":\"p1\",\"offset\":$3},\"length\":$4${5:+,\"chunk\":$5}}"
+	st=$(api -X POST -d "$req" http://x/v1/moves)
+	if [ "$st" != 202 ]; then
+		case_result "$name" 1 "status $st: $(body)"
+		return
+	fi
+	poll_move "$(move_id)"
+	sed "s/^/# $name: /" $H/tmp/body
+	if ! grep -q '"state":"done"' $H/tmp/body || ! grep -q "\"bytes_done\":$4," $H/tmp/body ||
+	   ! grep -q "\"wire_bytes\":$4," $H/tmp/body ||
+	   ! grep -q '"src":{"node":"vm1","arena":"d1"' $H/tmp/body; then
+		case_result "$name" 1 "$(body)"
+		return
+	fi
+	want=$(agent sha256 d1 $2 $4)
+	got=$(sha_local p1 $3 $4)
+	[ "$want" = "ok $got" ]
+	case_result "$name" $? "vm1 d1@$2 $want, vm0 p1@$3 sha256 $got"
+}
+pull_move pull-4k 0 0 4096
+pull_move pull-odd-small 16789012 8192 777
+pull_move pull-1m-odd 16781312 1048576 1048579 65536
+pull_move pull-16m 16777216 16777216 16777216
+# what a pull brought is indexed here: p1's range is in vm0's index
+ix1=$(index_entries)
+[ "$ix1" -gt "$ix0" ] 2>/dev/null
+case_result pull-indexed $? "index entries before $ix0, after $ix1"
+# nobody: no r on vm1's d1 (0600): vm1 refuses the read grant
+expect pull-nobody-403 403 "$(api_nobody -X POST -d '{"src":{"node":"vm1","arena":"d1"},"dst":{"arena":"p1"},"length":4096}' http://x/v1/moves)" $H/tmp/body.nobody
+grep -q 'vm1.*may not read' $H/tmp/body.nobody
+case_result pull-nobody-403-says-why $? "$(cat $H/tmp/body.nobody)"
+# ... but r on vm1's open (0666), and w on p1 (0666)
+st=$(api_nobody -X POST -d '{"src":{"node":"vm1","arena":"open"},"dst":{"arena":"p1","offset":"31M"},"length":"1M"}' http://x/v1/moves)
+expect pull-nobody-open 202 "$st" $H/tmp/body.nobody
+id=$(sed -n 's/^{"id":\([0-9]*\).*/\1/p' $H/tmp/body.nobody)
+poll_move "$id" 120
+want=$(agent sha256 open 0 1048576)
+got=$(sha_local p1 32505856 1048576)
+grep -q '"state":"done"' $H/tmp/body && [ "$want" = "ok $got" ]
+case_result pull-nobody-open-data $? "$(body) $want $got"
+expect pull-dedup-501 501 "$(api -X POST -d '{"src":{"node":"vm1","arena":"d1"},"dst":{"arena":"p1"},"length":4096,"dedup":true}' http://x/v1/moves)"
+expect pull-range 400 "$(api -X POST -d '{"src":{"node":"vm1","arena":"d1","offset":"32M"},"dst":{"arena":"p1"},"length":4096}' http://x/v1/moves)"
+expect pull-range-dst 400 "$(api -X POST -d '{"src":{"node":"vm1","arena":"d1"},"dst":{"arena":"p1","offset":"32M"},"length":4096}' http://x/v1/moves)"
+expect pull-unknown-arena 404 "$(api -X POST -d '{"src":{"node":"vm1","arena":"nosuch"},"dst":{"arena":"p1"},"length":4096}' http://x/v1/moves)"
+# A read grant is good for a get and nothing else: no dedup copy into it.
+st=$(n1 -H 'X-Dmaplane-Node: vm0' -X POST -d '{"arena":"d1","length":4096,"admin":true,"access":"read"}' http://$N1:7070/v1/mesh/grants)
+expect n1-read-grant 201 "$st" $H/tmp/body.n1
+g=$(sed -n 's/.*"grant":\([0-9]*\).*/\1/p' $H/tmp/body.n1)
+expect n1-read-grant-no-copy 403 "$(n1 -H 'X-Dmaplane-Node: vm0' -X POST -d "{\"grant\":$g,\"ops\":[[1,0,0,4096]]}" http://$N1:7070/v1/mesh/dedup/copy)" $H/tmp/body.n1
+expect n1-read-grant-release 204 "$(n1 -H 'X-Dmaplane-Node: vm0' -X DELETE http://$N1:7070/v1/mesh/grants/$g)" $H/tmp/body.n1
+expect n1-grant-bad-access 400 "$(n1 -H 'X-Dmaplane-Node: vm0' -X POST -d '{"arena":"d1","length":4096,"admin":true,"access":"rw"}' http://$N1:7070/v1/mesh/grants)" $H/tmp/body.n1
+
 # ---- deduplicated moves vm0 -> vm1 --------------------------------------------
 # vm1's d1 holds s1[0:16M] at 16 MiB (move-16m; indexed by vm1 when the
 # grant was released).  s2 = s1[0:16M] with 10% of its 64 KiB blocks
@@ -330,7 +391,7 @@ expect remote-unknown-node 404 "$(api -X POST -d '{"src":{"arena":"s1"},"dst":{"
 expect remote-range 400 "$(api -X POST -d '{"src":{"arena":"s1"},"dst":{"node":"vm1","arena":"d1","offset":"32M"},"length":4096}' http://x/v1/moves)"
 expect remote-range-src 400 "$(api -X POST -d '{"src":{"arena":"s1","offset":"32M"},"dst":{"node":"vm1","arena":"d1"},"length":4096}' http://x/v1/moves)"
 expect remote-bad-node 400 "$(api -X POST -d '{"src":{"arena":"s1"},"dst":{"node":"../x","arena":"d1"},"length":4096}' http://x/v1/moves)"
-expect remote-src-remote 501 "$(api -X POST -d '{"src":{"node":"vm1","arena":"d1"},"dst":{"arena":"s1"},"length":4096}' http://x/v1/moves)"
+expect remote-both-remote 501 "$(api -X POST -d '{"src":{"node":"vm1","arena":"d1"},"dst":{"node":"vm1","arena":"open"},"length":4096}' http://x/v1/moves)"
 grep -q '"code":' $H/tmp/body
 case_result remote-error-json $? "$(body)"
 # nobody: r on s1 (0644), no w on vm1's d1 (root's 0600): vm1 refuses
@@ -410,6 +471,7 @@ st=$(api -X POST -d '{"src":{"arena":"s1"},"dst":{"node":"vm1","arena":"cfg"},"l
 expect move-to-down-503 503 "$st"
 grep -q '"error":"node vm1 is down' $H/tmp/body
 case_result move-to-down-says-so $? "$(body)"
+expect pull-from-down-503 503 "$(api -X POST -d '{"src":{"node":"vm1","arena":"cfg"},"dst":{"arena":"p1"},"length":4096}' http://x/v1/moves)"
 st=$(agent start)
 case_result restart-peer-daemon $([ "$st" = ok ]; echo $?) "$st"
 wait_state vm1 up 60
@@ -424,6 +486,12 @@ want=$(sha_local s1 4096 2097151)
 got=$(agent sha256 cfg 1 2097151)
 grep -q '"state":"done"' $H/tmp/body && [ "ok $want" = "$got" ]
 case_result after-restart-move $? "$(body) $want $got"
+st=$(api -X POST -d '{"src":{"node":"vm1","arena":"cfg","offset":1},"dst":{"arena":"p1","offset":3},"length":2097151}' http://x/v1/moves)
+expect after-restart-pull-create 202 "$st"
+poll_move "$(move_id)" 120
+got=$(sha_local p1 3 2097151)
+grep -q '"state":"done"' $H/tmp/body && [ "ok $got" = "$(agent sha256 cfg 1 2097151)" ]
+case_result after-restart-pull $? "$(body) $got"
 
 # ---- the end ------------------------------------------------------------------
 st=$(agent stop)
