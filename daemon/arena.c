@@ -68,6 +68,8 @@ static struct dp_ep *ep;
 static struct dmaplane_info info;
 static uint64_t max_total_bytes;
 static unsigned int max_arenas;
+static uint64_t max_bytes_per_uid;
+static unsigned int max_arenas_per_uid;
 
 static const void *dd_resolve(void *ctx, uint32_t id, uint64_t off, uint64_t len);
 
@@ -86,6 +88,8 @@ int arenas_init(const char *device, const struct dpd_config *cfg)
 
 	max_total_bytes = cfg->max_total_bytes;
 	max_arenas = cfg->max_arenas;
+	max_bytes_per_uid = cfg->max_bytes_per_uid;
+	max_arenas_per_uid = cfg->max_arenas_per_uid;
 	ret = dd_chunker_init(&chunker, 0, 0, 0);
 	if (!ret)
 		ret = dd_index_new(&dd_ix, dd_resolve, NULL);
@@ -176,11 +180,35 @@ static void post(const char *type, const struct dpd_arena *a)
 }
 
 /*
- * arena_create - create the arena @spec describes.  Returns 0, -ENODEV
- * (no device), -EEXIST, -ENOSPC (max_arenas or max_total_bytes), or the
- * module's -errno (-ENOMEM ...).  Permission is the caller's business.
+ * Whether @spec's owner would have more than max_arenas_per_uid arenas
+ * or max_bytes_per_uid bytes with it.  Under the lock.
  */
-int arena_create(const struct dpd_arena_spec *spec)
+static bool over_uid_limits(const struct dpd_arena_spec *spec)
+{
+	uint64_t bytes = 0;
+	unsigned int n = 0;
+	struct dpd_arena *a;
+
+	for (a = arenas; a; a = a->next) {
+		if (a->spec.owner != spec->owner)
+			continue;
+		n++;
+		bytes += a->spec.size;
+	}
+	return (max_arenas_per_uid && n >= max_arenas_per_uid) ||
+	       (max_bytes_per_uid && (spec->size > max_bytes_per_uid ||
+				      bytes > max_bytes_per_uid - spec->size));
+}
+
+/*
+ * arena_create - create the arena @spec describes; @per_uid_limits: its
+ * creator is not an administrator, max_arenas_per_uid and
+ * max_bytes_per_uid hold for its owner.  Returns 0, -ENODEV (no device),
+ * -EEXIST, -ENOSPC (max_arenas or max_total_bytes), -EDQUOT (a per-uid
+ * limit), or the module's -errno (-ENOMEM ...).  Permission is the
+ * caller's business.
+ */
+int arena_create(const struct dpd_arena_spec *spec, bool per_uid_limits)
 {
 	struct dpd_arena *a;
 	int ret;
@@ -195,6 +223,10 @@ int arena_create(const struct dpd_arena_spec *spec)
 	if (n_arenas >= max_arenas || spec->size > max_total_bytes ||
 	    total_bytes > max_total_bytes - spec->size) {
 		ret = -ENOSPC;
+		goto out;
+	}
+	if (per_uid_limits && over_uid_limits(spec)) {
+		ret = -EDQUOT;
 		goto out;
 	}
 	a = calloc(1, sizeof(*a));

@@ -33,6 +33,10 @@ void config_defaults(struct dpd_config *cfg)
 	cfg->max_total_bytes = 1ULL << 30;
 	cfg->max_arenas = 64;
 	cfg->max_moves_per_uid = 16;
+	cfg->max_arenas_per_uid = 8;
+	cfg->max_bytes_per_uid = 256ULL << 20;
+	cfg->max_connections_per_uid = 16;
+	cfg->max_streams_per_uid = 4;
 	cfg->create_group = -1;
 }
 
@@ -338,6 +342,16 @@ int config_load(struct dpd_config *cfg, const char *path, char *err, size_t errl
 			ret = json_id(v, &cfg->max_arenas);
 		else if (!strcmp(key, "max_moves_per_uid"))
 			ret = json_id(v, &cfg->max_moves_per_uid);
+		else if (!strcmp(key, "max_arenas_per_uid"))
+			ret = json_id(v, &cfg->max_arenas_per_uid);
+		else if (!strcmp(key, "max_bytes_per_uid"))	/* 0: no limit */
+			ret = json_is_integer(v) && !json_integer_value(v) ?
+				(cfg->max_bytes_per_uid = 0, 0) :
+				json_size(v, &cfg->max_bytes_per_uid);
+		else if (!strcmp(key, "max_connections_per_uid"))
+			ret = json_id(v, &cfg->max_connections_per_uid);
+		else if (!strcmp(key, "max_streams_per_uid"))
+			ret = json_id(v, &cfg->max_streams_per_uid);
 		else if (!strcmp(key, "create_group"))
 			ret = json_id(v, &id) ?: (cfg->create_group = id, 0);
 		else if (!strcmp(key, "arenas"))

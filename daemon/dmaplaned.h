@@ -61,6 +61,11 @@ struct dpd_config {
 	uint64_t max_total_bytes;
 	unsigned int max_arenas;
 	unsigned int max_moves_per_uid;	/* unfinished moves of one uid, 0: any */
+	/* Of a uid that is not an administrator; 0: no limit of its own. */
+	unsigned int max_arenas_per_uid;	/* arenas it owns */
+	uint64_t max_bytes_per_uid;		/* their bytes */
+	unsigned int max_connections_per_uid;	/* on the UNIX socket */
+	unsigned int max_streams_per_uid;	/* event streams */
 	long create_group;	/* -1: only root and the daemon's uid create */
 	struct dpd_arena_spec *arenas;
 	size_t n_arenas;
@@ -102,7 +107,7 @@ bool cred_may(const struct dpd_cred *cred, uid_t owner, gid_t group,
 int arenas_init(const char *device, const struct dpd_config *cfg);
 void arenas_fini(void);
 bool arenas_have_device(void);
-int arena_create(const struct dpd_arena_spec *spec);
+int arena_create(const struct dpd_arena_spec *spec, bool per_uid_limits);
 int arena_destroy(const char *name, const struct dpd_cred *cred);
 struct json_t *arena_get_json(const char *name, const struct dpd_cred *cred,
 			      bool stats, int *err);
@@ -193,7 +198,7 @@ void events_post(const char *type, const char *arena, uid_t owner,
 void events_stop(void);
 void events_free(void);
 struct dpd_sse;
-struct dpd_sse *sse_open(const struct dpd_cred *cred);
+struct dpd_sse *sse_open(const struct dpd_cred *cred, unsigned int limit, int *err);
 ssize_t sse_read(struct dpd_sse *s, char *buf, size_t max);
 void sse_close(struct dpd_sse *s);
 

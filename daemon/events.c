@@ -5,7 +5,12 @@
  * posted after it subscribed whose arena it may read; if it falls more
  * than EV_RING events behind, it is told how many it missed.  Each
  * subscriber's reader runs in its connection's own thread (libmicrohttpd
- * thread-per-connection) and waits on a condition variable.
+ * thread-per-connection) and waits on a condition variable.  A uid
+ * that is not an administrator may hold max_streams_per_uid streams.
+ *
+ * Locking: lock protects the ring, next_id, stopping and the list of
+ * open streams (their @next_open and @pprev); a stream's other fields
+ * belong to its connection's thread.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,8 +39,10 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 static struct event ring[EV_RING];
 static uint64_t next_id = 1;
 static bool stopping;
+static struct dpd_sse *open_streams;
 
 struct dpd_sse {
+	struct dpd_sse *next_open, **pprev;
 	struct dpd_cred cred;
 	uint64_t next;		/* id of the next event to look at */
 	char *pending;		/* text being sent */
@@ -114,12 +121,18 @@ void events_free(void)
 	pthread_mutex_unlock(&lock);
 }
 
-struct dpd_sse *sse_open(const struct dpd_cred *cred)
+/*
+ * sse_open - a new stream for @cred; @limit: the streams its uid may hold
+ * (0: any, for an administrator).  NULL with *@err -ENOMEM or -EDQUOT.
+ */
+struct dpd_sse *sse_open(const struct dpd_cred *cred, unsigned int limit, int *err)
 {
 	static const char hello[] = ": dmaplaned events\n\n";
-	struct dpd_sse *s;
+	struct dpd_sse *s, *o;
+	unsigned int n = 0;
 
 	pthread_once(&once, init_cond);
+	*err = -ENOMEM;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
@@ -131,8 +144,23 @@ struct dpd_sse *sse_open(const struct dpd_cred *cred)
 	}
 	s->len = strlen(hello);
 	pthread_mutex_lock(&lock);
+	for (o = open_streams; o && limit; o = o->next_open)
+		n += !o->cred.token && o->cred.uid == cred->uid;
+	if (limit && n >= limit) {
+		pthread_mutex_unlock(&lock);
+		free(s->pending);
+		free(s);
+		*err = -EDQUOT;
+		return NULL;
+	}
 	s->next = next_id;
+	s->next_open = open_streams;
+	if (open_streams)
+		open_streams->pprev = &s->next_open;
+	s->pprev = &open_streams;
+	open_streams = s;
 	pthread_mutex_unlock(&lock);
+	*err = 0;
 	return s;
 }
 
@@ -140,6 +168,11 @@ void sse_close(struct dpd_sse *s)
 {
 	if (!s)
 		return;
+	pthread_mutex_lock(&lock);
+	*s->pprev = s->next_open;
+	if (s->next_open)
+		s->next_open->pprev = s->pprev;
+	pthread_mutex_unlock(&lock);
 	free(s->pending);
 	free(s);
 }

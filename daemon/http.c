@@ -10,8 +10,15 @@
  * request needs "Authorization: Bearer <token>" (the token_file's), and
  * a token holder may do everything.  Errors are JSON:
  * {"error": "...", "code": N}.
+ *
+ * A uid that is not an administrator may hold max_connections_per_uid
+ * connections on the UNIX socket (so that one local user cannot take
+ * all HTTP_CONNECTIONS): one beyond is shut down as it starts, before
+ * any request (the client sees the connection closed).  conn_lock
+ * protects the per-uid counts (conns).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -36,6 +43,16 @@ struct listener {
 static struct listener unix_l = { .fd = -1 };
 static struct listener tcp_l = { .tcp = true, .fd = -1 };
 static const struct dpd_config *conf;
+/* Connections on the UNIX socket of each uid that is not an administrator. */
+struct conn_count {
+	struct conn_count *next;
+	uid_t uid;
+	unsigned int n;
+};
+
+static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct conn_count *conns;	/* under conn_lock */
+
 /* The request being answered in this connection's thread, for -v logs. */
 static __thread const char *cur_method, *cur_url;
 
@@ -446,12 +463,19 @@ static enum MHD_Result post_arena(struct MHD_Connection *c, struct req *q)
 		return send_error(c, MHD_HTTP_FORBIDDEN,
 				  "only an administrator may give an arena to another uid or group",
 				  NULL);
-	ret = arena_create(&spec);
+	ret = arena_create(&spec, !cred_admin(&q->cred));
 	if (ret == -EEXIST)
 		return send_error(c, MHD_HTTP_CONFLICT, "an arena of that name exists", NULL);
 	if (ret == -ENOSPC)
 		return send_error(c, MHD_HTTP_INSUFFICIENT_STORAGE,
 				  "max_arenas or max_total_bytes reached", NULL);
+	if (ret == -EDQUOT) {
+		snprintf(err, sizeof(err), "uid %u: max_arenas_per_uid (%u) or "
+			 "max_bytes_per_uid (%llu) reached", (unsigned int)spec.owner,
+			 conf->max_arenas_per_uid,
+			 (unsigned long long)conf->max_bytes_per_uid);
+		return send_error(c, MHD_HTTP_TOO_MANY_REQUESTS, err, NULL);
+	}
 	if (ret)
 		return send_errno(c, ret);
 	/* The creator sees what it made, whatever mode it gave it. */
@@ -549,10 +573,17 @@ static enum MHD_Result get_events(struct MHD_Connection *c, struct req *q)
 	struct MHD_Response *r;
 	struct dpd_sse *s;
 	enum MHD_Result ret;
+	char err[128];
+	int e;
 
-	s = sse_open(&q->cred);
+	s = sse_open(&q->cred, cred_admin(&q->cred) ? 0 : conf->max_streams_per_uid, &e);
+	if (!s && e == -EDQUOT) {
+		snprintf(err, sizeof(err), "uid %u has %u event streams (max_streams_per_uid)",
+			 (unsigned int)q->cred.uid, conf->max_streams_per_uid);
+		return send_error(c, MHD_HTTP_TOO_MANY_REQUESTS, err, NULL);
+	}
 	if (!s)
-		return send_errno(c, -ENOMEM);
+		return send_errno(c, e);
 	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, sse_reader,
 					      s, sse_free);
 	if (!r) {
@@ -746,6 +777,62 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	}
 }
 
+/*
+ * notify_connection - count a UNIX socket connection against its uid
+ * (*@socket_context: its struct conn_count, or NULL when not counted),
+ * or shut it down when the uid holds max_connections_per_uid already.
+ */
+static void notify_connection(void *cls, struct MHD_Connection *c,
+			      void **socket_context,
+			      enum MHD_ConnectionNotificationCode toe)
+{
+	const struct listener *l = cls;
+	const union MHD_ConnectionInfo *ci;
+	struct conn_count *cc = *socket_context;
+	struct dpd_cred cred;
+	bool refuse = false;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (!cc)
+			return;
+		pthread_mutex_lock(&conn_lock);
+		cc->n--;	/* kept at 0: a uid's entry is reused */
+		pthread_mutex_unlock(&conn_lock);
+		*socket_context = NULL;
+		return;
+	}
+	if (l->tcp || !conf->max_connections_per_uid)
+		return;
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!ci || cred_from_socket(ci->connect_fd, &cred) || cred_admin(&cred))
+		return;
+	pthread_mutex_lock(&conn_lock);
+	for (cc = conns; cc && cc->uid != cred.uid; cc = cc->next)
+		;
+	if (!cc) {
+		cc = calloc(1, sizeof(*cc));
+		if (cc) {
+			cc->uid = cred.uid;
+			cc->next = conns;
+			conns = cc;
+		}
+	}
+	if (!cc || cc->n >= conf->max_connections_per_uid)
+		refuse = true;
+	else
+		cc->n++;
+	pthread_mutex_unlock(&conn_lock);
+	if (refuse) {
+		if (dpd_verbose)
+			log_info("http: uid %u has %u connections (max_connections_per_uid): "
+				 "one more refused", (unsigned int)cred.uid,
+				 conf->max_connections_per_uid);
+		shutdown(ci->connect_fd, SHUT_RDWR);
+		return;
+	}
+	*socket_context = cc;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char buf[512];
@@ -772,6 +859,7 @@ static int start(struct listener *l)
 				MHD_OPTION_CONNECTION_LIMIT, (unsigned int)HTTP_CONNECTIONS,
 				MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)HTTP_TIMEOUT,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
+				MHD_OPTION_NOTIFY_CONNECTION, notify_connection, l,
 				MHD_OPTION_END);
 	if (!l->d)
 		return -EIO;
@@ -861,4 +949,12 @@ void http_stop(void)
 	}
 	if (conf && conf->socket_path)
 		unlink(conf->socket_path);
+	pthread_mutex_lock(&conn_lock);
+	while (conns) {
+		struct conn_count *cc = conns;
+
+		conns = cc->next;
+		free(cc);
+	}
+	pthread_mutex_unlock(&conn_lock);
 }

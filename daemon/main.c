@@ -236,7 +236,7 @@ int main(int argc, char **argv)
 	if (no_device)
 		log_warn("running without a device (--no-device): arenas cannot be created");
 	for (i = 0; i < cfg.n_arenas; i++) {
-		ret = arena_create(&cfg.arenas[i]);
+		ret = arena_create(&cfg.arenas[i], false);
 		if (ret) {
 			log_err("arena %s (%llu bytes): %s", cfg.arenas[i].name,
 				(unsigned long long)cfg.arenas[i].size, strerror(-ret));

@@ -71,7 +71,7 @@ conf good "{\"node_name\":\"n1\",\"tcp_address\":\"127.0.0.1\",\"tcp_port\":7070
 result $? "config: a good one"
 grep -q '1 arenas, 1 peers' "$tmp/good.out"
 result $? "config: arenas and peers counted"
-conf limits '{"max_moves_per_uid":4,"max_arenas":8,"max_total_bytes":"16M"}'
+conf limits '{"max_moves_per_uid":4,"max_arenas":8,"max_total_bytes":"16M","max_arenas_per_uid":2,"max_bytes_per_uid":"4M","max_connections_per_uid":3,"max_streams_per_uid":1}'
 result $? "config: the limits"
 "$d" --check-config -c "$src/daemon/dmaplaned.conf.example" >/dev/null 2>&1
 [ $? = 1 ]	# its token file /etc/dmaplaned/token does not exist here
@@ -92,6 +92,11 @@ for bad in \
 	'bad-peer|{"peers":[{"name":"p"}]}' \
 	'neg-move-limit|{"max_moves_per_uid":-1}' \
 	'text-move-limit|{"max_moves_per_uid":"16"}' \
+	'neg-arena-limit|{"max_arenas_per_uid":-1}' \
+	'bad-bytes-limit|{"max_bytes_per_uid":"lots"}' \
+	'neg-bytes-limit|{"max_bytes_per_uid":-4096}' \
+	'neg-conn-limit|{"max_connections_per_uid":-1}' \
+	'text-stream-limit|{"max_streams_per_uid":"4"}' \
 	"short-token|{\"tcp_address\":\"127.0.0.1\",\"token_file\":\"$tmp/short\"}" \
 	"open-token|{\"tcp_address\":\"127.0.0.1\",\"token_file\":\"$tmp/open-token\"}"; do
 	name=${bad%%|*}
@@ -111,8 +116,8 @@ chmod 0711 "$tmp"
 chmod 0666 "$tmp/body.nobody"
 printf '{"node_name":"n2","tcp_address":"127.0.0.1","tcp_port":%d,"token_file":"%s"}\n' \
 	$((port + 1)) "$tmp/token" >"$tmp/n2.conf"
-printf '{"node_name":"host","tcp_address":"127.0.0.1","tcp_port":%d,"token_file":"%s"}\n' \
-	$port "$tmp/token" >"$tmp/host.conf"
+printf '{"node_name":"host","tcp_address":"127.0.0.1","tcp_port":%d,"token_file":"%s",%s}\n' \
+	$port "$tmp/token" '"max_connections_per_uid":2,"max_streams_per_uid":1' >"$tmp/host.conf"
 "$d" --no-device -c "$tmp/n2.conf" -s "$tmp/n2.sock" -a "$tmp/n2.att" 2>"$tmp/n2.log" &
 pid2=$!
 "$d" --no-device -c "$tmp/host.conf" -s "$tmp/api.sock" -a "$tmp/attach.sock" 2>"$tmp/log" &
@@ -250,6 +255,78 @@ rc2=$?
 pid2=
 [ $rc2 = 0 ] || echo "# n2: exit status $rc2: $(tail -5 "$tmp/n2.log")"
 cat "$tmp/n2.log" >>"$tmp/log"
+# Per-uid limits of a uid that is not an administrator (host.conf: 2
+# connections, 1 event stream): a second stream is a 429, a third
+# connection is shut down before any request, root is not limited, and
+# the uid gets its connections back when it closes them.
+setpriv --reuid=65534 --regid=65534 --clear-groups /usr/bin/python3 - "$tmp/api.sock" <<'PY' >"$tmp/limits" 2>&1
+import socket, sys, time
+path = sys.argv[1]
+def conn():
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(10)
+    s.connect(path)
+    return s
+def get(s, url, want=b""):
+    s.sendall(b"GET " + url + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+    got = b""
+    try:
+        while True:
+            d = s.recv(4096)
+            if not d:
+                break
+            got += d
+            if b"\r\n\r\n" in got and want in got:
+                break
+    except OSError:
+        pass
+    return got
+a = conn()
+r = get(a, b"/v1/events", b"dmaplaned events")
+assert r.startswith(b"HTTP/1.1 200"), r
+b = conn()
+r = get(b, b"/v1/events", b"max_streams_per_uid")
+assert r.startswith(b"HTTP/1.1 429") and b"max_streams_per_uid" in r, r
+c = conn()
+r = get(c, b"/v1/node")
+assert r == b"", r
+for s in (a, b, c):
+    s.close()
+# a closed stream is noticed at its next keepalive (15 s)
+for i in range(40):
+    d = conn()
+    r = get(d, b"/v1/node", b"}")
+    if r.startswith(b"HTTP/1.1 200"):
+        break
+    d.close()
+    time.sleep(1)
+assert r.startswith(b"HTTP/1.1 200"), r
+print("# connections back after %d s" % i)
+d.close()
+for j in range(40):
+    e = conn()
+    r = get(e, b"/v1/events", b"dmaplaned events")
+    if r.startswith(b"HTTP/1.1 200"):
+        break
+    e.close()
+    time.sleep(1)
+assert r.startswith(b"HTTP/1.1 200"), r
+print("# a stream again after %d s more" % j)
+print("ok")
+PY
+rc=$?
+sed 's/^/# /' "$tmp/limits"
+[ $rc = 0 ] && grep -qx ok "$tmp/limits"
+result $? "api: per-uid limits: event streams (429), connections (shut down), given back"
+streams=
+for i in 1 2 3; do
+	curl -s -N --max-time 3 --unix-socket "$tmp/api.sock" http://x/v1/events >/dev/null &
+	streams="$streams $!"
+done
+sleep 1
+api 200 GET /v1/node
+result $? "api: root holds streams and connections beyond the per-uid limits"
+wait $streams
 python3 "$src/tests/dmaplaned_fuzz.py" "$tmp/api.sock" 300 1 >"$tmp/fuzz" 2>&1
 rc=$?
 sed 's/^/# /' "$tmp/fuzz"

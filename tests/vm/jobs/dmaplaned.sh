@@ -75,6 +75,9 @@ cat >$H/tmp/etc/dmaplaned.conf <<CONF
   "max_total_bytes": "64M",
   "max_arenas": 16,
   "max_moves_per_uid": 4,
+  "create_group": 1234,
+  "max_arenas_per_uid": 2,
+  "max_bytes_per_uid": "4M",
   "arenas": [ { "name": "boot", "size": "2M", "owner": 0, "group": 0, "mode": "0640" } ],
   "peers": [ { "name": "vm1", "address": "10.77.0.2" } ]
 }
@@ -201,6 +204,33 @@ expect delete-other-uid-403 403 "$(api_nobody -X DELETE http://x/v1/arenas/share
 expect create-other-uid-403 403 "$(api_nobody -X POST -d '{"name":"n1","size":4096}' http://x/v1/arenas)" $H/tmp/body.nobody
 [ "$(stat_of arenas)" = 3 ] && [ "$(api http://x/v1/arenas/shared)" = 200 ]
 case_result other-uid-changed-nothing $? "module arenas=$(stat_of arenas)"
+
+# ---- per-uid arena limits: uid 1234 (create_group 1234) may own 2 arenas
+# of 4 MiB in all; root has no such limit ------------------------------------
+api_1234() {	# a request as uid/gid 1234; body in $H/tmp/body.1234
+	in_host setpriv --reuid=1234 --regid=1234 --clear-groups curl -s -o /tmp/body.1234 \
+		-w '%{http_code}' --max-time 60 --unix-socket $API "$@"
+}
+: >$H/tmp/body.1234
+chmod 0666 $H/tmp/body.1234
+n0=$(stat_of arenas)
+expect uid-limit-u1 201 "$(api_1234 -X POST -d '{"name":"u1","size":"1M"}' http://x/v1/arenas)" $H/tmp/body.1234
+expect uid-limit-u2 201 "$(api_1234 -X POST -d '{"name":"u2","size":"1M"}' http://x/v1/arenas)" $H/tmp/body.1234
+expect uid-limit-count-429 429 "$(api_1234 -X POST -d '{"name":"u3","size":"1M"}' http://x/v1/arenas)" $H/tmp/body.1234
+grep -q 'max_arenas_per_uid' $H/tmp/body.1234
+case_result uid-limit-says-why $? "$(cat $H/tmp/body.1234)"
+expect uid-limit-delete-u2 204 "$(api_1234 -X DELETE http://x/v1/arenas/u2)" $H/tmp/body.1234
+expect uid-limit-bytes-429 429 "$(api_1234 -X POST -d '{"name":"u3","size":"3588K"}' http://x/v1/arenas)" $H/tmp/body.1234
+expect uid-limit-bytes-fit 201 "$(api_1234 -X POST -d '{"name":"u3","size":"3M"}' http://x/v1/arenas)" $H/tmp/body.1234
+expect uid-limit-root-exempt 201 "$(api -X POST -d '{"name":"r1","size":"1M","owner":1234,"group":1234}' http://x/v1/arenas)"
+[ "$(stat_of arenas)" = $((n0 + 3)) ]
+case_result uid-limit-module-arenas $? "module arenas=$(stat_of arenas), before $n0"
+for a in u1 u3; do
+	expect uid-limit-delete-$a 204 "$(api_1234 -X DELETE http://x/v1/arenas/$a)" $H/tmp/body.1234
+done
+expect uid-limit-delete-r1 204 "$(api -X DELETE http://x/v1/arenas/r1)"
+[ "$(stat_of arenas)" = $n0 ]
+case_result uid-limit-arenas-back $? "module arenas=$(stat_of arenas), before $n0"
 
 # ---- malformed requests: the right 4xx, nothing changed -----------------
 before=$(api http://x/v1/arenas; cat $H/tmp/body)
