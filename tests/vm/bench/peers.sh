@@ -47,27 +47,30 @@ ucx() {	# label tls test size iters
 	# Final: iters lat50 lat_avg lat_overall bw_avg bw_overall mr_avg mr_overall
 	set -- "$1" "$2" "$3" "$4" $r
 	if [ -z "$6" ]; then
-		printf '%-10s %-16s %-8s %9s %10s %10s\n' "$1" "$2" "$3" "$4" error error
+		printf '%-10s %-16s %-8s %9s %10s %10s %10s\n' "$1" "$2" "$3" "$4" error error error
 		tail -3 /tmp/ucx-client.log
 		tail -3 /tmp/ucx-server.log
 		echo "DMAPLANE-CASE peer-ucx-$1-$3 FAIL no Final: line"
 		fails=$((fails + 1))
 	else
-		printf '%-10s %-16s %-8s %9s %10s %10s\n' "$1" "$2" "$3" "$4" "$9" "${11}"
+		printf '%-10s %-16s %-8s %9s %10s %10s %10.0f\n' "$1" "$2" "$3" "$4" "$9" "${11}" "${13}"
 		echo "DMAPLANE-CASE peer-ucx-$1-$3 PASS"
 	fi
 }
 
 echo "# ucx_perftest $(in_host dpkg-query -W -f='${Version}' ucx-utils 2>/dev/null):"
-echo "# lat: overall one-way latency (usec); bw: overall MB/s (MiB/s as UCX prints it)"
-printf '%-10s %-16s %-8s %9s %10s %10s\n' label UCX_TLS test bytes lat_us bw_MBps
+echo "# lat: overall one-way latency (usec); bw: overall MB/s (MiB/s as UCX prints it);"
+echo "# msg/s: overall message rate (tag_bw at 8 bytes: dp-bench rate's comparison)"
+printf '%-10s %-16s %-8s %9s %10s %10s %10s\n' label UCX_TLS test bytes lat_us bw_MBps msg/s
 if [ "$SMOKE" = 1 ]; then
 	ucx posix posix,self tag_lat 8 20
+	ucx posix posix,self tag_bw 8 100
 	ucx cma cma,posix,self tag_bw 65536 10
 	ucx sm sm,self tag_bw 65536 10
 else
 	ucx posix posix,self tag_lat 8 500
 	ucx cma cma,posix,self tag_lat 8 500
+	ucx posix posix,self tag_bw 8 200000
 	ucx posix posix,self tag_bw 1048576 100
 	ucx cma cma,posix,self tag_bw 1048576 100
 	ucx posix posix,self tag_bw 4194304 50
