@@ -90,13 +90,15 @@ def series(table, cols):
 def kvstore_lines(path):
     """dp-kvstore's "kvstore key=value..." lines; a dmaplane run with a
     system call per operation (submit=single) is transport
-    dmaplane-single."""
+    dmaplane-single, a run waiting by polling (wait=poll) TRANSPORT-poll."""
     res = []
     for line in open(path, errors="replace"):
         if line.startswith("kvstore "):
             kv = dict(p.split("=", 1) for p in line.split()[1:] if "=" in p)
             if kv.get("submit") == "single":
                 kv["transport"] = kv.get("transport", "") + "-single"
+            if kv.get("wait") == "poll":
+                kv["transport"] = kv.get("transport", "") + "-poll"
             res.append(kv)
     return res
 
@@ -216,7 +218,8 @@ def main():
     kv = kvstore_lines(src)
     if kv:
         sizes = sorted({int(k["size"]) for k in kv if "size" in k})
-        trans = [x for x in ("dmaplane", "dmaplane-single", "zmq-ipc", "zmq-tcp")
+        trans = [x for x in ("dmaplane", "dmaplane-single", "dmaplane-poll", "zmq-ipc",
+                             "zmq-ipc-poll", "zmq-tcp")
                  if any(k.get("transport") == x for k in kv)]
         metrics = [("lat_us", "push+pull latency, us (lower is better)"),
                    ("bw_MBps", "bandwidth, MB/s"), ("pushes_per_s", "pushes/s")]

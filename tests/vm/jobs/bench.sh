@@ -169,6 +169,8 @@ if [ "$SMOKE" = 1 ]; then
 		kvstore $t $t -S 4096,65536 -n 20 -W 2 -p 64
 	done
 	kvstore dmaplane-single dmaplane --no-batch -S 4096,65536 -n 20 -W 2 -p 64
+	kvstore dmaplane-poll dmaplane --busy-poll -S 4096,65536 -n 20 -W 2 -p 64
+	kvstore zmq-ipc-poll zmq-ipc --busy-poll -S 4096,65536 -n 20 -W 2 -p 64
 else
 	TMO=1800
 	bench reg -m "${DMAPLANE_BENCH_MAX:-1073741824}" -n 5
@@ -187,6 +189,10 @@ else
 		kvstore $t $t
 	done
 	kvstore dmaplane-single dmaplane --no-batch
+	# both waiting by polling (as latency benchmarks and MPI do) instead
+	# of sleeping: one server and one worker on the 2 vCPUs
+	kvstore dmaplane-poll dmaplane --busy-poll
+	kvstore zmq-ipc-poll zmq-ipc --busy-poll
 fi
 if want peers; then
 	sh $D/bench/peers.sh
