@@ -54,6 +54,8 @@ void config_free(struct dpd_config *cfg)
 		free(cfg->token);
 	}
 	free(cfg->arenas);
+	if (cfg->peers)
+		explicit_bzero(cfg->peers, cfg->n_peers * sizeof(*cfg->peers));
 	free(cfg->peers);
 	memset(cfg, 0, sizeof(*cfg));
 }
@@ -261,12 +263,13 @@ static int load_peers(struct dpd_config *cfg, json_t *a, char *err, size_t errle
 			ERR("a peer is an object {\"name\": ..., \"address\": ...}");
 		json_object_foreach(v, key, f) {
 			const char *s = json_string_value(f);
+			size_t max = strcmp(key, "token_file") ? DPD_NAME_MAX : DPD_PATH_MAX;
 
-			if (!s || strlen(s) != json_string_length(f) ||
-			    strlen(s) > DPD_NAME_MAX)
-				ERR("peer %s: a string of at most %d characters",
-				    key, DPD_NAME_MAX);
-			if (!strcmp(key, "name") && name_valid(s))
+			if (!s || strlen(s) != json_string_length(f) || strlen(s) > max || !*s)
+				ERR("peer %s: a string of 1 to %zu characters", key, max);
+			if (!strcmp(key, "token_file"))
+				strcpy(p->token_file, s);
+			else if (!strcmp(key, "name") && name_valid(s))
 				strcpy(p->name, s);
 			else if (!strcmp(key, "address"))
 				strcpy(p->address, s);
@@ -376,9 +379,13 @@ int config_load(struct dpd_config *cfg, const char *path, char *err, size_t errl
 	} else if (cfg->tcp_address && !cfg->token_file) {
 		snprintf(err, errlen, "%s: tcp_address needs a token_file", path);
 		ret = -EINVAL;
-	} else if (cfg->n_peers && !cfg->token_file) {
-		snprintf(err, errlen, "%s: peers need a token_file (the mesh's token)", path);
-		ret = -EINVAL;
+	} else if (!cfg->token_file) {
+		for (size_t i = 0; i < cfg->n_peers && !ret; i++)
+			if (!cfg->peers[i].token_file[0]) {
+				snprintf(err, errlen, "%s: peer %s needs a token_file of its own or the mesh's",
+					 path, cfg->peers[i].name);
+				ret = -EINVAL;
+			}
 	}
 out:
 	json_decref(root);
@@ -387,44 +394,70 @@ out:
 
 /*
  * config_read_token - read the API token (first line of token_file, at
- * least 16 characters, printable); the file must not be readable by
- * others.
+ * least 16 characters, printable; the file must not be readable by
+ * others) and each peer's own token (its token_file, the same rules).
  */
-int config_read_token(struct dpd_config *cfg, char *err, size_t errlen)
+/*
+ * read_token - the token in @path's first line (at least 16 printable
+ * characters; the file not accessible to group or others) into @buf.
+ */
+static int read_token(const char *path, char *buf, size_t buflen, char *err,
+		      size_t errlen)
 {
-	char buf[512];
+	char line[512];
+	struct stat st;
 	size_t n;
 	FILE *f;
 
-	if (!cfg->token_file)
-		return 0;
-	struct stat st;
-
-	f = fopen(cfg->token_file, "re");
+	f = fopen(path, "re");
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", cfg->token_file, strerror(errno));
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -errno;
 	}
 	if (fstat(fileno(f), &st) || (st.st_mode & 0077)) {
 		snprintf(err, errlen, "%s: the token file must not be accessible to group or others (chmod 0600)",
-			 cfg->token_file);
+			 path);
 		fclose(f);
 		return -EPERM;
 	}
-	if (!fgets(buf, sizeof(buf), f))
-		buf[0] = '\0';
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
 	fclose(f);
-	n = strcspn(buf, "\r\n");
-	buf[n] = '\0';
+	n = strcspn(line, "\r\n");
+	line[n] = '\0';
 	for (size_t i = 0; i < n; i++)
-		if (!isgraph((unsigned char)buf[i]))
+		if (!isgraph((unsigned char)line[i]))
 			n = 0;
-	if (n < 16) {
-		snprintf(err, errlen, "%s: the token is one line of at least 16 printable characters",
-			 cfg->token_file);
-		explicit_bzero(buf, sizeof(buf));
+	if (n < 16 || n >= buflen) {
+		snprintf(err, errlen, "%s: the token is one line of 16 to %zu printable characters",
+			 path, buflen - 1);
+		explicit_bzero(line, sizeof(line));
 		return -EINVAL;
 	}
+	memcpy(buf, line, n + 1);
+	explicit_bzero(line, sizeof(line));
+	return 0;
+}
+
+int config_read_token(struct dpd_config *cfg, char *err, size_t errlen)
+{
+	char buf[DPD_TOKEN_MAX + 1];
+	size_t i;
+	int ret;
+
+	for (i = 0; i < cfg->n_peers; i++) {
+		if (!cfg->peers[i].token_file[0])
+			continue;
+		ret = read_token(cfg->peers[i].token_file, cfg->peers[i].token,
+				 sizeof(cfg->peers[i].token), err, errlen);
+		if (ret)
+			return ret;
+	}
+	if (!cfg->token_file)
+		return 0;
+	ret = read_token(cfg->token_file, buf, sizeof(buf), err, errlen);
+	if (ret)
+		return ret;
 	cfg->token = strdup(buf);
 	explicit_bzero(buf, sizeof(buf));
 	return cfg->token ? 0 : -ENOMEM;

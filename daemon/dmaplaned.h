@@ -41,10 +41,15 @@ struct dpd_arena_spec {
 	bool huge_only;
 };
 
+#define DPD_PATH_MAX		255	/* paths in the configuration */
+#define DPD_TOKEN_MAX		255
+
 struct dpd_peer {
 	char name[DPD_NAME_MAX + 1];
 	char address[DPD_NAME_MAX + 1];		/* its daemon's TCP: host[:port] */
 	char fabric_address[DPD_NAME_MAX + 1];	/* for dpctl peer add, or "" */
+	char token_file[DPD_PATH_MAX + 1];	/* this pair's token, or "" */
+	char token[DPD_TOKEN_MAX + 1];		/* read from it ("": the mesh's) */
 };
 
 struct dpd_config {
@@ -174,9 +179,11 @@ json_t *nodes_json(void);
 json_t *node_get_json(const char *name, int *err);
 json_t *node_arenas_json(const char *name, const struct dpd_cred *cred, int *err);
 json_t *mesh_info_json(void);
-int mesh_http(const char *url, const char *method, const char *path,
-	      json_t *body, long timeout_ms, long *status, json_t **out,
-	      char *err, size_t errlen);
+int mesh_http(const char *node, const char *url, const char *method,
+	      const char *path, json_t *body, long timeout_ms, long *status,
+	      json_t **out, char *err, size_t errlen);
+bool peer_token_node(const char *given, char *node, size_t nodelen);
+bool token_equal(const char *given, const char *want);
 json_t *ep_name_json(const struct dmaplane_name *n);
 int ep_name_from_json(json_t *o, struct dmaplane_name *n);
 void grants_renew(const char *node);

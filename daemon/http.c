@@ -61,6 +61,8 @@ struct req {
 	bool too_large;
 	int auth;		/* 0, or the HTTP status refusing the client */
 	struct dpd_cred cred;
+	/* a peer daemon with the token of its pair (the peer's token_file) */
+	char peer[DPD_NAME_MAX + 1];
 	size_t len;
 	char *body;
 };
@@ -164,22 +166,6 @@ static enum MHD_Result send_errno(struct MHD_Connection *c, int err)
 			  err == -EALREADY ? "the move has ended" : strerror(-err), NULL);
 }
 
-/* Constant-time comparison of the presented token with the configured one. */
-static bool token_ok(const char *given)
-{
-	const char *want = conf->token;
-	size_t n, i;
-	unsigned char diff;
-
-	if (!want || !given)
-		return false;
-	n = strlen(want);
-	diff = strlen(given) != n;
-	for (i = 0; i < n; i++)
-		diff |= (unsigned char)(given[i] ^ want[i]) | !given[i];
-	return diff == 0;
-}
-
 /* Who is asking: req->cred, or req->auth = 401/403/500 */
 static void authenticate(struct listener *l, struct MHD_Connection *c,
 			 struct req *q)
@@ -190,14 +176,21 @@ static void authenticate(struct listener *l, struct MHD_Connection *c,
 	if (l->tcp) {
 		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						MHD_HTTP_HEADER_AUTHORIZATION);
-		if (!h || strncmp(h, "Bearer ", 7) || !token_ok(h + 7)) {
-			q->auth = MHD_HTTP_UNAUTHORIZED;
+		if (h && !strncmp(h, "Bearer ", 7) && token_equal(h + 7, conf->token)) {
+			q->cred.token = true;
+			h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Dmaplane-Node");
+			if (h && name_valid(h))
+				grants_renew(h);
 			return;
 		}
-		q->cred.token = true;
-		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Dmaplane-Node");
-		if (h && name_valid(h))
-			grants_renew(h);
+		/* A peer with a token of its own: that node, the mesh's requests only. */
+		if (h && !strncmp(h, "Bearer ", 7) &&
+		    peer_token_node(h + 7, q->peer, sizeof(q->peer))) {
+			q->cred.token = true;
+			grants_renew(q->peer);
+			return;
+		}
+		q->auth = MHD_HTTP_UNAUTHORIZED;
 		return;
 	}
 	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -350,7 +343,8 @@ static enum MHD_Result nodes_route(struct MHD_Connection *c, const char *rest,
 /*
  * /v1/mesh/...: what peer daemons ask each other.  info: administrators
  * (it has the remote keys); grants, dedup and dedup/copy: token holders
- * naming their node in X-Dmaplane-Node (the mesh's daemons).
+ * naming their node in X-Dmaplane-Node (the mesh's daemons); a peer with
+ * a token of its own is the node of that token.
  */
 static enum MHD_Result mesh_route(struct MHD_Connection *c, const char *rest,
 				  const char *method, struct req *q)
@@ -361,6 +355,13 @@ static enum MHD_Result mesh_route(struct MHD_Connection *c, const char *rest,
 	char msg[256] = "";
 	json_t *o, *g;
 	int err;
+
+	/* A peer with a token of its own is that node and no other. */
+	if (q->peer[0] && node && strcmp(node, q->peer))
+		return send_error(c, MHD_HTTP_FORBIDDEN,
+				  "X-Dmaplane-Node names another node than the token's", NULL);
+	if (q->peer[0])
+		node = q->peer;
 
 	if (!strcmp(rest, "info")) {
 		if (!is(method, "GET"))
@@ -610,6 +611,15 @@ static enum MHD_Result route(struct MHD_Connection *c, const char *url,
 	if (strlen(url) >= HTTP_URL_MAX || strncmp(url, "/v1/", 4))
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);
 	rest = url + 4;
+	/*
+	 * A peer's own token is good for what peer daemons ask each other:
+	 * /v1/mesh/... and the checksum at the end of a move.
+	 */
+	if (q->peer[0] && strncmp(rest, "mesh/", 5) &&
+	    !(!strncmp(rest, "arenas/", 7) && strchr(rest + 7, '/') &&
+	      !strcmp(strchr(rest + 7, '/'), "/xxh128")))
+		return send_error(c, MHD_HTTP_FORBIDDEN,
+				  "a peer's own token is good for the mesh's requests only", NULL);
 	if (!strcmp(rest, "node")) {
 		if (!is(method, "GET"))
 			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");

@@ -258,7 +258,7 @@ static int remote_sum(struct move *m, char *sum, size_t sumlen)
 	snprintf(path, sizeof(path), "/v1/arenas/%s/xxh128?offset=%" PRIu64
 		 "&length=%" PRIu64, is_pull(m) ? m->src : m->dst,
 		 is_pull(m) ? m->src_off : m->dst_off, m->len);
-	ret = mesh_http(m->url, "GET", path, NULL, MOVE_SUM_MS, &st, &o, err, sizeof(err));
+	ret = mesh_http(peer_of(m), m->url, "GET", path, NULL, MOVE_SUM_MS, &st, &o, err, sizeof(err));
 	if (ret) {
 		move_error(m, "checksum from node %s: %s", peer_of(m), err);
 		peer_failed(peer_of(m), err, ret == -ETIMEDOUT);
@@ -287,7 +287,7 @@ static void remote_release(struct move *m, bool index)
 
 	snprintf(path, sizeof(path), "/v1/mesh/grants/%" PRIu64 "%s", m->grant,
 		 index ? "?index=1" : "");
-	if (mesh_http(m->url, "DELETE", path, NULL, 5000, &st, NULL, err, sizeof(err)))
+	if (mesh_http(peer_of(m), m->url, "DELETE", path, NULL, 5000, &st, NULL, err, sizeof(err)))
 		log_warn("move %" PRIu64 ": grant %" PRIu64 " of node %s not released: %s",
 			 m->id, m->grant, peer_of(m), err);
 	if (m->raddr != DMAPLANE_AV_ANY)
@@ -368,7 +368,7 @@ static int remote_lookup(struct move *m, const struct dd_chunk_list *l,
 			ret = ret ? ret : -ENOMEM;
 			break;
 		}
-		ret = mesh_http(m->url, "POST", "/v1/mesh/dedup", req, MOVE_SUM_MS, &st, &o,
+		ret = mesh_http(peer_of(m), m->url, "POST", "/v1/mesh/dedup", req, MOVE_SUM_MS, &st, &o,
 				err, sizeof(err));
 		json_decref(req);
 		if (ret) {
@@ -433,7 +433,7 @@ static int remote_copy(struct move *m, struct dd_op *ops, size_t nops)
 			json_decref(req);
 			break;
 		}
-		ret = mesh_http(m->url, "POST", "/v1/mesh/dedup/copy", req, MOVE_SUM_MS, &st,
+		ret = mesh_http(peer_of(m), m->url, "POST", "/v1/mesh/dedup/copy", req, MOVE_SUM_MS, &st,
 				&o, err, sizeof(err));
 		json_decref(req);
 		f = ret || st != 200 ? NULL : json_object_get(o, "failed");
@@ -965,7 +965,7 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 			json_array_append_new(groups, json_integer(cred->groups[i]));
 		json_object_set_new(req, "groups", groups);
 	}
-	ret = mesh_http(m->url, "POST", "/v1/mesh/grants", req, MOVE_GRANT_MS, &st,
+	ret = mesh_http(peer_of(m), m->url, "POST", "/v1/mesh/grants", req, MOVE_GRANT_MS, &st,
 			&o, err, sizeof(err));
 	json_decref(req);
 	if (ret) {

@@ -15,7 +15,10 @@
  * to the module's peer table (dpctl peer add) when it is added here.
  *
  * The access model of moves across nodes.  The daemons of a mesh share
- * one token (every daemon's token_file holds the same line) and trust
+ * one token (every daemon's token_file holds the same line), or a pair of
+ * daemons has one of its own (the peer's token_file: mesh_http() sends
+ * it, and http.c takes a request under it for that node's, restricted to
+ * /v1/mesh/... and the end-of-move checksum), and trust
  * each other to name the requester of a move truthfully; uids and gids
  * mean the same on every node (as with NFS AUTH_SYS).  Before node A puts
  * into arena X of node B, A's daemon asks B's for a grant (POST
@@ -129,21 +132,62 @@ static size_t reply_write(char *p, size_t size, size_t n, void *arg)
 	return len;
 }
 
-/*
- * mesh_http - @method @path on the peer daemon at @url with the mesh's
- * token and @body (JSON, may be NULL); *@status gets the HTTP status and
- * *@out the answer's JSON (NULL when it had none).  Returns 0 when the
- * peer answered (any status), else -EHOSTDOWN (connection refused),
- * -ETIMEDOUT, -EHOSTUNREACH, -EPROTO, -ENOMEM, with @err saying why.
- */
-int mesh_http(const char *url, const char *method, const char *path,
-	      json_t *body, long timeout_ms, long *status, json_t **out,
-	      char *err, size_t errlen)
+static struct peer *find_locked(const char *name);
+
+/* token_equal - @given is @want, compared in constant time */
+bool token_equal(const char *given, const char *want)
 {
-	char full[512], auth[600], node[DPD_NAME_MAX + 32];
+	size_t n, i;
+	unsigned char diff;
+
+	if (!want || !given || !*want)
+		return false;
+	n = strlen(want);
+	diff = strlen(given) != n;
+	for (i = 0; i < n; i++)
+		diff |= (unsigned char)(given[i] ^ want[i]) | !given[i];
+	return diff == 0;
+}
+
+/*
+ * peer_token_node - the peer whose own token (its token_file) @given is,
+ * its name into @node.  Every peer's token is compared, in constant
+ * time each.
+ */
+bool peer_token_node(const char *given, char *node, size_t nodelen)
+{
+	bool found = false;
+	struct peer *p;
+
+	pthread_mutex_lock(&peers_lock);
+	for (p = peers; p; p = p->next) {
+		if (token_equal(given, p->cfg.token) && !found) {
+			snprintf(node, nodelen, "%s", p->cfg.name);
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&peers_lock);
+	return found;
+}
+
+/*
+ * mesh_http - @method @path on peer @node's daemon at @url with the
+ * token of the pair (the peer's token_file) or else the mesh's, and
+ * @body (JSON, may be NULL); *@status gets the HTTP status and *@out the
+ * answer's JSON (NULL when it had none).  Returns 0 when the peer
+ * answered (any status), else -EPERM (no token for it), -EHOSTDOWN
+ * (connection refused), -ETIMEDOUT, -EHOSTUNREACH, -EPROTO, -ENOMEM,
+ * with @err saying why.
+ */
+int mesh_http(const char *node_name, const char *url, const char *method,
+	      const char *path, json_t *body, long timeout_ms, long *status,
+	      json_t **out, char *err, size_t errlen)
+{
+	char full[512], auth[DPD_TOKEN_MAX + 32], node[DPD_NAME_MAX + 32];
 	struct curl_slist *h = NULL, *t;
 	struct reply r = { 0 };
 	char *text = NULL;
+	struct peer *p;
 	CURLcode cc;
 	CURL *c;
 	int ret = 0;
@@ -151,12 +195,20 @@ int mesh_http(const char *url, const char *method, const char *path,
 	*status = 0;
 	if (out)
 		*out = NULL;
-	if (!conf->token) {
-		snprintf(err, errlen, "no token_file: this daemon cannot talk to peers");
+	auth[0] = '\0';
+	pthread_mutex_lock(&peers_lock);
+	p = find_locked(node_name);
+	if (p && p->cfg.token[0])
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", p->cfg.token);
+	pthread_mutex_unlock(&peers_lock);
+	if (!auth[0] && conf->token)
+		snprintf(auth, sizeof(auth), "Authorization: Bearer %s", conf->token);
+	if (!auth[0]) {
+		snprintf(err, errlen, "no token_file for node %s: this daemon cannot talk to it",
+			 node_name);
 		return -EPERM;
 	}
 	snprintf(full, sizeof(full), "%s%s", url, path);
-	snprintf(auth, sizeof(auth), "Authorization: Bearer %s", conf->token);
 	snprintf(node, sizeof(node), "X-Dmaplane-Node: %s", conf->node_name);
 	c = curl_easy_init();
 	if (!c) {
@@ -282,7 +334,7 @@ static void heartbeat(struct peer *p)
 	suspect = p->suspect;
 	p->suspect = false;
 	pthread_mutex_unlock(&peers_lock);
-	ret = mesh_http(url, "GET", "/v1/mesh/info", NULL, PEER_TIMEOUT_MS, &st,
+	ret = mesh_http(name, url, "GET", "/v1/mesh/info", NULL, PEER_TIMEOUT_MS, &st,
 			&o, err, sizeof(err));
 	if (!ret && st != 200) {
 		snprintf(err, sizeof(err), "GET /v1/mesh/info: status %ld%s", st,
@@ -491,6 +543,7 @@ static void peer_free(struct peer *p)
 	pthread_mutex_unlock(&peers_lock);
 	pthread_join(p->thread, NULL);
 	json_decref(p->info);
+	explicit_bzero(p->cfg.token, sizeof(p->cfg.token));
 	free(p);
 }
 
@@ -589,6 +642,7 @@ static json_t *peer_json_locked(const struct peer *p)
 		return NULL;
 	if (p->cfg.fabric_address[0])
 		json_object_set_new(o, "fabric_address", json_string(p->cfg.fabric_address));
+	json_object_set_new(o, "token", json_string(p->cfg.token[0] ? "own" : "mesh"));
 	if (p->error[0])
 		json_object_set_new(o, "error", json_string(p->error));
 	if (json_is_array(a))

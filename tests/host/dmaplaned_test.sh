@@ -53,7 +53,7 @@ api() {
 }
 
 echo "TAP version 13"
-echo "1..39"
+echo "1..51"
 "$d" --help | grep -q 'Bearer'
 result $? "--help explains"
 "$d" --version | grep -q '^dmaplaned '
@@ -122,7 +122,7 @@ printf '{"node_name":"host","tcp_address":"127.0.0.1","tcp_port":%d,"token_file"
 pid2=$!
 "$d" --no-device -c "$tmp/host.conf" -s "$tmp/api.sock" -a "$tmp/attach.sock" 2>"$tmp/log" &
 pid=$!
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -n "$pid2" ] && kill $pid2 2>/dev/null; rm -rf "$tmp"' EXIT
+trap '[ -n "$pid" ] && kill $pid 2>/dev/null; [ -n "$pid2" ] && kill $pid2 2>/dev/null; [ -n "${pid3:-}" ] && kill $pid3 2>/dev/null; [ -n "${pid4:-}" ] && kill $pid4 2>/dev/null; rm -rf "$tmp"' EXIT
 for i in $(seq 50); do [ -S "$tmp/api.sock" ] && [ -S "$tmp/n2.sock" ] && break; sleep 0.1; done
 api 200 GET /v1/node && api 404 GET /v1/nothing && api 405 PUT /v1/arenas &&
 	api 400 POST /v1/arenas '{"name":' && api 400 POST /v1/arenas '{"name":"a"}' &&
@@ -255,6 +255,63 @@ rc2=$?
 pid2=
 [ $rc2 = 0 ] || echo "# n2: exit status $rc2: $(tail -5 "$tmp/n2.log")"
 cat "$tmp/n2.log" >>"$tmp/log"
+# Per-peer tokens: p3 and p4 know each other by the token of their pair
+# (each peer's token_file), and each has an operator token of its own
+# that the other does not know.  The pair's token is good for the mesh's
+# requests of that node only.
+printf 'pair-p3-p4-token-0123456789\n' >"$tmp/pair"
+printf 'operator-p3-token-0123456789\n' >"$tmp/op3"
+printf 'operator-p4-token-0123456789\n' >"$tmp/op4"
+chmod 0600 "$tmp/pair" "$tmp/op3" "$tmp/op4"
+for me in 3 4; do
+	other=$((7 - me))
+	printf '{"node_name":"p%d","tcp_address":"127.0.0.1","tcp_port":%d,"token_file":"%s","peers":[{"name":"p%d","address":"127.0.0.1:%d","token_file":"%s"}]}\n' \
+		$me $((port + me)) "$tmp/op$me" $other $((port + other)) "$tmp/pair" >"$tmp/p$me.conf"
+	"$d" --no-device -c "$tmp/p$me.conf" -s "$tmp/p$me.sock" -a "$tmp/p$me.att" 2>"$tmp/p$me.log" &
+	eval pid$me=\$!
+done
+to4() {	# WANT METHOD PATH TOKEN [NODE [BODY]]: a request to p4 over TCP
+	st=$(curl -s -o "$tmp/body" -w '%{http_code}' -X "$2" -H "Authorization: Bearer $4" \
+		${5:+-H "X-Dmaplane-Node: $5"} ${6:+--data-binary "$6"} "http://127.0.0.1:$((port + 4))$3")
+	[ "$st" = "$1" ] || { echo "# p4 $2 $3: status $st, want $1: $(cat "$tmp/body")"; return 1; }
+}
+ok=1
+for i in $(seq 50); do
+	st=$(curl -s -o "$tmp/body" -w '%{http_code}' --unix-socket "$tmp/p3.sock" http://x/v1/nodes/p4)
+	[ "$st" = 200 ] && grep -q '"state":"up"' "$tmp/body" && { ok=0; break; }
+	sleep 0.2
+done
+curl -s --unix-socket "$tmp/p3.sock" http://x/v1/peers | grep -q '"token":"own"'
+result $((ok + $?)) "mesh: peers with a token of their pair are up"
+pair=pair-p3-p4-token-0123456789
+to4 200 GET /v1/mesh/info $pair && grep -q '"node":"p4"' "$tmp/body" &&
+	to4 401 GET /v1/mesh/info operator-p3-token-0123456789 &&
+	to4 403 GET /v1/arenas $pair && grep -q "peer's own token" "$tmp/body" &&
+	to4 403 POST /v1/peers $pair "" '{"name":"p9","address":"h"}' &&
+	to4 403 DELETE /v1/peers/p3 $pair && to4 403 GET /v1/moves $pair &&
+	to4 403 POST /v1/mesh/grants $pair p9 '{"arena":"a","length":1,"admin":true}' &&
+	grep -q 'another node' "$tmp/body" &&
+	to4 503 POST /v1/mesh/grants $pair p3 '{"arena":"a","length":1,"admin":true}' &&
+	to4 503 POST /v1/mesh/grants $pair "" '{"arena":"a","length":1,"admin":true}' &&
+	to4 404 DELETE /v1/mesh/grants/1 $pair &&
+	to4 503 GET '/v1/arenas/a/xxh128?offset=0&length=1' $pair &&
+	to4 200 GET /v1/peers operator-p4-token-0123456789 && grep -q '"name":"p3"' "$tmp/body"
+result $? "mesh: a pair's token is that node's, for the mesh's requests only"
+conf peer-token-open "{\"peers\":[{\"name\":\"p\",\"address\":\"h\",\"token_file\":\"$tmp/open-token\"}]}"
+[ $? = 1 ] && grep -q 'chmod 0600' "$tmp/peer-token-open.out" &&
+	conf peer-token-short "{\"peers\":[{\"name\":\"p\",\"address\":\"h\",\"token_file\":\"$tmp/short\"}]}"
+[ $? = 1 ] && conf peer-token-good "{\"peers\":[{\"name\":\"p\",\"address\":\"h\",\"token_file\":\"$tmp/pair\"}]}"
+result $? "config: a peer's token_file: 0600, 16 characters at least"
+for me in 3 4; do
+	eval kill -TERM \$pid$me
+	eval wait \$pid$me
+	rc3=$?
+	[ $rc3 = 0 ] || echo "# p$me: exit status $rc3: $(tail -5 "$tmp/p$me.log")"
+	cat "$tmp/p$me.log" >>"$tmp/log"
+	[ $rc3 = 0 ]
+	result $? "mesh: p$me exits cleanly"
+	eval pid$me=
+done
 # Per-uid limits of a uid that is not an administrator (host.conf: 2
 # connections, 1 event stream): a second stream is a 429, a third
 # connection is shut down before any request, root is not limited, and
@@ -268,9 +325,9 @@ def conn():
     s.connect(path)
     return s
 def get(s, url, want=b""):
-    s.sendall(b"GET " + url + b" HTTP/1.1\r\nHost: x\r\n\r\n")
     got = b""
-    try:
+    try:	# a refused connection may be shut down before the request
+        s.sendall(b"GET " + url + b" HTTP/1.1\r\nHost: x\r\n\r\n")
         while True:
             d = s.recv(4096)
             if not d:
