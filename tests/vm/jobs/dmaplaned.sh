@@ -348,6 +348,27 @@ expect move-no-length 400 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"arena
 expect move-bad-chunk 400 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"arena":"m1"},"length":8192,"chunk":1}' http://x/v1/moves)"
 expect move-unknown-arena 404 "$(api -X POST -d '{"src":{"arena":"nosuch"},"dst":{"arena":"m1"},"length":8192}' http://x/v1/moves)"
 
+# /tmp/dpreq.py: req(METHOD, PATH, BODY) -> (status, payload), one HTTP
+# request to the daemon's UNIX socket, for the python clients below that
+# must not lose seconds to process starts between their requests.
+cat >$H/tmp/dpreq.py <<PY
+import socket
+def req(method, path, body=b""):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("$API")
+    s.sendall(b"%s %s HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\nContent-Length: %d\\r\\n\\r\\n"
+              % (method, path, len(body)) + body)
+    data = b""
+    while True:
+        c = s.recv(65536)
+        if not c:
+            break
+        data += c
+    head, _, payload = data.partition(b"\\r\\n\\r\\n")
+    return int(head.split()[1]), payload
+PY
+chmod 0644 $H/tmp/dpreq.py
+
 # max_moves_per_uid (4 here): uid 65534 asks for 12 moves in one python
 # process, each 512 KiB of a 0666 arena in 4 KiB puts (the mover runs
 # them one after another, far slower than the requests come): 4 are
@@ -389,26 +410,6 @@ poll_move "$(sed -n 's/.*"id":\([0-9]*\).*/\1/p' $H/tmp/body.nobody)"
 expect move-limit-arena-delete 204 "$(api -X DELETE http://x/v1/arenas/lim)"
 expect move-remote-down 503 "$(api -X POST -d '{"src":{"arena":"a1"},"dst":{"node":"vm1","arena":"m1"},"length":8192}' http://x/v1/moves)"
 expect move-unknown-id 404 "$(api http://x/v1/moves/999999)"
-# /tmp/dpreq.py: req(METHOD, PATH, BODY) -> (status, payload), one HTTP
-# request to the daemon's UNIX socket, for the python clients below that
-# must not lose seconds to process starts between their requests.
-cat >$H/tmp/dpreq.py <<PY
-import socket
-def req(method, path, body=b""):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect("$API")
-    s.sendall(b"%s %s HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\nContent-Length: %d\\r\\n\\r\\n"
-              % (method, path, len(body)) + body)
-    data = b""
-    while True:
-        c = s.recv(65536)
-        if not c:
-            break
-        data += c
-    head, _, payload = data.partition(b"\\r\\n\\r\\n")
-    return int(head.split()[1]), payload
-PY
-chmod 0644 $H/tmp/dpreq.py
 
 # move_cancel SRC DST DEDUP: one python process makes a 16 MiB move of
 # SRC into DST in 4 KiB chunks (DEDUP: true or false), tries to destroy
