@@ -107,6 +107,8 @@ bool cred_admin(const struct dpd_cred *cred);
 bool cred_in_group(const struct dpd_cred *cred, gid_t gid);
 bool cred_may(const struct dpd_cred *cred, uid_t owner, gid_t group,
 	      unsigned int mode, unsigned int perm);
+json_t *cred_json(const struct dpd_cred *cred);
+int cred_from_json(json_t *o, struct dpd_cred *cred, char *msg, size_t msglen);
 
 /* ---- arena.c: the daemon's arenas -------------------------------------- */
 int arenas_init(const char *device, const struct dpd_config *cfg);
@@ -156,6 +158,10 @@ struct json_t *move_create(struct json_t *req, const struct dpd_cred *cred,
 struct json_t *move_get_json(uint64_t id, const struct dpd_cred *cred, int *err);
 struct json_t *moves_list_json(const struct dpd_cred *cred);
 int move_cancel(uint64_t id, const struct dpd_cred *cred);
+json_t *move_relayed(const char *node, uint64_t id, bool cancel,
+		     const struct dpd_cred *cred, int *err, char *msg, size_t msglen);
+json_t *mesh_move(json_t *req, const char *node, const char *id, unsigned int *status,
+		  int *err, char *msg, size_t msglen);
 int xxh128_hex(const void *p, uint64_t len, char *hex, size_t hexlen);
 json_t *arena_xxh128_json(const char *name, const struct dpd_cred *cred,
 			  uint64_t off, uint64_t len, int *err);

@@ -307,6 +307,40 @@ static enum MHD_Result peers_route(struct MHD_Connection *c, const char *rest,
 }
 
 /* /v1/nodes, /v1/nodes/NAME, /v1/nodes/NAME/arenas */
+static enum MHD_Result move_route(struct MHD_Connection *c, const char *id,
+				  const char *method, struct req *q);
+
+/*
+ * /v1/nodes/NAME/moves/ID: GET or DELETE a move that runs at node NAME
+ * (one relayed there: its source is there), asked of its daemon for the
+ * requester; NAME this node's: /v1/moves/ID.
+ */
+static enum MHD_Result node_move_route(struct MHD_Connection *c, const char *node,
+				       const char *slash, const char *method,
+				       struct req *q)
+{
+	const char *id = slash + 7;
+	char name[HTTP_URL_MAX], msg[256] = "";
+	json_t *o;
+	int err;
+
+	snprintf(name, sizeof(name), "%.*s", (int)(slash - node), node);
+	if (!name_valid(name))
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such node", NULL);
+	if (!strcmp(name, conf->node_name))
+		return move_route(c, id, method, q);
+	if (!*id || strlen(id) > 19 || id[strspn(id, "0123456789")] != '\0')
+		return send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL);
+	if (!is(method, "GET") && !is(method, "DELETE"))
+		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
+				  "GET, DELETE");
+	o = move_relayed(name, strtoull(id, NULL, 10), is(method, "DELETE"), &q->cred,
+			 &err, msg, sizeof(msg));
+	if (!o)
+		return msg[0] ? send_error(c, http_status(err), msg, NULL) : send_errno(c, err);
+	return send_json(c, is(method, "DELETE") ? MHD_HTTP_ACCEPTED : MHD_HTTP_OK, o);
+}
+
 static enum MHD_Result nodes_route(struct MHD_Connection *c, const char *rest,
 				   const char *method, struct req *q)
 {
@@ -315,6 +349,8 @@ static enum MHD_Result nodes_route(struct MHD_Connection *c, const char *rest,
 	json_t *o;
 	int err;
 
+	if (*rest == '/' && (slash = strchr(rest + 1, '/')) && !strncmp(slash, "/moves/", 7))
+		return node_move_route(c, rest + 1, slash, method, q);
 	if (!is(method, "GET"))
 		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "GET");
 	if (!*rest)
@@ -387,6 +423,29 @@ static enum MHD_Result mesh_route(struct MHD_Connection *c, const char *rest,
 			return msg[0] ? send_error(c, http_status(err), msg, NULL) :
 			       send_errno(c, err);
 		return send_json(c, MHD_HTTP_OK, g);
+	}
+	if (!strcmp(rest, "moves") || !strncmp(rest, "moves/", 6)) {
+		const char *id = rest[5] ? rest + 6 : NULL;
+		unsigned int status = 0;
+
+		if (!is(method, "POST"))
+			return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "POST");
+		if (!q->cred.token)
+			return send_error(c, MHD_HTTP_FORBIDDEN,
+					  "relayed moves are for the mesh's daemons (the token)", NULL);
+		if (id && (!*id || strlen(id) > 19 || id[strspn(id, "0123456789")]))
+			return send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL);
+		o = body_json(c, q, &sent);
+		if (!o)
+			return sent;
+		g = mesh_move(o, node, id, &status, &err, msg, sizeof(msg));
+		json_decref(o);
+		if (!g)
+			return msg[0] ? send_error(c, http_status(err), msg, NULL) :
+			       err == -ENOENT && id ?
+			       send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL) :
+			       send_errno(c, err);
+		return send_json(c, status, g);
 	}
 	if (strcmp(rest, "grants") && strncmp(rest, "grants/", 7))
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such path", NULL);

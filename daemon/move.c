@@ -936,9 +936,8 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 {
 	struct dmaplane_name ep;
 	char err[160] = "";
-	json_t *req, *o = NULL, *groups;
+	json_t *req, *o = NULL, *who;
 	const char *e;
-	unsigned int i;
 	long st;
 	int ret;
 
@@ -949,22 +948,13 @@ static int remote_grant(struct move *m, const struct dpd_cred *cred,
 			"offset", (json_int_t)(is_pull(m) ? m->src_off : m->dst_off),
 			"length", (json_int_t)m->len, "move", (json_int_t)m->id,
 			"access", is_pull(m) ? "read" : "write");
-	groups = json_array();
-	if (!req || !groups) {
+	who = cred_json(cred);
+	if (!req || !who || json_object_update(req, who)) {
 		json_decref(req);
-		json_decref(groups);
+		json_decref(who);
 		return -ENOMEM;
 	}
-	if (cred_admin(cred)) {
-		json_object_set_new(req, "admin", json_true());
-		json_decref(groups);
-	} else {
-		json_object_set_new(req, "uid", json_integer(cred->uid));
-		json_object_set_new(req, "gid", json_integer(cred->gid));
-		for (i = 0; i < cred->ngroups && i < DPD_MAX_GROUPS; i++)
-			json_array_append_new(groups, json_integer(cred->groups[i]));
-		json_object_set_new(req, "groups", groups);
-	}
+	json_decref(who);
 	ret = mesh_http(peer_of(m), m->url, "POST", "/v1/mesh/grants", req, MOVE_GRANT_MS, &st,
 			&o, err, sizeof(err));
 	json_decref(req);
@@ -1074,15 +1064,168 @@ release_src:
 	return ret;
 }
 
+/* The errno of a peer daemon's HTTP status, for its error relayed here. */
+static int status_errno(long st)
+{
+	switch (st) {
+	case 400: return -EINVAL;
+	case 401:
+	case 403: return -EACCES;
+	case 404: return -ENOENT;
+	case 409: return -EBUSY;
+	case 429: return -EDQUOT;
+	case 501: return -EOPNOTSUPP;
+	case 507: return -ENOSPC;
+	default: return -EHOSTDOWN;
+	}
+}
+
+/*
+ * relay - POST @path with @body (taken) and the requester @cred to node
+ * @node's daemon, for a move that runs there (the source's node); its
+ * answer (a move's JSON, status @want) or NULL with *@err and @msg from
+ * its error ("node NAME: ...").
+ */
+static json_t *relay(const char *node, const char *path, json_t *body,
+		     const struct dpd_cred *cred, long want, int *err, char *msg,
+		     size_t msglen)
+{
+	char url[DPD_NAME_MAX + 32], e[160] = "";
+	struct dmaplane_name ep;
+	json_t *o = NULL, *who;
+	long st;
+	int ret;
+
+	*err = body ? peer_lookup(node, url, sizeof(url), &ep, msg, msglen) : -ENOMEM;
+	if (*err) {
+		json_decref(body);
+		return NULL;
+	}
+	who = cred_json(cred);
+	if (!who || json_object_set_new(body, "requester", who)) {
+		json_decref(body);
+		*err = -ENOMEM;
+		return NULL;
+	}
+	ret = mesh_http(node, url, "POST", path, body, MOVE_GRANT_MS, &st, &o, e, sizeof(e));
+	json_decref(body);
+	if (ret) {
+		snprintf(msg, msglen, "node %s does not answer: %s", node, e);
+		peer_failed(node, e, ret == -ETIMEDOUT);
+		*err = ret == -ENOMEM ? ret : -EHOSTDOWN;
+		return NULL;
+	}
+	if (st != want || !json_is_object(o)) {
+		snprintf(msg, msglen, "node %s: %s", node,
+			 json_string_value(json_object_get(o, "error")) ?: "no answer");
+		*err = st == want ? -EPROTO : status_errno(st);
+		json_decref(o);
+		return NULL;
+	}
+	json_object_set_new(o, "relayed_by", json_string(conf->node_name));
+	*err = 0;
+	return o;
+}
+
+/*
+ * relay_create - a move that is to run at its source's node @m->src_node
+ * (its destination is not this node, or it is deduplicated: both start
+ * where the source is): POST /v1/mesh/moves there, with @req's source
+ * now that node's own and its destination named.  The move lives on
+ * that node (GET and DELETE /v1/nodes/NAME/moves/ID reach it).
+ */
+static json_t *relay_create(struct move *m, json_t *req, const struct dpd_cred *cred,
+			    int *err, char *msg, size_t msglen)
+{
+	json_t *mv = json_deep_copy(req), *body;
+
+	if (mv) {
+		json_object_del(json_object_get(mv, "src"), "node");
+		if (!m->dst_node[0])
+			json_object_set_new(json_object_get(mv, "dst"), "node",
+					    json_string(conf->node_name));
+	}
+	body = mv ? json_pack("{s:o}", "move", mv) : NULL;
+	return relay(m->src_node, "/v1/mesh/moves", body, cred, 202, err, msg, msglen);
+}
+
+/*
+ * move_relayed - GET (@cancel false) or DELETE /v1/nodes/NODE/moves/ID: a
+ * move that runs at peer @node, asked of its daemon for @cred.  NULL with
+ * *@err and @msg as relay().
+ */
+json_t *move_relayed(const char *node, uint64_t id, bool cancel,
+		     const struct dpd_cred *cred, int *err, char *msg, size_t msglen)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/v1/mesh/moves/%" PRIu64, id);
+	return relay(node, path, json_pack("{s:s}", "op", cancel ? "cancel" : "get"), cred,
+		     cancel ? 202 : 200, err, msg, msglen);
+}
+
+/*
+ * mesh_move - POST /v1/mesh/moves from peer daemon @node: {"requester",
+ * "move"}, a move of this node's arena made for the requester @node names
+ * (peer.c: the access model), answered as POST /v1/moves is; @id: POST
+ * /v1/mesh/moves/ID {"requester", "op": "get" or "cancel"}.  *@status gets
+ * the HTTP status of a success.
+ */
+json_t *mesh_move(json_t *req, const char *node, const char *id, unsigned int *status,
+		  int *err, char *msg, size_t msglen)
+{
+	struct dpd_cred cred;
+	const char *op;
+	json_t *o;
+
+	*err = -EINVAL;
+	if (!node || !name_valid(node)) {
+		snprintf(msg, msglen, "X-Dmaplane-Node: the asking node's name is needed");
+		return NULL;
+	}
+	if (!json_is_object(req) || json_object_size(req) != 2 ||
+	    cred_from_json(json_object_get(req, "requester"), &cred, msg, msglen)) {
+		if (!msg[0])
+			snprintf(msg, msglen, "{\"requester\": ..., \"%s\": ...}", id ? "op" : "move");
+		return NULL;
+	}
+	if (!id) {
+		if (!json_is_object(json_object_get(req, "move"))) {
+			snprintf(msg, msglen, "{\"requester\": ..., \"move\": {...}}");
+			return NULL;
+		}
+		o = move_create(json_object_get(req, "move"), &cred, err, msg, msglen);
+		if (o)
+			log_info("move %" PRIu64 " made for node %s", (uint64_t)json_integer_value(
+				 json_object_get(o, "id")), node);
+		*status = 202;
+		return o;
+	}
+	op = json_string_value(json_object_get(req, "op"));
+	if (!op || (strcmp(op, "get") && strcmp(op, "cancel"))) {
+		snprintf(msg, msglen, "op: \"get\" or \"cancel\"");
+		return NULL;
+	}
+	if (!strcmp(op, "cancel")) {
+		*err = move_cancel(strtoull(id, NULL, 10), &cred);
+		if (*err)
+			return NULL;
+	}
+	*status = strcmp(op, "cancel") ? 200 : 202;
+	return move_get_json(strtoull(id, NULL, 10), &cred, err);
+}
+
 /*
  * move_create - POST /v1/moves: queue a move described by @req.  Returns
  * the move's JSON, or NULL with *@err -EINVAL (with @msg), -ERANGE,
- * -EOPNOTSUPP (neither end on this node, or a deduplicated move out of a
- * peer's arena), -ENODEV, -ENOENT, -EACCES (@cred lacks r on the source
- * or w on the destination), -EHOSTDOWN (the peer's node is down or does
- * not answer), -EDQUOT (@cred's uid
+ * -ENODEV, -ENOENT, -EACCES (@cred lacks r on the source or w on the
+ * destination), -EHOSTDOWN (the peer's node is down or does not answer),
+ * -EDQUOT (@cred's uid
  * has max_moves_per_uid moves queued or running; administrators have no
- * limit).
+ * limit).  A move out of a peer's arena into another node's, or a
+ * deduplicated one out of a peer's arena, runs at the source's node:
+ * relayed there (relay_create()), it answers with that node's move, or
+ * its error.
  */
 json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 		    char *msg, size_t msglen)
@@ -1134,17 +1277,10 @@ json_t *move_create(json_t *req, const struct dpd_cred *cred, int *err,
 		snprintf(msg, msglen, "chunk: 4096 to 64M");
 		goto fail;
 	}
-	if (m->src_node[0] && m->dst_node[0]) {
-		*err = -EOPNOTSUPP;
-		snprintf(msg, msglen, "one end must be an arena of this node (ask node %s's daemon)",
-			 m->src_node);
-		goto fail;
-	}
-	if (m->src_node[0] && m->dedup) {
-		*err = -EOPNOTSUPP;
-		snprintf(msg, msglen, "a deduplicated move starts where its source is "
-			 "(ask node %s's daemon)", m->src_node);
-		goto fail;
+	if (m->src_node[0] && (m->dst_node[0] || m->dedup)) {
+		o = relay_create(m, req, cred, err, msg, msglen);
+		free(m);
+		return o;
 	}
 	/* A well-formed request; without the module there are no moves. */
 	if (!started) {

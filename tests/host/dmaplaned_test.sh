@@ -162,9 +162,12 @@ api 200 GET /v1/nodes && grep -q '"name":"host","self":true' "$tmp/body" &&
 	api 400 GET '/v1/arenas/a/xxh128?offset=x&length=1' &&
 	api 503 POST /v1/moves '{"src":{"arena":"a"},"dst":{"node":"nosuch","arena":"b"},"length":1}' &&
 	api 503 POST /v1/moves '{"src":{"node":"nosuch","arena":"a"},"dst":{"arena":"b"},"length":1}' &&
-	api 501 POST /v1/moves '{"src":{"node":"n1","arena":"a"},"dst":{"node":"n2","arena":"b"},"length":1}' &&
-	grep -q "one end must be an arena of this node" "$tmp/body" &&
-	api 501 POST /v1/moves '{"src":{"node":"n1","arena":"a"},"dst":{"arena":"b"},"length":1,"dedup":true}' &&
+	api 404 POST /v1/moves '{"src":{"node":"n1","arena":"a"},"dst":{"node":"n2","arena":"b"},"length":1}' &&
+	grep -q "no node n1 in the mesh" "$tmp/body" &&
+	api 404 POST /v1/moves '{"src":{"node":"n1","arena":"a"},"dst":{"arena":"b"},"length":1,"dedup":true}' &&
+	api 404 GET /v1/nodes/n1/moves/1 && api 404 DELETE /v1/nodes/n1/moves/1 &&
+	api 404 GET /v1/nodes/host/moves/1 && api 404 GET /v1/nodes/n1/moves/x &&
+	api 405 PUT /v1/nodes/n1/moves/1 && api 403 POST /v1/mesh/moves '{}' &&
 	api 503 POST /v1/moves '{"src":{"node":"host","arena":"a"},"dst":{"node":"host","arena":"b"},"length":1}' &&
 	api 200 GET /v1/peers && [ "$(cat "$tmp/body")" = "[]" ]
 result $? "api: the mesh's routes refuse bad input, nothing changed"
@@ -206,7 +209,16 @@ tcp 401 GET /v1/mesh/info && tcp 401 GET /v1/mesh/info wrong-token-wrong-token &
 	tcp 400 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"admin":true,"access":1}' &&
 	tcp 503 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"admin":true,"access":"read"}' &&
 	tcp 503 POST /v1/mesh/grants $tok '{"arena":"a","length":1,"uid":1000,"gid":1000}' &&
-	tcp 404 DELETE /v1/mesh/grants/1 $tok && tcp 200 GET /v1/mesh/info $tok &&
+	tcp 404 DELETE /v1/mesh/grants/1 $tok &&
+	tcp 400 POST /v1/mesh/moves $tok '{}' && tcp 405 GET /v1/mesh/moves $tok &&
+	tcp 400 POST /v1/mesh/moves $tok '{"requester":{"admin":true}}' &&
+	tcp 400 POST /v1/mesh/moves $tok '{"requester":{"uid":-1},"move":{}}' &&
+	tcp 400 POST /v1/mesh/moves $tok '{"requester":{"admin":true},"move":{"src":{"arena":"a"}}}' &&
+	tcp 503 POST /v1/mesh/moves $tok '{"requester":{"uid":1000,"gid":1000,"groups":[]},"move":{"src":{"arena":"a"},"dst":{"arena":"b"},"length":1}}' &&
+	tcp 404 POST /v1/mesh/moves/1 $tok '{"requester":{"admin":true},"op":"get"}' &&
+	tcp 400 POST /v1/mesh/moves/1 $tok '{"requester":{"admin":true},"op":"x"}' &&
+	tcp 404 POST /v1/mesh/moves/x $tok '{"requester":{"admin":true},"op":"get"}' &&
+	tcp 200 GET /v1/mesh/info $tok &&
 	grep -q '"node":"host"' "$tmp/body"
 result $? "api: TCP needs the token; grants refuse bad input"
 # The dedup mesh endpoints: the token, then well-formed requests under a
@@ -294,6 +306,9 @@ to4 200 GET /v1/mesh/info $pair && grep -q '"node":"p4"' "$tmp/body" &&
 	to4 503 POST /v1/mesh/grants $pair p3 '{"arena":"a","length":1,"admin":true}' &&
 	to4 503 POST /v1/mesh/grants $pair "" '{"arena":"a","length":1,"admin":true}' &&
 	to4 404 DELETE /v1/mesh/grants/1 $pair &&
+	to4 503 POST /v1/mesh/moves $pair p3 '{"requester":{"uid":1000,"gid":1000},"move":{"src":{"arena":"a"},"dst":{"arena":"b"},"length":1}}' &&
+	curl -s -o "$tmp/body" --unix-socket "$tmp/p3.sock" http://x/v1/nodes/p4/moves/1 &&
+	grep -q '"code":503' "$tmp/body" && grep -q 'node p4 is up without a device' "$tmp/body" &&
 	to4 503 GET '/v1/arenas/a/xxh128?offset=0&length=1' $pair &&
 	to4 200 GET /v1/peers operator-p4-token-0123456789 && grep -q '"name":"p3"' "$tmp/body"
 result $? "mesh: a pair's token is that node's, for the mesh's requests only"

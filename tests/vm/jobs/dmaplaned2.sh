@@ -19,7 +19,9 @@
 #   moves vm0 -> vm1 of random data (dmaplanectl fill), several sizes,
 #   chunks and offsets, including lengths that are not a multiple of the
 #   chunk; pulls vm1 -> vm0 (dmaplane get under a read grant: byte-exact,
-#   r checked by vm1, a read grant good for nothing else); deduplicated moves vm0 -> vm1 (10% changed: wire <= 25%,
+#   r checked by vm1, a read grant good for nothing else); moves relayed
+#   to vm1 (vm1's arena into vm1's, and deduplicated out of vm1's into
+#   vm0's, where vm0 already holds the content); deduplicated moves vm0 -> vm1 (10% changed: wire <= 25%,
 #   byte-exact; again: all in place; random data: no savings) and vm1's
 #   dedup endpoints refusing bad requests; malformed and unauthorised
 #   requests across the nodes (4xx,
@@ -308,7 +310,6 @@ want=$(agent sha256 open 0 1048576)
 got=$(sha_local p1 32505856 1048576)
 grep -q '"state":"done"' $H/tmp/body && [ "$want" = "ok $got" ]
 case_result pull-nobody-open-data $? "$(body) $want $got"
-expect pull-dedup-501 501 "$(api -X POST -d '{"src":{"node":"vm1","arena":"d1"},"dst":{"arena":"p1"},"length":4096,"dedup":true}' http://x/v1/moves)"
 expect pull-range 400 "$(api -X POST -d '{"src":{"node":"vm1","arena":"d1","offset":"32M"},"dst":{"arena":"p1"},"length":4096}' http://x/v1/moves)"
 expect pull-range-dst 400 "$(api -X POST -d '{"src":{"node":"vm1","arena":"d1"},"dst":{"arena":"p1","offset":"32M"},"length":4096}' http://x/v1/moves)"
 expect pull-unknown-arena 404 "$(api -X POST -d '{"src":{"node":"vm1","arena":"nosuch"},"dst":{"arena":"p1"},"length":4096}' http://x/v1/moves)"
@@ -382,6 +383,49 @@ expect n1-dedup-copy-no-grant 404 "$(n1 -H 'X-Dmaplane-Node: vm0' -X POST -d '{"
 expect delete-s2 204 "$(api -X DELETE http://x/v1/arenas/s2)"
 expect n1-delete-dd1 204 "$(n1 -X DELETE http://$N1:7070/v1/arenas/dd1)" $H/tmp/body.n1
 
+# ---- moves relayed to the source's node -------------------------------------
+# A move out of vm1's arena into vm1's own, or a deduplicated one out of
+# vm1's into vm0's, runs at vm1: vm0 relays it (POST /v1/mesh/moves
+# naming the requester) and reaches it as /v1/nodes/vm1/moves/ID.
+poll_relayed() {	# ID: until vm1's move ID has ended; its JSON in body
+	for i in $(seq 600); do
+		api http://x/v1/nodes/vm1/moves/$1 >/dev/null
+		grep -q '"state":"\(done\|failed\|cancelled\)"' $H/tmp/body && return 0
+		sleep 0.5
+	done
+	return 1
+}
+st=$(api -X POST -d '{"src":{"node":"vm1","arena":"d1","offset":16777216},"dst":{"node":"vm1","arena":"open"},"length":65536}' http://x/v1/moves)
+expect relay-create 202 "$st"
+grep -q '"node":"vm1"' $H/tmp/body && grep -q '"relayed_by":"vm0"' $H/tmp/body
+case_result relay-runs-at-vm1 $? "$(body)"
+id=$(move_id)
+poll_relayed "$id"
+sed 's/^/# relay: /' $H/tmp/body
+want=$(agent sha256 d1 16777216 65536)
+got=$(agent sha256 open 0 65536)
+grep -q '"state":"done"' $H/tmp/body && [ "$want" = "$got" ]
+case_result relay-data $? "$(body) $want $got"
+expect relay-nobody-403 403 "$(api_nobody http://x/v1/nodes/vm1/moves/$id)" $H/tmp/body.nobody
+expect relay-cancel-ended-409 409 "$(api -X DELETE http://x/v1/nodes/vm1/moves/$id)"
+expect relay-unknown-404 404 "$(api http://x/v1/nodes/vm1/moves/999999)"
+# A deduplicated move out of vm1's d1 into vm0's new p2: vm0 holds that
+# content already (p1, pulled above): nearly nothing crosses the wire.
+expect create-p2 201 "$(api -X POST -d '{"name":"p2","size":"16M","mode":"0600"}' http://x/v1/arenas)"
+st=$(api -X POST -d '{"src":{"node":"vm1","arena":"d1","offset":"16M"},"dst":{"arena":"p2"},"length":"16M","dedup":true}' http://x/v1/moves)
+expect relay-dedup-create 202 "$st"
+id=$(move_id)
+poll_relayed "$id"
+sed 's/^/# relay-dedup: /' $H/tmp/body
+grep -q '"state":"done"' $H/tmp/body
+case_result relay-dedup-done $? "$(body)"
+jcheck relay-dedup-savings 'o["dedup"] and o["wire_bytes"] <= 16777216 // 4 and o["logical_bytes"] == 16777216'
+want=$(agent sha256 d1 16777216 16777216)
+got=$(sha_local p2 0 16777216)
+[ "$want" = "ok $got" ]
+case_result relay-dedup-data $? "vm1 d1@16M $want, vm0 p2 $got"
+expect delete-p2 204 "$(api -X DELETE http://x/v1/arenas/p2)"
+
 # ---- malformed and unauthorised, across the nodes ---------------------------
 n1 http://$N1:7070/v1/arenas >/dev/null
 before=$(cat $H/tmp/body.n1)
@@ -391,7 +435,6 @@ expect remote-unknown-node 404 "$(api -X POST -d '{"src":{"arena":"s1"},"dst":{"
 expect remote-range 400 "$(api -X POST -d '{"src":{"arena":"s1"},"dst":{"node":"vm1","arena":"d1","offset":"32M"},"length":4096}' http://x/v1/moves)"
 expect remote-range-src 400 "$(api -X POST -d '{"src":{"arena":"s1","offset":"32M"},"dst":{"node":"vm1","arena":"d1"},"length":4096}' http://x/v1/moves)"
 expect remote-bad-node 400 "$(api -X POST -d '{"src":{"arena":"s1"},"dst":{"node":"../x","arena":"d1"},"length":4096}' http://x/v1/moves)"
-expect remote-both-remote 501 "$(api -X POST -d '{"src":{"node":"vm1","arena":"d1"},"dst":{"node":"vm1","arena":"open"},"length":4096}' http://x/v1/moves)"
 grep -q '"code":' $H/tmp/body
 case_result remote-error-json $? "$(body)"
 # nobody: r on s1 (0644), no w on vm1's d1 (root's 0600): vm1 refuses
