@@ -912,12 +912,11 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 	struct dpd_arena_ref ref;
 	struct dmaplane_name ep;
 	const char *arena = NULL, *key;
-	uint64_t off = 0, len = 0, move = 0, end, v64, id;
+	uint64_t off = 0, len = 0, move = 0, end, id;
 	char hex[24];
 	bool have_len = false, write = true;
 	struct grant *g;
-	json_t *v, *gv, *o;
-	size_t i;
+	json_t *v, *o, *who;
 
 	*err = -EINVAL;
 	if (!node || !name_valid(node)) {
@@ -926,6 +925,11 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 	}
 	if (!json_is_object(req)) {
 		snprintf(msg, msglen, "a grant request is a JSON object");
+		return NULL;
+	}
+	who = json_object();
+	if (!who) {
+		*err = -ENOMEM;
 		return NULL;
 	}
 	json_object_foreach(req, key, v) {
@@ -943,33 +947,22 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 			 (!strcmp(json_string_value(v), "read") ||
 			  !strcmp(json_string_value(v), "write")))
 			write = !strcmp(json_string_value(v), "write");
-		else if (!strcmp(key, "admin") && json_is_boolean(v))
-			cred.token = json_is_true(v);
-		else if (!strcmp(key, "uid") && !json_u64v(v, &v64) && v64 < UINT32_MAX)
-			cred.uid = (uid_t)v64;
-		else if (!strcmp(key, "gid") && !json_u64v(v, &v64) && v64 < UINT32_MAX)
-			cred.gid = (gid_t)v64;
-		else if (!strcmp(key, "groups") && json_is_array(v) &&
-			 json_array_size(v) <= DPD_MAX_GROUPS) {
-			json_array_foreach(v, i, gv) {
-				if (json_u64v(gv, &v64) || v64 >= UINT32_MAX) {
-					snprintf(msg, msglen, "groups: numeric gids");
-					return NULL;
-				}
-				cred.groups[cred.ngroups++] = (gid_t)v64;
-			}
-		} else {
+		else if (!strcmp(key, "admin") || !strcmp(key, "uid") ||
+			 !strcmp(key, "gid") || !strcmp(key, "groups"))
+			json_object_set(who, key, v);	/* the requester */
+		else {
 			snprintf(msg, msglen, "bad or unknown key \"%.64s\"", key);
-			return NULL;
+			goto out;
 		}
 	}
 	if (!arena || !have_len || !len) {
 		snprintf(msg, msglen, "a grant needs an arena and a non-zero length");
-		return NULL;
+		goto out;
 	}
-	/* "admin" is the only way to be an administrator: not uid 0. */
-	if (!cred.token && (cred.uid == 0 || cred.uid == getuid()))
-		cred.uid = (uid_t)-2;
+	if (cred_from_json(who, &cred, msg, msglen))
+		goto out;
+	json_decref(who);
+	who = NULL;
 	if (!arenas_ep_name(&ep)) {
 		*err = -ENODEV;
 		return NULL;
@@ -1022,6 +1015,10 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 		 off, arena, move);
 	*err = o ? 0 : -ENOMEM;
 	return o;
+
+out:
+	json_decref(who);
+	return NULL;
 }
 
 static bool grant_is(const struct grant *g, const void *arg)
