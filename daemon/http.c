@@ -306,7 +306,6 @@ static enum MHD_Result peers_route(struct MHD_Connection *c, const char *rest,
 	return send_text(c, MHD_HTTP_NO_CONTENT, strdup(""), NULL);
 }
 
-/* /v1/nodes, /v1/nodes/NAME, /v1/nodes/NAME/arenas */
 static enum MHD_Result move_route(struct MHD_Connection *c, const char *id,
 				  const char *method, struct req *q);
 
@@ -341,6 +340,7 @@ static enum MHD_Result node_move_route(struct MHD_Connection *c, const char *nod
 	return send_json(c, is(method, "DELETE") ? MHD_HTTP_ACCEPTED : MHD_HTTP_OK, o);
 }
 
+/* /v1/nodes, /v1/nodes/NAME, /v1/nodes/NAME/arenas, /v1/nodes/NAME/moves/ID */
 static enum MHD_Result nodes_route(struct MHD_Connection *c, const char *rest,
 				   const char *method, struct req *q)
 {
