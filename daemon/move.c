@@ -704,23 +704,18 @@ static void run(struct move *m)
 	} else {
 		ret = put_ops(m, &whole, 1, &chunks);
 	}
-	if (!ret) {
-		if (is_pull(m))
-			ret = remote_sum(m, src_sum, sizeof(src_sum));
-		else
-			xxh128_hex((char *)m->s.ptr + m->src_off, m->len, src_sum,
-				   sizeof(src_sum));
-		if (ret)
-			;
-		else if (m->dst_node[0])
-			ret = remote_sum(m, dst_sum, sizeof(dst_sum));
-		else
-			xxh128_hex((char *)m->d.ptr + m->dst_off, m->len, dst_sum,
-				   sizeof(dst_sum));
-		if (!ret && strcmp(src_sum, dst_sum)) {
-			move_error(m, "checksum of the destination differs from the source's");
-			ret = -EIO;
-		}
+	/* The end check: each end's xxh128, a peer's from its daemon. */
+	if (!ret && is_pull(m))
+		ret = remote_sum(m, src_sum, sizeof(src_sum));
+	else if (!ret)
+		xxh128_hex((char *)m->s.ptr + m->src_off, m->len, src_sum, sizeof(src_sum));
+	if (!ret && m->dst_node[0])
+		ret = remote_sum(m, dst_sum, sizeof(dst_sum));
+	else if (!ret)
+		xxh128_hex((char *)m->d.ptr + m->dst_off, m->len, dst_sum, sizeof(dst_sum));
+	if (!ret && strcmp(src_sum, dst_sum)) {
+		move_error(m, "checksum of the destination differs from the source's");
+		ret = -EIO;
 	}
 	/*
 	 * The destination now holds the source's bytes: index them (with the
