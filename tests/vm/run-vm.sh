@@ -7,6 +7,9 @@
 #
 # -R shares the host's / read-only with the guest over virtio-9p (mount
 # tag hostroot), for make bench's peers; off by default.
+# DMAPLANE_QEMU_CPU= overrides the CPU model (max,la57=off), e.g.
+# max,la57=off,erms=off,fsrm=off: a CPU without "fast rep movsb", whose
+# kernel copies with its unrolled loop (Documentation/bench/).
 #
 # Node N writes the kernel console to OUTDIR/console-N.log and the job's
 # output (second serial port) to OUTDIR/results-N.log.  With -n 2 the two
@@ -60,7 +63,7 @@ start_node() {
 	rm -f "$out/console-$n.log" "$out/results-$n.log"
 	# shellcheck disable=SC2086
 	timeout -k 10 "$timeout" qemu-system-x86_64 \
-		-M pc -cpu max,la57=off -smp 2 -m "$mem" \
+		-M pc -cpu "${DMAPLANE_QEMU_CPU:-max,la57=off}" -smp 2 -m "$mem" \
 		-nodefaults -display none -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 mitigations=off dmaplane.job=$job dmaplane.node=$n $extra" \
