@@ -27,6 +27,13 @@ cd "$(dirname "$0")/.."
 . tests/vm/common.sh
 
 stock=$(stock_version)
+# The bench VM's CPU has no ERMS and FSRM: with them the guest kernel
+# copies between address spaces with "rep movsb", which QEMU's TCG runs
+# at a quarter of memcpy()'s speed and, on large buffers, at a fiftieth
+# (Documentation/bench/2026-12-03-erms.rst): that measured TCG, for
+# dmaplane and its peers alike.  DMAPLANE_QEMU_CPU= overrides it.
+DMAPLANE_QEMU_CPU=${DMAPLANE_QEMU_CPU:-max,la57=off,erms=off,fsrm=off}
+export DMAPLANE_QEMU_CPU
 if [ "$mode" = smoke ]; then
 	scripts/deps.sh all
 	out=$BUILD/bench-smoke
