@@ -393,11 +393,6 @@ out:
 }
 
 /*
- * config_read_token - read the API token (first line of token_file, at
- * least 16 characters, printable; the file must not be readable by
- * others) and each peer's own token (its token_file, the same rules).
- */
-/*
  * read_token - the token in @path's first line (at least 16 printable
  * characters; the file not accessible to group or others) into @buf.
  */
@@ -439,6 +434,11 @@ static int read_token(const char *path, char *buf, size_t buflen, char *err,
 	return 0;
 }
 
+/*
+ * config_read_token - read the API token (first line of token_file, at
+ * least 16 characters, printable; the file must not be readable by
+ * others) and each peer's own token (its token_file, the same rules).
+ */
 int config_read_token(struct dpd_config *cfg, char *err, size_t errlen)
 {
 	char buf[DPD_TOKEN_MAX + 1];
