@@ -23,6 +23,14 @@
 #define DPD_DEFAULT_SOCKET	"/run/dmaplaned/api.sock"
 #define DPD_DEFAULT_ATTACH	"/run/dmaplaned/attach.sock"
 
+/* range_beyond - whether [@off, @off + @len) wraps or ends past @size */
+static inline bool range_beyond(uint64_t off, uint64_t len, uint64_t size)
+{
+	uint64_t end;
+
+	return __builtin_add_overflow(off, len, &end) || end > size;
+}
+
 /* ---- log (main.c) ------------------------------------------------------ */
 extern int dpd_verbose;
 void dpd_log(const char *level, const char *fmt, ...)

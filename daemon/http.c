@@ -171,12 +171,13 @@ static void authenticate(struct listener *l, struct MHD_Connection *c,
 			 struct req *q)
 {
 	const union MHD_ConnectionInfo *ci;
-	const char *h;
+	const char *h, *bearer;
 
 	if (l->tcp) {
 		h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						MHD_HTTP_HEADER_AUTHORIZATION);
-		if (h && !strncmp(h, "Bearer ", 7) && token_equal(h + 7, conf->token)) {
+		bearer = h && !strncmp(h, "Bearer ", 7) ? h + 7 : NULL;
+		if (bearer && token_equal(bearer, conf->token)) {
 			q->cred.token = true;
 			h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Dmaplane-Node");
 			if (h && name_valid(h))
@@ -184,8 +185,7 @@ static void authenticate(struct listener *l, struct MHD_Connection *c,
 			return;
 		}
 		/* A peer with a token of its own: that node, the mesh's requests only. */
-		if (h && !strncmp(h, "Bearer ", 7) &&
-		    peer_token_node(h + 7, q->peer, sizeof(q->peer))) {
+		if (bearer && peer_token_node(bearer, q->peer, sizeof(q->peer))) {
 			q->cred.token = true;
 			grants_renew(q->peer);
 			return;
@@ -203,6 +203,12 @@ static void authenticate(struct listener *l, struct MHD_Connection *c,
 static bool is(const char *method, const char *m)
 {
 	return !strcmp(method, m);
+}
+
+/* decimal_id - @s is the id of a move or grant in a path: 1 to 19 digits */
+static bool decimal_id(const char *s)
+{
+	return *s && strlen(s) <= 19 && !s[strspn(s, "0123456789")];
 }
 
 /* The request's body as JSON, or an error response sent (*@sent). */
@@ -328,7 +334,7 @@ static enum MHD_Result node_move_route(struct MHD_Connection *c, const char *nod
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such node", NULL);
 	if (!strcmp(name, conf->node_name))
 		return move_route(c, id, method, q);
-	if (!*id || strlen(id) > 19 || id[strspn(id, "0123456789")] != '\0')
+	if (!decimal_id(id))
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL);
 	if (!is(method, "GET") && !is(method, "DELETE"))
 		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed",
@@ -433,7 +439,7 @@ static enum MHD_Result mesh_route(struct MHD_Connection *c, const char *rest,
 		if (!q->cred.token)
 			return send_error(c, MHD_HTTP_FORBIDDEN,
 					  "relayed moves are for the mesh's daemons (the token)", NULL);
-		if (id && (!*id || strlen(id) > 19 || id[strspn(id, "0123456789")]))
+		if (id && !decimal_id(id))
 			return send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL);
 		o = body_json(c, q, &sent);
 		if (!o)
@@ -466,7 +472,7 @@ static enum MHD_Result mesh_route(struct MHD_Connection *c, const char *rest,
 		return send_json(c, MHD_HTTP_CREATED, g);
 	}
 	rest += 7;
-	if (!*rest || strlen(rest) > 19 || rest[strspn(rest, "0123456789")])
+	if (!decimal_id(rest))
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such grant", NULL);
 	if (!is(method, "DELETE"))
 		return send_error(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed", "DELETE");
@@ -594,7 +600,7 @@ static enum MHD_Result move_route(struct MHD_Connection *c, const char *id,
 	char *end;
 	int err;
 
-	if (!*id || strlen(id) > 19 || id[strspn(id, "0123456789")] != '\0')
+	if (!decimal_id(id))
 		return send_error(c, MHD_HTTP_NOT_FOUND, "no such move", NULL);
 	v = strtoull(id, &end, 10);
 	if (is(method, "GET")) {

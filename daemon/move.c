@@ -1016,7 +1016,6 @@ static bool over_limit(uid_t uid)
 static int hold_ends(struct move *m, const struct dpd_cred *cred, char *msg,
 		     size_t msglen)
 {
-	uint64_t end;
 	int ret;
 
 	if (!is_pull(m)) {
@@ -1024,7 +1023,7 @@ static int hold_ends(struct move *m, const struct dpd_cred *cred, char *msg,
 		if (ret)
 			return ret;
 		ret = -ERANGE;
-		if (__builtin_add_overflow(m->src_off, m->len, &end) || end > m->s.size) {
+		if (range_beyond(m->src_off, m->len, m->s.size)) {
 			snprintf(msg, msglen, "range beyond the source arena");
 			goto release_src;
 		}
@@ -1034,7 +1033,7 @@ static int hold_ends(struct move *m, const struct dpd_cred *cred, char *msg,
 		if (ret)
 			goto release_src;
 		ret = -ERANGE;
-		if (__builtin_add_overflow(m->dst_off, m->len, &end) || end > m->d.size) {
+		if (range_beyond(m->dst_off, m->len, m->d.size)) {
 			snprintf(msg, msglen, "range beyond the destination arena");
 			goto release_dst;
 		}
@@ -1414,12 +1413,11 @@ json_t *arena_xxh128_json(const char *name, const struct dpd_cred *cred,
 {
 	struct dpd_arena_ref ref;
 	char hex[40];
-	uint64_t end;
 
 	*err = arena_hold(name, cred, DPD_PERM_READ, &ref);
 	if (*err)
 		return NULL;
-	if (!len || __builtin_add_overflow(off, len, &end) || end > ref.size) {
+	if (!len || range_beyond(off, len, ref.size)) {
 		arena_release(name);
 		*err = -ERANGE;
 		return NULL;
@@ -1441,7 +1439,7 @@ json_t *arena_index_json(const char *name, const struct dpd_cred *cred, json_t *
 			 int *err, char *msg, size_t msglen)
 {
 	struct dpd_arena_ref ref;
-	uint64_t off = 0, len = 0, end;
+	uint64_t off = 0, len = 0;
 	bool have_len = false;
 	const char *key;
 	json_t *v;
@@ -1470,7 +1468,7 @@ json_t *arena_index_json(const char *name, const struct dpd_cred *cred, json_t *
 	*err = arena_hold(name, cred, DPD_PERM_READ | DPD_PERM_WRITE, &ref);
 	if (*err)
 		return NULL;
-	if (__builtin_add_overflow(off, len, &end) || end > ref.size) {
+	if (range_beyond(off, len, ref.size)) {
 		arena_release(name);
 		*err = -ERANGE;
 		snprintf(msg, msglen, "range beyond the arena");

@@ -912,7 +912,7 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 	struct dpd_arena_ref ref;
 	struct dmaplane_name ep;
 	const char *arena = NULL, *key;
-	uint64_t off = 0, len = 0, move = 0, end, id;
+	uint64_t off = 0, len = 0, move = 0, id;
 	char hex[24];
 	bool have_len = false, write = true;
 	struct grant *g;
@@ -978,7 +978,7 @@ json_t *grant_create(json_t *req, const char *node, int *err, char *msg,
 			 "arena %s on node %s: unavailable", arena, conf->node_name);
 		return NULL;
 	}
-	if (__builtin_add_overflow(off, len, &end) || end > ref.size) {
+	if (range_beyond(off, len, ref.size)) {
 		arena_release(arena);
 		*err = -ERANGE;
 		snprintf(msg, msglen, "range beyond arena %s of node %s", arena,
