@@ -10,6 +10,7 @@
  *   dp-bench bwdiag [-n WINDOWS]
  *   dp-bench overlap [-n ITERS]
  *   dp-bench scaling [-n ITERS]
+ *   dp-bench path [-n ITERS]
  *   dp-bench rlat|rbw|rrate --server [-p PORT]          (one node)
  *   dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N] (the other)
  *
@@ -64,6 +65,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1001,6 +1003,20 @@ static int rs_reap(struct dp_ep *ep, int *got, int *sent, int want_got,
 	return 0;
 }
 
+/* Submit all of @ops on @ep with dp_submit() (a full ring takes fewer). */
+static int rs_submit_ep(struct dp_ep *ep, struct dmaplane_op *ops, int n)
+{
+	for (int done = 0; done < n;) {
+		int ret = dp_submit(ep, ops + done, n - done);
+
+		if (ret < 0 && ret != -EAGAIN)
+			return ret;
+		if (ret > 0)
+			done += ret;
+	}
+	return 0;
+}
+
 /* Submit all of @ops (a full ring makes dp_submit() take fewer). */
 static int rs_submit(struct xport *x, struct dmaplane_op *ops, int n)
 {
@@ -1335,6 +1351,184 @@ static int bench_rate(int windows)
 		}
 	}
 	return 0;
+}
+
+/*
+ * path: where an 8-byte message's microseconds go.  A null system call
+ * (getppid), a null dmaplane ioctl (DMAPLANE_IOCTL_INFO), a look at an
+ * empty completion ring (dp_poll(): no system call), then one process
+ * posting a receive and sending to itself in one dp_submit() and reaping
+ * both completions: the kernel path of one message (check, match, copy
+ * into the posted buffer, two completions) with no second process and no
+ * wake-up, without payload, with 8 bytes, and with the receive buffer
+ * registered (copied through the registration cache's pages).  Last,
+ * dp_rs: lat's ping-pong with one dp_submit() per message, half the
+ * round trip.  Each half of it is one such submission plus the other
+ * side's polling, so dp_rs is at least the 8-byte self row: the floor a
+ * kernel-matched message has on this machine.  Median of 3 runs of
+ * ITERS operations each (ITERS x 100 for the rows without a message).
+ */
+static int path_self(struct dp_ep *ep, struct dmaplane_op *ops, int iters,
+		     double *us)
+{
+	double t0 = now_us();
+	int got = 0, sent = 0, ret;
+
+	for (int i = 0; i < iters; i++) {
+		ret = rs_submit_ep(ep, ops, 2);
+		if (!ret)
+			ret = rs_reap(ep, &got, &sent, i + 1, i + 1);
+		if (ret)
+			return ret;
+	}
+	*us = (now_us() - t0) / iters;
+	return 0;
+}
+
+static double median3(double *v)
+{
+	double t;
+
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (v[j] < v[i]) {
+				t = v[i];
+				v[i] = v[j];
+				v[j] = t;
+			}
+	return v[1];
+}
+
+enum { PATH_SYSCALL, PATH_IOCTL, PATH_POLL, PATH_SELF0, PATH_SELF8,
+       PATH_SELF8_REG, PATH_RS, NR_PATH };
+
+static const char *const path_names[NR_PATH] = {
+	"getppid", "ioctl_info", "dp_poll_empty", "self_0B", "self_8B",
+	"self_8B_reg", "dp_rs_8B",
+};
+
+static const char *const path_what[NR_PATH] = {
+	"a null system call",
+	"a null dmaplane ioctl",
+	"a look at an empty ring (no system call)",
+	"RECV+SEND to itself in one dp_submit(), 0 bytes",
+	"the same, 8 bytes copied into the posted buffer",
+	"the same, the receive buffer registered",
+	"ping-pong between two processes, half round trip",
+};
+
+static int path_measure(int row, struct dp_ep *ep, uint32_t self,
+			char *buf, int iters, double *us)
+{
+	struct dmaplane_op ops[2];
+	struct dmaplane_info info;
+	struct dmaplane_cqe c;
+	struct dp_mr *mr = NULL;
+	double t0;
+	int ret = 0;
+
+	switch (row) {
+	case PATH_SYSCALL:
+	case PATH_IOCTL:
+	case PATH_POLL:
+		t0 = now_us();
+		for (int i = 0; i < iters * 100 && ret >= 0; i++) {
+			if (row == PATH_SYSCALL)
+				ret = syscall(SYS_getppid) >= 0 ? 0 : -errno;
+			else if (row == PATH_IOCTL)
+				ret = dp_info(ep, &info);
+			else
+				ret = dp_poll(ep, &c, 1);
+		}
+		if (ret < 0)
+			return ret;
+		if (ret > 0)
+			return -EPROTO;	/* an empty ring gave a completion */
+		*us = (now_us() - t0) / (iters * 100);
+		return 0;
+	case PATH_SELF8_REG:
+		ret = dp_mr_reg(ep, buf + 4096, 4096, DMAPLANE_ACCESS_LOCAL_WRITE, &mr);
+		if (ret)
+			return ret;
+		/* fall through */
+	case PATH_SELF0:
+	case PATH_SELF8:
+		memset(buf + 4096, 0, 8);
+		dp_prep_recv(&ops[0], self, 1, 0, buf + 4096,
+			     row == PATH_SELF0 ? 0 : 8, 1);
+		dp_prep_send(&ops[1], self, 1, buf, row == PATH_SELF0 ? 0 : 8, 2);
+		ret = path_self(ep, ops, iters, us);
+		if (!ret && row != PATH_SELF0 && memcmp(buf, buf + 4096, 8))
+			ret = -EIO;	/* the payload did not arrive */
+		if (mr)
+			dp_mr_dereg(mr);
+		return ret;
+	default:
+		*us = run_latency_rs(8, iters, SUB_IOCTL);
+		return *us < 0 ? (int)*us : 0;
+	}
+}
+
+static int bench_path(int iters)
+{
+	struct dmaplane_name name;
+	char *buf = map_touched(8192);
+	struct dp_ep *ep = NULL;
+	uint32_t self;
+	int ret;
+
+	printf("# dp-bench path: where an 8-byte message's time goes, microseconds\n"
+	       "# (median of 3 runs of %d operations; x_ioctl: over a null dmaplane ioctl)\n",
+	       iters);
+	if (!buf)
+		return -ENOMEM;
+	for (int i = 0; i < 8; i++)
+		buf[i] = (char)(rand() | 1);
+	ret = dp_open(NULL, 0, &ep);
+	if (!ret)
+		ret = dp_ep_setup(ep, 0, 1024);
+	if (!ret)
+		ret = dp_getname(ep, &name);
+	if (!ret)
+		ret = dp_av_insert(ep, &name, &self);
+	if (ret) {
+		fprintf(stderr, "dp-bench path: endpoint: %s\n", strerror(-ret));
+		dp_failures++;
+		goto out;
+	}
+	printf("%-14s %10s %8s  %s\n", "step", "us", "x_ioctl", "what");
+	{
+		double med[NR_PATH];
+
+		for (int row = 0; row < NR_PATH; row++) {
+			double v[3];
+
+			ret = 0;
+			for (int k = 0; k < 3 && !ret; k++)
+				ret = path_measure(row, ep, self, buf, iters, &v[k]);
+			if (ret) {
+				dp_failures++;
+				med[row] = -1;
+				printf("%-14s %10s %8s  %s (%s)\n", path_names[row],
+				       "error", "-", path_what[row], strerror(-ret));
+				continue;
+			}
+			med[row] = median3(v);
+			printf("%-14s %10.3f", path_names[row], med[row]);
+			if (med[PATH_IOCTL] > 0 && row != PATH_IOCTL)
+				printf(" %8.2f", med[row] / med[PATH_IOCTL]);
+			else
+				printf(" %8s", "-");
+			printf("  %s\n", path_what[row]);
+			fflush(stdout);
+		}
+	}
+	ret = 0;
+out:
+	if (ep)
+		dp_close(ep);
+	munmap(buf, 8192);
+	return ret;
 }
 
 /*
@@ -2177,6 +2371,7 @@ static int usage(FILE *f)
 		   "       dp-bench bwdiag [-n WINDOWS]\n"
 		   "       dp-bench overlap [-n ITERS]\n"
 		   "       dp-bench scaling [-n ITERS]\n"
+		   "       dp-bench path [-n ITERS]\n"
 		   "       dp-bench rlat|rbw|rrate --server [-p PORT]        (on one node)\n"
 		   "       dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N]  (on the other)\n"
 		   "exit status: 1 when a dmaplane measurement failed, 2 on a usage error\n");
@@ -2254,6 +2449,8 @@ int main(int argc, char **argv)
 		ret = bench_overlap(iters ? iters : 5);
 	else if (!strcmp(argv[1], "scaling"))
 		ret = bench_scaling(iters ? iters : 200);
+	else if (!strcmp(argv[1], "path"))
+		ret = bench_path(iters ? iters : 2000);
 	else
 		return usage(stderr);
 	if (dp_failures)

@@ -160,6 +160,7 @@ if [ "$SMOKE" = 1 ]; then
 	bench rate -n 5
 	bench overlap -m 1048576 -n 1
 	bench scaling -n 5
+	bench path -n 5
 	bench bwdiag -m 1048576 -n 1
 	bench rlat -m 1024 -n 5
 	bench rbw -m 16384 -n 2
@@ -179,6 +180,7 @@ else
 	bench rate -n 200
 	bench overlap -n 5
 	bench scaling -n 200
+	bench path -n 2000
 	bench bwdiag -n 3
 	bench rlat -n 200
 	bench rbw -n 10
