@@ -1003,20 +1003,6 @@ static int rs_reap(struct dp_ep *ep, int *got, int *sent, int want_got,
 	return 0;
 }
 
-/* Submit all of @ops on @ep with dp_submit() (a full ring takes fewer). */
-static int rs_submit_ep(struct dp_ep *ep, struct dmaplane_op *ops, int n)
-{
-	for (int done = 0; done < n;) {
-		int ret = dp_submit(ep, ops + done, n - done);
-
-		if (ret < 0 && ret != -EAGAIN)
-			return ret;
-		if (ret > 0)
-			done += ret;
-	}
-	return 0;
-}
-
 /* Submit all of @ops (a full ring makes dp_submit() take fewer). */
 static int rs_submit(struct xport *x, struct dmaplane_op *ops, int n)
 {
@@ -1371,11 +1357,14 @@ static int bench_rate(int windows)
 static int path_self(struct dp_ep *ep, struct dmaplane_op *ops, int iters,
 		     double *us)
 {
+	struct xport x = xports[0];	/* dmaplane, through dp_submit() */
 	double t0 = now_us();
 	int got = 0, sent = 0, ret;
 
+	x.ep = ep;
+	x.sub = SUB_IOCTL;
 	for (int i = 0; i < iters; i++) {
-		ret = rs_submit_ep(ep, ops, 2);
+		ret = rs_submit(&x, ops, 2);
 		if (!ret)
 			ret = rs_reap(ep, &got, &sent, i + 1, i + 1);
 		if (ret)
