@@ -1487,7 +1487,7 @@ static int bench_path(int iters)
 	}
 	printf("%-14s %10s %8s  %s\n", "step", "us", "x_ioctl", "what");
 	{
-		double med[NR_PATH];
+		double med[NR_PATH] = { 0 };
 
 		for (int row = 0; row < NR_PATH; row++) {
 			double v[3];
