@@ -42,6 +42,10 @@
  * (dp_sqpoll).  "-": this build has no liburing, or the kernel no
  * io_uring or the module no DMAPLANE_CAP_URING_CMD.
  *
+ * path: where an 8-byte message's time goes (a null system call, a null
+ * dmaplane ioctl, one process's RECV+SEND to itself in one dp_submit(),
+ * dp_rs); see bench_path().
+ *
  * rlat, rbw, rrate: lat, bw and rate between a dp-bench on each of two
  * nodes (dmaplane's remote transport), beside TCP on the connection the
  * two use to swap names; see "Across nodes" below.
