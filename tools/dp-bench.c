@@ -1425,7 +1425,7 @@ static int path_measure(int row, struct dp_ep *ep, uint32_t self,
 	case PATH_IOCTL:
 	case PATH_POLL:
 		t0 = now_us();
-		for (int i = 0; i < iters * 100 && ret >= 0; i++) {
+		for (int i = 0; i < iters * 100 && !ret; i++) {
 			if (row == PATH_SYSCALL)
 				ret = syscall(SYS_getppid) >= 0 ? 0 : -errno;
 			else if (row == PATH_IOCTL)
