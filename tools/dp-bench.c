@@ -1378,20 +1378,6 @@ static int path_self(struct dp_ep *ep, struct dmaplane_op *ops, int iters,
 	return 0;
 }
 
-static double median3(double *v)
-{
-	double t;
-
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
-			if (v[j] < v[i]) {
-				t = v[i];
-				v[i] = v[j];
-				v[j] = t;
-			}
-	return v[1];
-}
-
 enum { PATH_SYSCALL, PATH_IOCTL, PATH_POLL, PATH_SELF0, PATH_SELF8,
        PATH_SELF8_REG, PATH_RS, NR_PATH };
 
@@ -1506,7 +1492,7 @@ static int bench_path(int iters)
 				       "error", "-", path_what[row], strerror(-ret));
 				continue;
 			}
-			med[row] = median3(v);
+			med[row] = median(v, 3);
 			printf("%-14s %10.3f", path_names[row], med[row]);
 			if (med[PATH_IOCTL] > 0 && row != PATH_IOCTL)
 				printf(" %8.2f", med[row] / med[PATH_IOCTL]);
