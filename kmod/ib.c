@@ -118,6 +118,7 @@ static void conn_free(struct kref *ref)
 
 	xa_destroy(&c->cookies);
 	xa_destroy(&c->rdvs);
+	mutex_destroy(&c->setup_lock);
 	mutex_destroy(&c->tx_lock);
 	mutex_destroy(&c->ack_lock);
 	ib_peer_put(c->peer);

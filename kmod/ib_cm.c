@@ -66,6 +66,14 @@ static void conn_unlink(struct dmaplane_conn *c)
  */
 static void conn_stop(struct dmaplane_conn *c, struct list_head *backlog)
 {
+	/*
+	 * A cm handler may be building the QP right now (the connection
+	 * failed from elsewhere: the peer's own attempt won, the connect
+	 * timed out): let it finish.  Any later setup sees @failing.
+	 */
+	mutex_lock(&c->setup_lock);
+	mutex_unlock(&c->setup_lock);
+
 	mutex_lock(&c->tx_lock);
 	c->state = CONN_DEAD;
 	list_splice_init(&c->backlog, backlog);
@@ -261,6 +269,7 @@ static struct dmaplane_conn *conn_alloc(struct dmaplane_ib_peer *p, bool active)
 	INIT_WORK(&c->teardown_work, conn_teardown);
 	INIT_WORK(&c->ack_work, dmaplane_ack_work);
 	INIT_DELAYED_WORK(&c->keepalive_work, keepalive_work);
+	mutex_init(&c->setup_lock);
 	mutex_init(&c->tx_lock);
 	mutex_init(&c->ack_lock);
 	INIT_LIST_HEAD(&c->backlog);
@@ -287,7 +296,7 @@ static void qp_event(struct ib_event *ev, void *ctx)
 }
 
 /* The device is known (route resolved, or a request arrived): build the QP. */
-int dmaplane_conn_setup(struct dmaplane_conn *c)
+static int conn_setup_locked(struct dmaplane_conn *c)
 {
 	struct ib_qp_init_attr attr = {};
 	struct dmaplane_ib_dev *d;
@@ -295,6 +304,7 @@ int dmaplane_conn_setup(struct dmaplane_conn *c)
 	unsigned int i;
 	int ret;
 
+	lockdep_assert_held(&c->setup_lock);
 	mutex_lock(&dmaplane_ib_lock);
 	d = dmaplane_ib_dev_find(c->cm_id->device);
 	if (d)
@@ -349,6 +359,18 @@ int dmaplane_conn_setup(struct dmaplane_conn *c)
 			return ret;
 	}
 	return 0;
+}
+
+int dmaplane_conn_setup(struct dmaplane_conn *c)
+{
+	int ret = -ECONNABORTED;
+
+	mutex_lock(&c->setup_lock);
+	/* Failed already: the teardown may be past its look at @qp. */
+	if (!atomic_read(&c->failing))
+		ret = conn_setup_locked(c);
+	mutex_unlock(&c->setup_lock);
+	return ret;
 }
 
 static void cm_private(struct dmaplane_wire_cm *pd)

@@ -172,6 +172,10 @@ struct dmaplane_rx {
  * @active: this node initiated the connection
  * @up_wq: waits for the connection to leave %CONN_CONNECTING
  * @failing: teardown scheduled (set once)
+ * @setup_lock: serialises dmaplane_conn_setup(), run by a cm handler, with
+ *	the teardown, which runs on the workqueue beside it: a setup that
+ *	finds @failing set builds nothing, so once the teardown has held it
+ *	@dev, @cq, @qp and @rx change no more
  * @teardown_work: tears the connection down
  * @ack_work: sends the ACK owed to the peer
  * @keepalive_work: gives up on a connection not established within
@@ -225,6 +229,7 @@ struct dmaplane_conn {
 	bool active;
 	wait_queue_head_t up_wq;
 	atomic_t failing;
+	struct mutex setup_lock;	/* see @setup_lock above */
 	struct work_struct teardown_work;
 	struct work_struct ack_work;
 	struct delayed_work keepalive_work;

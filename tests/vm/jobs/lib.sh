@@ -168,18 +168,21 @@ sync_wait() {
 	case_result "sync-$1" $?
 }
 
-# peer_up: the peer's connection is "up" in our table within SECS (30) s.
-peer_up() {	# case-name [secs]
-	ok=1
-	for i in $(seq "${2:-30}"); do
-		if $D/dpctl -j peer list 2>/dev/null |
-		   grep -q "\"addr\":\"$DMAPLANE_PEER_IP\"[^}]*\"state\":\"up\""; then
-			ok=0
-			break
-		fi
+# peer_is_up: the peer's connection is "up" in our table within SECS s.
+peer_is_up() {	# secs
+	for i in $(seq "$1"); do
+		$D/dpctl -j peer list 2>/dev/null |
+			grep -q "\"addr\":\"$DMAPLANE_PEER_IP\"[^}]*\"state\":\"up\"" &&
+			return 0
 		sleep 1
 	done
-	case_result "$1" $ok "$($D/dpctl -j peer list 2>&1)"
+	return 1
+}
+
+# peer_up: the peer's connection is "up" in our table within SECS (30) s.
+peer_up() {	# case-name [secs]
+	peer_is_up "${2:-30}"
+	case_result "$1" $? "$($D/dpctl -j peer list 2>&1)"
 }
 
 rmmod_retry() {	# the module, once the processes using it are gone

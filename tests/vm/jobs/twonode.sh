@@ -37,6 +37,9 @@
 #   --disrupt linkdown  -pending-ready> ip link set eth0 down; 60 s; up
 #   (checks errors)     <--link-back---
 #   peer up; --exchange -exchange-after-link-back-done-> stop server
+#   ten times:          --cross-N-->
+#   peer del; peer add                  peer del; peer add
+#   peer up                             peer up
 #                                       rmmod, kmemleak; insmod; peer add;
 #   peer up             <-ready-for-kill- --serve
 #   --disrupt vmkill    -pending-ready-> DMAPLANE-KILL-VM: the host kills
@@ -169,6 +172,30 @@ else
 	check exchange-after-link-back $RT --exchange
 	sync_signal exchange-after-link-back-done
 fi
+
+# ---- (c2) both nodes drop and re-add each other at once, ten times ---------
+# Each add starts a connection attempt at once, so the two attempts cross:
+# the node with the higher node_id gives its own up for the peer's, and
+# that attempt's teardown runs on the workqueue while its cm handler may
+# still be building the QP (it once freed the CQ under the new QP: "Destroy
+# of kernel CQ shouldn't fail").  Every round ends with the peer up on both
+# sides; the kernel log is judged at the end.
+crossed_connects() {
+	bad=0
+	for i in $(seq 10); do
+		if [ "$DMAPLANE_NODE" = 1 ]; then
+			$RT --wait-for "cross-$i" || bad=$((bad + 1))
+		else
+			$RT --signal "cross-$i" || bad=$((bad + 1))
+		fi
+		$D/dpctl peer del "$DMAPLANE_PEER_IP" || bad=$((bad + 1))
+		$D/dpctl peer add "$DMAPLANE_PEER_IP" || bad=$((bad + 1))
+		peer_is_up 60 || { bad=$((bad + 1)); echo "round $i: peer not up"; }
+	done
+	[ "$bad" = 0 ]
+	case_result crossed-connects $? "$bad failures in 10 rounds"
+}
+crossed_connects
 
 # Killed sessions may take a moment to close their endpoints.
 endpoints_released() {
