@@ -618,6 +618,8 @@ int dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock);
 void dmaplane_matcher_destroy(struct dmaplane_matcher *m);
 struct dmaplane_match_msg *dmaplane_match_post_recv(struct dmaplane_matcher *m,
 						    struct dmaplane_match_recv *r);
+struct dmaplane_match_recv *dmaplane_match_take_recv(struct dmaplane_matcher *m,
+						     u64 src, u64 tag);
 struct dmaplane_match_recv *dmaplane_match_arrive(struct dmaplane_matcher *m,
 						  struct dmaplane_match_msg *msg);
 struct dmaplane_match_msg *dmaplane_match_probe(struct dmaplane_matcher *m,

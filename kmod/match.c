@@ -428,6 +428,59 @@ struct dmaplane_match_msg *dmaplane_match_post_recv(struct dmaplane_matcher *m,
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_post_recv);
 
 /**
+ * dmaplane_match_take_recv() - take the receive a message would match
+ * @m: matcher
+ * @src: the message's source
+ * @tag: its tag
+ *
+ * dmaplane_match_arrive() without queueing anything: a sender that has
+ * not copied its payload in yet looks for a receive first.
+ *
+ * Return: the earliest posted receive that accepts a message from @src
+ * with @tag, taken off the posted queue, or NULL.
+ */
+struct dmaplane_match_recv *dmaplane_match_take_recv(struct dmaplane_matcher *m,
+						     u64 src, u64 tag)
+{
+	struct dmaplane_match_recv *r, *best = NULL;
+	struct dmaplane_match_qnode *first, *q;
+
+	matcher_assert_held(m);
+	q = table_find(&m->recv_spec, src, tag);
+	if (q)
+		best = container_of(q, struct dmaplane_match_recv, q);
+	q = table_find(&m->recv_tag, DMAPLANE_ANY_SRC, tag);
+	if (q) {
+		r = container_of(q, struct dmaplane_match_recv, q);
+		if (!best || r->seq < best->seq)
+			best = r;
+	}
+	first = table_find(&m->recv_src, src, 0);
+	for (q = first; q; q = qnode_next(first, q)) {
+		r = container_of(q, struct dmaplane_match_recv, q);
+		if (best && r->seq > best->seq)
+			break;
+		if (recv_accepts(r, src, tag)) {
+			best = r;
+			break;
+		}
+	}
+	list_for_each_entry(r, &m->recv_masked, node) {
+		/* Later masked receives cannot beat an earlier candidate. */
+		if (best && r->seq > best->seq)
+			break;
+		if (recv_accepts(r, src, tag)) {
+			best = r;
+			break;
+		}
+	}
+	if (best)
+		recv_unlink(m, best);
+	return best;
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_take_recv);
+
+/**
  * dmaplane_match_arrive() - a message arrives
  * @m: matcher
  * @msg: message with src and tag set
@@ -439,42 +492,11 @@ EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_match_post_recv);
 struct dmaplane_match_recv *dmaplane_match_arrive(struct dmaplane_matcher *m,
 						  struct dmaplane_match_msg *msg)
 {
-	struct dmaplane_match_recv *r, *best = NULL;
-	struct dmaplane_match_qnode *first, *q;
+	struct dmaplane_match_recv *r;
 
-	matcher_assert_held(m);
-	q = table_find(&m->recv_spec, msg->src, msg->tag);
-	if (q)
-		best = container_of(q, struct dmaplane_match_recv, q);
-	q = table_find(&m->recv_tag, DMAPLANE_ANY_SRC, msg->tag);
-	if (q) {
-		r = container_of(q, struct dmaplane_match_recv, q);
-		if (!best || r->seq < best->seq)
-			best = r;
-	}
-	first = table_find(&m->recv_src, msg->src, 0);
-	for (q = first; q; q = qnode_next(first, q)) {
-		r = container_of(q, struct dmaplane_match_recv, q);
-		if (best && r->seq > best->seq)
-			break;
-		if (recv_accepts(r, msg->src, msg->tag)) {
-			best = r;
-			break;
-		}
-	}
-	list_for_each_entry(r, &m->recv_masked, node) {
-		/* Later masked receives cannot beat an earlier candidate. */
-		if (best && r->seq > best->seq)
-			break;
-		if (recv_accepts(r, msg->src, msg->tag)) {
-			best = r;
-			break;
-		}
-	}
-	if (best) {
-		recv_unlink(m, best);
-		return best;
-	}
+	r = dmaplane_match_take_recv(m, msg->src, msg->tag);
+	if (r)
+		return r;
 	list_add_tail(&msg->all_node, &m->unexp_all);
 	table_add(m, &m->unexp_spec, &msg->spec, msg->src, msg->tag);
 	table_add(m, &m->unexp_tag, &msg->by_tag, DMAPLANE_ANY_SRC, msg->tag);

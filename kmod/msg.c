@@ -38,6 +38,7 @@
 #include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/sizes.h>
 #include <linux/slab.h>
@@ -66,6 +67,11 @@ MODULE_PARM_DESC(unexp_max, "Unexpected messages an endpoint may hold");
  */
 #define COPY_PAGES	64
 #define COPY_RESCHED	SZ_1M
+/*
+ * An eager payload of up to MSG_INLINE bytes is kept in the message's own
+ * allocation: one kmalloc and one kfree per small message.
+ */
+#define MSG_INLINE	256
 
 /* Runs the endpoints' delivery work (unbound: one stuck endpoint blocks one worker). */
 static struct workqueue_struct *deliver_wq;
@@ -77,7 +83,9 @@ static struct workqueue_struct *deliver_wq;
  *	another node
  * @len: message length
  * @ctx: sender's context, for its completion (rendezvous)
- * @data: eager payload, or NULL for a rendezvous
+ * @data: eager payload once copied in (@inl, or a buffer of its own); NULL
+ *	for a rendezvous, and for an eager send that went straight into a
+ *	posted receive
  * @buf: rendezvous: the sender's buffer
  * @mm: rendezvous: the sender's address space (mmgrab()ed)
  * @rdv: rendezvous from another node: the transport's state (ib.c),
@@ -86,6 +94,7 @@ static struct workqueue_struct *deliver_wq;
  * @recv: the receive it matched, while it waits for delivery
  * @cq_data: remote completion data, with %DMAPLANE_CQE_F_DATA in @cqe_flags
  * @cqe_flags: ``DMAPLANE_CQE_F_*`` of the receive that takes it
+ * @inl: an eager payload of up to %MSG_INLINE bytes (@data points here)
  */
 struct dmaplane_msg {
 	struct dmaplane_match_msg m;
@@ -100,6 +109,7 @@ struct dmaplane_msg {
 	struct dmaplane_recv *recv;
 	u64 cq_data;
 	u8 cqe_flags;
+	u8 inl[];
 };
 
 /**
@@ -526,6 +536,36 @@ static int copy_remote_ubuf(struct mm_struct *mm, struct dmaplane_ubuf *b,
 	return ret;
 }
 
+/*
+ * A message; for an eager one (@eager) of up to %MSG_INLINE bytes, with
+ * room for its payload.  msg_data_alloc() gives it its payload buffer.
+ */
+static struct dmaplane_msg *msg_alloc(bool eager, u64 len, gfp_t gfp)
+{
+	size_t inl = eager && len <= MSG_INLINE ? max_t(size_t, len, 1) : 0;
+	struct dmaplane_msg *msg;
+
+	return kzalloc(struct_size(msg, inl, inl), gfp);
+}
+
+/*
+ * The buffer for the @len bytes of eager payload of @msg, which came from
+ * msg_alloc() with the same @len: inline, or its own.
+ */
+static int msg_data_alloc(struct dmaplane_msg *msg, u64 len, gfp_t gfp)
+{
+	msg->data = len <= MSG_INLINE ? msg->inl : kvmalloc(max_t(u64, len, 1), gfp);
+	return msg->data ? 0 : -ENOMEM;
+}
+
+/* Free @msg and its eager payload (a rendezvous message has none). */
+static void msg_free_data(struct dmaplane_msg *msg)
+{
+	if (msg->data != msg->inl)
+		kvfree(msg->data);
+	kfree(msg);
+}
+
 static void recv_free(struct dmaplane_recv *r)
 {
 	ubuf_free(&r->buf);
@@ -534,14 +574,13 @@ static void recv_free(struct dmaplane_recv *r)
 
 static void msg_free(struct dmaplane_msg *msg)
 {
-	kvfree(msg->data);
 	if (!msg->data)
 		ubuf_free(&msg->buf);
 	if (msg->mm)
 		mmdrop(msg->mm);
 	if (msg->sender)
 		dmaplane_ep_put(msg->sender);
-	kfree(msg);
+	msg_free_data(msg);
 }
 
 /*
@@ -833,6 +872,42 @@ err_free_recv:
 	return ret;
 }
 
+/* Can the first @len bytes of @b be read now?  A region always can. */
+static int ubuf_readable(const struct dmaplane_ubuf *b, u64 len)
+{
+	u32 i;
+
+	if (b->region)
+		return 0;
+	for (i = 0; i < b->nsegs && len; i++) {
+		size_t n = min_t(u64, b->segs[i].iov_len, len);
+
+		if (fault_in_readable(b->segs[i].iov_base, n))
+			return -EFAULT;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Copy the @len bytes of an eager message in from the sender's @b. */
+static int msg_copy_in(struct dmaplane_msg *msg, struct dmaplane_ubuf *b, u64 len)
+{
+	struct dmaplane_region_map map;
+	struct iov_iter iter;
+	int ret, end;
+
+	ret = msg_data_alloc(msg, len, GFP_KERNEL_ACCOUNT);
+	if (ret)
+		return ret;
+	ret = dmaplane_ubuf_iter(b, ITER_SOURCE, len, &iter, &map);
+	if (ret)
+		return ret;
+	if (copy_from_iter(msg->data, len, &iter) != len)
+		ret = -EFAULT;
+	end = dmaplane_ubuf_iter_end(&map);
+	return ret ?: end;
+}
+
 static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
 	struct dmaplane_region_map map;
@@ -843,6 +918,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	struct iov_iter iter;
 	u64 uid, len;
 	int ret, end;
+	bool eager;
 
 	if (op->ignore)
 		return -EINVAL;
@@ -868,7 +944,8 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		goto out_put_dest;
 	}
 
-	msg = kzalloc(sizeof(*msg), GFP_KERNEL_ACCOUNT);
+	eager = len <= dmaplane_eager_threshold();
+	msg = msg_alloc(eager, len, GFP_KERNEL_ACCOUNT);
 	if (!msg) {
 		ret = -ENOMEM;
 		goto out_put_dest;
@@ -885,19 +962,13 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	ret = dmaplane_cq_reserve(ep->cq);
 	if (ret)
 		goto err_free_msg;
-
-	/* Eager: copied in now, never under the receiver's match_lock. */
-	if (len <= dmaplane_eager_threshold()) {
-		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL_ACCOUNT);
-		if (!msg->data) {
-			ret = -ENOMEM;
-			goto err_unreserve;
-		}
-		ret = dmaplane_ubuf_iter(&sbuf, ITER_SOURCE, len, &iter, &map);
-		if (!ret && copy_from_iter(msg->data, len, &iter) != len)
-			ret = -EFAULT;
-		end = dmaplane_ubuf_iter_end(&map);
-		ret = ret ?: end;
+	/*
+	 * Eager: memory that cannot be read is refused now, before the send
+	 * takes a receive (only a sender unmapping its buffer while it sends
+	 * makes the receive fail then).
+	 */
+	if (eager) {
+		ret = ubuf_readable(&sbuf, len);
 		if (ret)
 			goto err_unreserve;
 	}
@@ -907,7 +978,28 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		ret = -ECONNRESET;
 		goto err_unlock;
 	}
-	mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
+	if (eager) {
+		/*
+		 * A posted receive gets the data straight from the sender's
+		 * buffer.  Otherwise the payload is copied in, never under the
+		 * receiver's match_lock, and the message arrives then.
+		 */
+		mr = dmaplane_match_take_recv(&dest->matcher, msg->m.src, msg->m.tag);
+		if (!mr) {
+			mutex_unlock(&dest->match_lock);
+			ret = msg_copy_in(msg, &sbuf, len);
+			if (ret)
+				goto err_unreserve;
+			mutex_lock(&dest->match_lock);
+			if (dest->dead) {
+				ret = -ECONNRESET;
+				goto err_unlock;
+			}
+			mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
+		}
+	} else {
+		mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
+	}
 	if (mr) {
 		struct dmaplane_recv *r = container_of(mr, struct dmaplane_recv, m);
 		u64 n = min(r->buf.len, len);
@@ -934,8 +1026,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, ret, len, len,
 			     op->tag, 0);
 		recv_free(r);
-		kvfree(msg->data);
-		kfree(msg);
+		msg_free_data(msg);
 		ret = 0;
 		goto out_put_dest;
 	}
@@ -974,9 +1065,8 @@ err_unlock:
 	mutex_unlock(&dest->match_lock);
 err_unreserve:
 	dmaplane_cq_unreserve(ep->cq);
-	kvfree(msg->data);
 err_free_msg:
-	kfree(msg);
+	msg_free_data(msg);
 out_put_dest:
 	dmaplane_ep_put(dest);
 out_free_buf:
@@ -1024,10 +1114,14 @@ int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
 		ret = -EACCES;
 		goto out_put_dest;
 	}
-	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
+	msg = msg_alloc(data, len, GFP_KERNEL);
 	if (!msg) {
 		ret = -ENOMEM;
 		goto out_put_dest;
+	}
+	if (data && msg_data_alloc(msg, len, GFP_KERNEL)) {
+		ret = -ENOMEM;
+		goto err_free_msg;
 	}
 	msg->m.src = src;
 	msg->m.tag = tag;
@@ -1036,11 +1130,6 @@ int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
 	msg->cqe_flags = cqe_flags;
 	if (data) {
 		/* Out of the connection's receive buffer, which is reposted. */
-		msg->data = kvmalloc(max_t(u64, len, 1), GFP_KERNEL);
-		if (!msg->data) {
-			ret = -ENOMEM;
-			goto err_free_msg;
-		}
 		memcpy(msg->data, data, len);
 	} else {
 		msg->rdv = rdv;
@@ -1083,9 +1172,8 @@ err_unqueue:
 	dmaplane_match_remove_msg(&dest->matcher, &msg->m);
 err_unlock:
 	mutex_unlock(&dest->match_lock);
-	kvfree(msg->data);
 err_free_msg:
-	kfree(msg);
+	msg_free_data(msg);
 out_put_dest:
 	dmaplane_ep_put(dest);
 	return ret;

@@ -138,6 +138,42 @@ static void one_source_never_overtakes(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, post(test, 6, 0, ~0ULL), (int)i);
 }
 
+/* Take the receive a message would match; return its index, or -1. */
+static int take(struct kunit *test, u64 src, u64 tag)
+{
+	struct fixture *f = test->priv;
+	struct dmaplane_match_recv *r;
+
+	r = dmaplane_match_take_recv(&f->m, src, tag);
+	return r ? (int)(r - f->recv) : -1;
+}
+
+/*
+ * What an eager sender does first: a receive is taken in the order
+ * dmaplane_match_arrive() would take it, and a miss queues nothing.
+ */
+static void take_recv_queues_nothing(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+
+	KUNIT_EXPECT_EQ(test, post(test, 1, 5, 0), -1);		/* r0 */
+	KUNIT_EXPECT_EQ(test, post(test, ANY, 5, 0), -1);	/* r1 */
+	KUNIT_EXPECT_EQ(test, post(test, 2, 0, ~0ULL), -1);	/* r2: any tag */
+	KUNIT_EXPECT_EQ(test, post(test, ANY, 0x10, 0x0f), -1);	/* r3: masked */
+	KUNIT_EXPECT_EQ(test, take(test, 3, 6), -1);
+	KUNIT_EXPECT_EQ(test, f->m.nr_unexp, 0u);
+	KUNIT_EXPECT_EQ(test, take(test, 1, 5), 0);
+	KUNIT_EXPECT_EQ(test, take(test, 1, 5), 1);
+	KUNIT_EXPECT_EQ(test, take(test, 1, 5), -1);
+	KUNIT_EXPECT_EQ(test, take(test, 2, 5), 2);
+	KUNIT_EXPECT_EQ(test, take(test, 7, 0x1a), 3);
+	KUNIT_EXPECT_EQ(test, take(test, 7, 0x1a), -1);
+	KUNIT_EXPECT_EQ(test, f->m.nr_unexp, 0u);
+	/* Nothing was queued: a receive posted now finds no message. */
+	KUNIT_EXPECT_EQ(test, post(test, ANY, 0, ~0ULL), -1);
+	KUNIT_EXPECT_EQ(test, take(test, 3, 6), 4);
+}
+
 static void probe_peeks_or_takes(struct kunit *test)
 {
 	struct fixture *f = test->priv;
@@ -474,7 +510,8 @@ static void growth_failure_keeps_table(struct kunit *test)
 
 /*
  * Reference matcher: the rules of the file comment applied literally, by
- * scanning everything in order.
+ * scanning everything in order.  A message that arrives looks for a
+ * receive with dmaplane_match_take_recv() first half the time.
  */
 struct ref_recv {
 	u64 src, tag, ignore;
@@ -539,7 +576,15 @@ static void random_against_reference(struct kunit *test)
 				}
 			}
 			rm[id] = (struct ref_msg){ src, tag, id, want < 0 };
-			got = arrive(test, src, tag);
+			/* Half the messages look first, as an eager send does. */
+			got = -1;
+			if (rnd & (1u << 24)) {
+				got = take(test, src, tag);
+				KUNIT_ASSERT_EQ_MSG(test, got, want, "step %u take(%llx,%llx)",
+						    step, src, tag);
+			}
+			if (got < 0)
+				got = arrive(test, src, tag);
 			KUNIT_ASSERT_EQ_MSG(test, got, want, "step %u arrive(%llx,%llx)",
 					    step, src, tag);
 		}
@@ -683,6 +728,7 @@ static struct kunit_case dmaplane_match_cases[] = {
 	KUNIT_CASE(ignore_mask_selects_tag_bits),
 	KUNIT_CASE(unexpected_messages_taken_in_arrival_order),
 	KUNIT_CASE(one_source_never_overtakes),
+	KUNIT_CASE(take_recv_queues_nothing),
 	KUNIT_CASE(probe_peeks_or_takes),
 	KUNIT_CASE(cancel_withdraws_receive),
 	KUNIT_CASE(colliding_keys_stay_apart),

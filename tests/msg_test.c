@@ -424,6 +424,7 @@ TEST_F(pair, bad_operations_rejected)
 	struct dmaplane_submit sub;
 	struct dmaplane_cqe c[4];
 	int fd = dp_fd(self->a);
+	struct iovec iov[2];
 	char buf[8];
 	void *hole;
 
@@ -479,6 +480,11 @@ TEST_F(pair, bad_operations_rejected)
 	ASSERT_NE(MAP_FAILED, hole);
 	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 0, ~0ull, buf, 8, 1));
 	EXPECT_EQ(-EFAULT, dp_send(self->a, self->a2b, 0, hole, 8, 2));
+	EXPECT_EQ(0, dp_poll(self->b, c, 1));
+	/* The same when only a later piece of an iovec cannot be read. */
+	iov[0] = (struct iovec){ buf, 4 };
+	iov[1] = (struct iovec){ hole, 4 };
+	EXPECT_EQ(-EFAULT, dp_sendv(self->a, self->a2b, 0, iov, 2, 2));
 	EXPECT_EQ(0, dp_poll(self->b, c, 1));
 	ASSERT_EQ(0, dp_send(self->a, self->a2b, 0, hole, 4 * EAGER, 3));
 	ASSERT_EQ(1, wait1(self->b, c));
