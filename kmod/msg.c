@@ -872,6 +872,16 @@ err_free_recv:
 	return ret;
 }
 
+/*
+ * Take @dest's match_lock for a message: -ECONNRESET, with the lock held
+ * all the same, when its file is gone.
+ */
+static int match_lock_live(struct dmaplane_ep *dest)
+{
+	mutex_lock(&dest->match_lock);
+	return dest->dead ? -ECONNRESET : 0;
+}
+
 /* Can the first @len bytes of @b be read now?  A region always can. */
 static int ubuf_readable(const struct dmaplane_ubuf *b, u64 len)
 {
@@ -973,11 +983,9 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 			goto err_unreserve;
 	}
 
-	mutex_lock(&dest->match_lock);
-	if (dest->dead) {
-		ret = -ECONNRESET;
+	ret = match_lock_live(dest);
+	if (ret)
 		goto err_unlock;
-	}
 	if (eager) {
 		/*
 		 * A posted receive gets the data straight from the sender's
@@ -990,11 +998,9 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 			ret = msg_copy_in(msg, &sbuf, len);
 			if (ret)
 				goto err_unreserve;
-			mutex_lock(&dest->match_lock);
-			if (dest->dead) {
-				ret = -ECONNRESET;
+			ret = match_lock_live(dest);
+			if (ret)
 				goto err_unlock;
-			}
 			mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
 		}
 	} else {
@@ -1136,11 +1142,9 @@ int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
 		msg->buf.segs = &msg->buf.one;
 	}
 
-	mutex_lock(&dest->match_lock);
-	if (dest->dead) {
-		ret = -ECONNRESET;
+	ret = match_lock_live(dest);
+	if (ret)
 		goto err_unlock;
-	}
 	/*
 	 * The budget bounds every eager byte held for the receiver, matched
 	 * ones waiting for delivery included: checked before matching.
