@@ -84,8 +84,8 @@ static struct workqueue_struct *deliver_wq;
  * @len: message length
  * @ctx: sender's context, for its completion (rendezvous)
  * @data: eager payload once copied in (@inl, or a buffer of its own); NULL
- *	for a rendezvous, and for an eager send that went straight into a
- *	posted receive
+ *	for a rendezvous (and in the fields on do_send()'s stack of a send
+ *	that finds its receive posted)
  * @buf: rendezvous: the sender's buffer
  * @mm: rendezvous: the sender's address space (mmgrab()ed)
  * @rdv: rendezvous from another node: the transport's state (ib.c),
@@ -918,17 +918,52 @@ static int msg_copy_in(struct dmaplane_msg *msg, struct dmaplane_ubuf *b, u64 le
 	return ret ?: end;
 }
 
+/*
+ * Expected: one copy, from the sender's buffer (or the payload @msg
+ * copied in) into the receiver's, and both completions.
+ */
+static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
+			  struct dmaplane_recv *r, const struct dmaplane_msg *msg,
+			  struct dmaplane_ubuf *sbuf, const struct dmaplane_op *op)
+{
+	u64 len = msg->len, n = min(r->buf.len, len);
+	struct kvec kv = { .iov_base = msg->data, .iov_len = n };
+	struct dmaplane_region_map map = { .r = NULL };
+	struct iov_iter iter;
+	int ret = 0, end;
+
+	if (msg->data)
+		iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, n);
+	else
+		ret = dmaplane_ubuf_iter(sbuf, ITER_SOURCE, n, &iter, &map);
+	if (n && !ret)
+		ret = copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
+	end = dmaplane_ubuf_iter_end(&map);
+	ret = ret ?: end;
+	ubuf_free(&r->buf);
+	ubuf_free(sbuf);
+	recv_complete(dest, r->ctx,
+		      ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
+		      len > r->buf.len ? -EMSGSIZE : 0,
+		      ret ? 0 : n, msg);
+	msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, ret, len, len, op->tag, 0);
+	recv_free(r);
+}
+
 static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
-	struct dmaplane_region_map map;
+	/*
+	 * The message's fields: enough for a send that finds its receive
+	 * posted, which allocates nothing for the message.
+	 */
+	struct dmaplane_msg key = {};
 	struct dmaplane_match_recv *mr;
 	struct dmaplane_ubuf sbuf;
 	struct dmaplane_ep *dest;
 	struct dmaplane_msg *msg;
-	struct iov_iter iter;
 	u64 uid, len;
-	int ret, end;
 	bool eager;
+	int ret;
 
 	if (op->ignore)
 		return -EINVAL;
@@ -955,84 +990,68 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	}
 
 	eager = len <= dmaplane_eager_threshold();
-	msg = msg_alloc(eager, len, GFP_KERNEL_ACCOUNT);
-	if (!msg) {
-		ret = -ENOMEM;
-		goto out_put_dest;
-	}
-	msg->m.src = ep->ep_uid;
-	msg->m.tag = op->tag;
-	msg->len = len;
-	msg->ctx = op->ctx;
+	key.m.src = ep->ep_uid;
+	key.m.tag = op->tag;
+	key.len = len;
+	key.ctx = op->ctx;
 	if (op->flags & DMAPLANE_OP_F_DATA) {
-		msg->cq_data = op->data;
-		msg->cqe_flags = DMAPLANE_CQE_F_DATA;
+		key.cq_data = op->data;
+		key.cqe_flags = DMAPLANE_CQE_F_DATA;
 	}
+	msg = &key;
 
 	ret = dmaplane_cq_reserve(ep->cq);
 	if (ret)
-		goto err_free_msg;
-	/*
-	 * Eager: memory that cannot be read is refused now, before the send
-	 * takes a receive (only a sender unmapping its buffer while it sends
-	 * makes the receive fail then).
-	 */
+		goto out_put_dest;
+	mr = NULL;
 	if (eager) {
+		/*
+		 * Memory that cannot be read is refused now, before the send
+		 * takes a receive (only a sender unmapping its buffer while it
+		 * sends makes the receive fail then).
+		 */
 		ret = ubuf_readable(&sbuf, len);
 		if (ret)
 			goto err_unreserve;
-	}
-
-	ret = match_lock_live(dest);
-	if (ret)
-		goto err_unlock;
-	if (eager) {
-		/*
-		 * A posted receive gets the data straight from the sender's
-		 * buffer.  Otherwise the payload is copied in, never under the
-		 * receiver's match_lock, and the message arrives then.
-		 */
-		mr = dmaplane_match_take_recv(&dest->matcher, msg->m.src, msg->m.tag);
-		if (!mr) {
+		/* A posted receive gets the data straight from the sender's buffer. */
+		ret = match_lock_live(dest);
+		if (ret)
+			goto err_unlock;
+		mr = dmaplane_match_take_recv(&dest->matcher, key.m.src, key.m.tag);
+		if (!mr)
 			mutex_unlock(&dest->match_lock);
+	}
+	if (!mr) {
+		/*
+		 * The message may have to wait: it gets an allocation of its
+		 * own, and an eager payload is copied in, never under the
+		 * receiver's match_lock.  A receive posted in the meantime
+		 * takes it at once.
+		 */
+		msg = msg_alloc(eager, len, GFP_KERNEL_ACCOUNT);
+		if (!msg) {
+			msg = &key;
+			ret = -ENOMEM;
+			goto err_unreserve;
+		}
+		*msg = key;
+		if (eager) {
 			ret = msg_copy_in(msg, &sbuf, len);
 			if (ret)
 				goto err_unreserve;
-			ret = match_lock_live(dest);
-			if (ret)
-				goto err_unlock;
-			mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
 		}
-	} else {
+		ret = match_lock_live(dest);
+		if (ret)
+			goto err_unlock;
 		mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
 	}
 	if (mr) {
-		struct dmaplane_recv *r = container_of(mr, struct dmaplane_recv, m);
-		u64 n = min(r->buf.len, len);
-		struct kvec kv = { .iov_base = msg->data, .iov_len = n };
-
 		atomic_long_dec(&dmaplane_stats.posted_recvs);
 		mutex_unlock(&dest->match_lock);
-		/* Expected: one copy, sender's buffer -> receiver's buffer. */
-		map.r = NULL;
-		if (msg->data)
-			iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, n);
-		else
-			ret = dmaplane_ubuf_iter(&sbuf, ITER_SOURCE, n, &iter, &map);
-		if (n && !ret)
-			ret = copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
-		end = dmaplane_ubuf_iter_end(&map);
-		ret = ret ?: end;
-		ubuf_free(&r->buf);
-		ubuf_free(&sbuf);
-		recv_complete(dest, r->ctx,
-			      ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
-			      len > r->buf.len ? -EMSGSIZE : 0,
-			      ret ? 0 : n, msg);
-		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, ret, len, len,
-			     op->tag, 0);
-		recv_free(r);
-		msg_free_data(msg);
+		send_expected(ep, dest, container_of(mr, struct dmaplane_recv, m), msg,
+			      &sbuf, op);
+		if (msg != &key)
+			msg_free_data(msg);
 		ret = 0;
 		goto out_put_dest;
 	}
@@ -1071,8 +1090,8 @@ err_unlock:
 	mutex_unlock(&dest->match_lock);
 err_unreserve:
 	dmaplane_cq_unreserve(ep->cq);
-err_free_msg:
-	msg_free_data(msg);
+	if (msg != &key)
+		msg_free_data(msg);
 out_put_dest:
 	dmaplane_ep_put(dest);
 out_free_buf:
