@@ -181,6 +181,8 @@ static __poll_t dmaplane_poll(struct file *file, poll_table *wait)
 	struct dmaplane_cq *cq = dmaplane_ep_cq(ep);
 
 	poll_wait(file, &ep->wq, wait);
+	/* Pairs with wq_has_sleeper() in cqe_post() (msg.c). */
+	smp_mb();
 	return cq && dmaplane_cq_pending(cq) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 

@@ -127,10 +127,18 @@ struct dmaplane_recv {
 	u64 ctx;
 };
 
+/*
+ * Post @cqe and wake whoever sleeps in poll() on @ep.  A program that
+ * polls its ring has no one there: wq_has_sleeper() spares it the wait
+ * queue's lock.  Its smp_mb() orders the ring's new tail before the look
+ * at the queue; dmaplane_poll() orders its place on the queue before its
+ * look at the tail, so a poller either sees the entry or is woken.
+ */
 static void cqe_post(struct dmaplane_ep *ep, const struct dmaplane_cqe *cqe)
 {
 	dmaplane_cq_post(ep->cq, cqe);
-	wake_up_interruptible(&ep->wq);
+	if (wq_has_sleeper(&ep->wq))
+		wake_up_interruptible(&ep->wq);
 }
 
 static void msg_complete(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
