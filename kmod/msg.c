@@ -73,6 +73,9 @@ MODULE_PARM_DESC(unexp_max, "Unexpected messages an endpoint may hold");
  */
 #define MSG_INLINE	256
 
+/* The largest copy within the caller's own address space done by copy_self(). */
+#define COPY_SELF_MAX	256
+
 /* Runs the endpoints' delivery work (unbound: one stuck endpoint blocks one worker). */
 static struct workqueue_struct *deliver_wq;
 
@@ -253,15 +256,42 @@ long dmaplane_folio_run(struct page **pages, long nr)
 }
 
 /*
- * Copy between @len bytes at @uaddr in @mm (not the current address
- * space) and @iter.
+ * A copy of at most COPY_SELF_MAX bytes between @iter and the caller's
+ * own memory at @uaddr (a message between two endpoints of one process:
+ * to itself, to another thread's endpoint): through a buffer on the
+ * stack with copy_{to,from}_user(), as any system call copies, rather
+ * than pinning the page.  Not inlined: its buffer stays out of
+ * copy_remote()'s frame.
+ */
+static noinline int copy_self(u64 uaddr, u64 len, struct iov_iter *iter,
+			      bool to_remote)
+{
+	void __user *p = u64_to_user_ptr(uaddr);
+	u8 bounce[COPY_SELF_MAX];
+
+	if (to_remote) {
+		if (copy_from_iter(bounce, len, iter) != len ||
+		    copy_to_user(p, bounce, len))
+			return -EFAULT;
+	} else {
+		if (copy_from_user(bounce, p, len) ||
+		    copy_to_iter(bounce, len, iter) != len)
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/*
+ * Copy between @len bytes at @uaddr in @mm (another process's address
+ * space, or the caller's own) and @iter.
  *
  * When the range lies in a registration of @mm's registration cache (a
  * buffer registered once and deregistered stays pinned there), the copy
  * goes through those pages and pins nothing: dmaplane_mr_cache_copy().
  * Posting a receive does not create a cache entry (it would charge
  * RLIMIT_MEMLOCK behind the caller's back and keep the pages pinned after
- * the receive): only what the process registered is reused.
+ * the receive): only what the process registered is reused.  A small
+ * copy within the caller's own address space goes through copy_self().
  *
  * Otherwise the pages are pinned at most COPY_PAGES at a time.  Each run
  * of pages of one folio is copied in one call; unpinning (and dirtying,
@@ -284,6 +314,10 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 	if (ret != -ENOENT) {
 		if (!ret)
 			atomic_long_inc(&dmaplane_stats.copies_cached);
+		goto out_mmput;
+	}
+	if (mm == current->mm && len <= COPY_SELF_MAX) {
+		ret = copy_self(uaddr, len, iter, to_remote);
 		goto out_mmput;
 	}
 	atomic_long_inc(&dmaplane_stats.copies_pinned);

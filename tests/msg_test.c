@@ -1482,6 +1482,68 @@ TEST_F(pair, registered_receive_buffer_pins_nothing)
 	munmap(buf, RC_LEN);
 }
 
+/*
+ * A message of up to 256 bytes between two endpoints of one process
+ * (copy_self() in kmod/msg.c) is copied through the kernel's stack: no
+ * page is pinned and the registration cache is not used; 257 bytes pin
+ * as before.  A receive buffer that cannot be written fails the same
+ * way on both paths: -EFAULT for the receive and for the send.
+ */
+TEST_F(pair, same_process_small_copy_pins_nothing)
+{
+	static const size_t lens[] = { 1, 8, 255, 256, 257 };
+	static const unsigned char zero[64];
+	unsigned char src[512], dst[512 + 64], *ro;
+	struct rc_counts b0, b1;
+	struct dmaplane_cqe c;
+	unsigned int i;
+
+	ASSERT_LE(0, dp_test_stat("copies_pinned")) TH_LOG("no copies_pinned counter");
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		size_t len = lens[i], off = i * 7 % 64;
+
+		dp_test_fill(src, len, 300 + i);
+		memset(dst, 0, sizeof(dst));
+		rc_counts(&b0);
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, i, 0, dst + off, len, 10 + i));
+		ASSERT_EQ(0, dp_send(self->a, self->a2b, i, src, len, 20 + i));
+		ASSERT_EQ(1, wait1(self->b, &c));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(10 + i, c.ctx);
+		EXPECT_EQ(len, c.len);
+		EXPECT_EQ(0, memcmp(dst + off, src, len)) TH_LOG("%zu bytes", len);
+		/* Nothing written around the receive buffer. */
+		EXPECT_EQ(0, memcmp(dst, zero, off));
+		EXPECT_EQ(0, dst[off + len]);
+		ASSERT_EQ(1, wait1(self->a, &c));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(20 + i, c.ctx);
+		rc_counts(&b1);
+		EXPECT_EQ(0, b1.cached - b0.cached);
+		EXPECT_EQ(len > 256 ? 1 : 0, b1.pinned - b0.pinned) TH_LOG("%zu bytes", len);
+	}
+
+	/* A read-only receive buffer: both paths fail both sides with -EFAULT. */
+	ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, ro);
+	for (i = 0; i < 2; i++) {
+		size_t len = i ? 300 : 8;
+
+		dp_test_fill(src, len, 400 + i);
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, 50, 0, ro, len, 30 + i));
+		ASSERT_EQ(0, dp_send(self->a, self->a2b, 50, src, len, 40 + i));
+		ASSERT_EQ(1, wait1(self->b, &c));
+		EXPECT_EQ(30 + i, c.ctx);
+		EXPECT_EQ(-EFAULT, c.status) TH_LOG("%zu bytes", len);
+		EXPECT_EQ(0, c.len);
+		ASSERT_EQ(1, wait1(self->a, &c));
+		EXPECT_EQ(40 + i, c.ctx);
+		EXPECT_EQ(-EFAULT, c.status) TH_LOG("%zu bytes", len);
+	}
+	EXPECT_EQ(0, ro[0]);
+	munmap(ro, 4096);
+}
+
 /* The sender's buffer of a rendezvous, registered and dropped: read through the cache. */
 TEST_F(pair, registered_rendezvous_source_pins_nothing)
 {
