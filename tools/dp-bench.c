@@ -105,8 +105,20 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* bwdiag: map buffers without transparent huge pages */
-static int no_thp;
+/*
+ * Transparent huge pages in the buffers dp-bench maps.  Under TCG a
+ * kernel copy into a PMD-mapped huge page, dmaplane's and CMA's alike,
+ * runs at a fraction of its speed into small pages
+ * (Documentation/bench/2026-12-02-copy-remote-thp.rst), and whether a
+ * buffer got one depended on where mmap() put it: a table could compare
+ * one transport copying into huge pages with another copying into small
+ * ones.  So the messaging modes map every buffer in small pages
+ * (THP_OFF); bwdiag's thp=on rows align every buffer of 2 MiB or more to
+ * 2 MiB with MADV_HUGEPAGE (THP_ON); reg keeps the kernel's default.
+ */
+enum thp_mode { THP_OFF, THP_ON, THP_DEFAULT };
+static enum thp_mode thp_mode = THP_OFF;
+#define THP_SIZE	(2UL << 20)
 
 /* -m: the largest message size measured */
 static uint64_t max_size = 1ULL << 30;
@@ -114,18 +126,37 @@ static uint64_t max_size = 1ULL << 30;
 /* dmaplane measurements that failed: the exit status says so */
 static int dp_failures;
 
-static void *map_touched(size_t len)
+/*
+ * Fresh anonymous memory as thp_mode says, written once; at @at
+ * (replacing what is there: an address this function returned for the
+ * same length) or anywhere.
+ */
+static void *map_touched_at(void *at, size_t len)
 {
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | (no_thp ? 0 : MAP_POPULATE),
-		       -1, 0);
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), maplen = (len + pg - 1) / pg * pg;
+	size_t align = thp_mode == THP_ON && !at && len >= THP_SIZE ? THP_SIZE : 0;
+	char *p = mmap(at, maplen + align, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED : 0), -1, 0);
 
 	if (p == MAP_FAILED)
 		return NULL;
-	if (no_thp)
-		madvise(p, len, MADV_NOHUGEPAGE);
+	if (align) {
+		char *q = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+
+		if (q > p)
+			munmap(p, q - p);
+		munmap(q + maplen, p + align - q);
+		p = q;
+	}
+	if (thp_mode != THP_DEFAULT)
+		madvise(p, maplen, thp_mode == THP_ON ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	memset(p, 0xa5, len);
 	return p;
+}
+
+static void *map_touched(size_t len)
+{
+	return map_touched_at(NULL, len);
 }
 
 /* AnonHugePages of this process, in kB (-1 when unknown). */
@@ -401,6 +432,8 @@ struct xport {
 	const char *name;
 	int (*init)(struct xport *x, size_t max);	/* before fork */
 	int (*setup)(struct xport *x, int rank);	/* after fork */
+	/* optional: after both ranks, undo init() (a later run's fork inherits nothing) */
+	void (*fini)(struct xport *x);
 	int (*send)(struct xport *x, int rank, void *buf, size_t len);
 	int (*recv)(struct xport *x, int rank, void *buf, size_t len);
 	/* optional: @w messages at once (window); default: @w send/recv calls */
@@ -472,6 +505,13 @@ static int pipe_init(struct xport *x, size_t max)
 	return pipe(x->fds[0]) || pipe(x->fds[1]) ? -errno : 0;
 }
 
+static void pipe_fini(struct xport *x)
+{
+	for (int d = 0; d < 2; d++)
+		for (int e = 0; e < 2; e++)
+			close(x->fds[d][e]);
+}
+
 static int pipe_setup(struct xport *x, int rank)
 {
 	(void)x;
@@ -503,6 +543,12 @@ static int unix_init(struct xport *x, size_t max)
 	return 0;
 }
 
+static void unix_fini(struct xport *x)
+{
+	close(x->sv[0]);
+	close(x->sv[1]);
+}
+
 static int unix_send(struct xport *x, int rank, void *buf, size_t len)
 {
 	return full_write(x->sv[rank], buf, len);
@@ -529,11 +575,34 @@ static int cma_init(struct xport *x, size_t max)
 	return pipe_init(x, max);
 }
 
+/*
+ * Each rank maps its receive buffer anew after the fork, at the address
+ * both ranks know: the one cma_init() mapped is shared copy-on-write with
+ * the other rank, and the first write into it split its huge pages,
+ * while dmaplane's receive buffers (mapped in the rank) kept theirs, so
+ * that CMA wrote into small pages where dmaplane wrote into huge ones
+ * (Documentation/bench/2026-11-30-4mib-anomaly.rst).
+ */
 static int cma_setup(struct xport *x, int rank)
 {
-	(void)rank;
+	char c = 0;
+	int ret;
+
 	x->pid[0] = getppid();	/* rank 1 is the child */
-	return 0;
+	if (!map_touched_at(x->rbuf[rank], x->max ? x->max : 1))
+		return -ENOMEM;
+	/* Neither writes into the other's buffer before it is the new one. */
+	ret = full_write(x->fds[rank][1], &c, 1);
+	return ret ? ret : full_read(x->fds[!rank][0], &c, 1);
+}
+
+static void cma_fini(struct xport *x)
+{
+	for (int i = 0; i < 2; i++) {
+		munmap(x->rbuf[i], x->max ? x->max : 1);
+		x->rbuf[i] = NULL;
+	}
+	pipe_fini(x);
 }
 
 static int cma_send(struct xport *x, int rank, void *buf, size_t len)
@@ -568,6 +637,12 @@ static int shm_init(struct xport *x, size_t max)
 	x->shm = mmap(NULL, 2 * (64 + max), PROT_READ | PROT_WRITE,
 		      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	return x->shm == MAP_FAILED ? -ENOMEM : 0;
+}
+
+static void shm_fini(struct xport *x)
+{
+	munmap(x->shm, 2 * (64 + x->max));
+	x->shm = NULL;
 }
 
 static int shm_send(struct xport *x, int rank, void *buf, size_t len)
@@ -926,10 +1001,14 @@ static struct xport xports[] = {
 	{ .name = "dmaplane", .init = dp_x_init, .setup = dp_x_setup,
 	  .send = dp_x_send, .recv = dp_x_recv,
 	  .send_w = dp_x_send_w, .recv_w = dp_x_recv_w },
-	{ .name = "pipe", .init = pipe_init, .setup = pipe_setup, .send = pipe_send, .recv = pipe_recv },
-	{ .name = "unix", .init = unix_init, .setup = pipe_setup, .send = unix_send, .recv = unix_recv },
-	{ .name = "cma", .init = cma_init, .setup = cma_setup, .send = cma_send, .recv = cma_recv },
-	{ .name = "shm2copy", .init = shm_init, .setup = pipe_setup, .send = shm_send, .recv = shm_recv },
+	{ .name = "pipe", .init = pipe_init, .setup = pipe_setup, .fini = pipe_fini,
+	  .send = pipe_send, .recv = pipe_recv },
+	{ .name = "unix", .init = unix_init, .setup = pipe_setup, .fini = unix_fini,
+	  .send = unix_send, .recv = unix_recv },
+	{ .name = "cma", .init = cma_init, .setup = cma_setup, .fini = cma_fini,
+	  .send = cma_send, .recv = cma_recv },
+	{ .name = "shm2copy", .init = shm_init, .setup = pipe_setup, .fini = shm_fini,
+	  .send = shm_send, .recv = shm_recv },
 };
 #define NR_XPORTS (sizeof(xports) / sizeof(xports[0]))
 
@@ -1162,6 +1241,8 @@ static double run_forked(struct xport *x, rank_fn fn, const struct run_args *a)
 	ret = x->setup(x, 0);
 	res[0] = ret ? ret : fn(x, 0, a, NULL);
 	waitpid(pid, &status, 0);
+	if (x->fini)
+		x->fini(x);
 	out = res[0];
 	last_rx_thp_kb = (long)res[1];
 	munmap(res, 2 * sizeof(double));
@@ -1277,7 +1358,8 @@ static int bench_bw(int windows)
 	static const size_t sizes[] = { 1024, 16384, 65536, 1 << 20, 4 << 20 };
 	char sz[32];
 
-	printf("# dp-bench bw: window of 16 messages, MB/s (higher is better)\n");
+	printf("# dp-bench bw: window of 16 messages, MB/s (higher is better); buffers in small\n"
+	       "# pages (bwdiag: with huge pages)\n");
 	printf("%-8s", "size");
 	for (unsigned int t = 0; t < NR_XPORTS; t++)
 		printf(" %10s", xports[t].name);
@@ -1512,13 +1594,15 @@ out:
 
 /*
  * bwdiag: the 4 MiB bandwidth anomaly.  dmaplane and CMA streams at
- * 1-4 MiB, window 16 (as bw) and window 1, with the buffers backed by
- * transparent huge pages (the default: a 4 MiB anonymous mapping always
- * holds at least one aligned 2 MiB extent) and without (MADV_NOHUGEPAGE),
+ * 1-4 MiB, window 16 (as bw) and window 1, with the buffers of 2 MiB or
+ * more backed by transparent huge pages (thp=on: 2 MiB aligned,
+ * MADV_HUGEPAGE) and without (thp=off: MADV_NOHUGEPAGE, as every other
+ * mode maps them: see thp_mode),
  * dmaplane's waiter spinning (sched_yield every 1024 polls, as bw did at
  * first) or sleeping in dp_wait() after 1024 polls (now the default).
- * rx-THP-kB: the receiver's AnonHugePages with its buffer mapped (the
- * dp-block w16 run).
+ * dp-rx-THP and cma-rx-THP: the receiver's AnonHugePages (kB) with its
+ * buffer mapped, in the dp-block w16 run and in the cma w16 run (both map
+ * the receive buffer in the receiving process: see cma_setup()).
  */
 static int bench_bwdiag(int windows)
 {
@@ -1526,18 +1610,19 @@ static int bench_bwdiag(int windows)
 	static const int ws[] = { 16, 1 };
 	char sz[32];
 
-	printf("# dp-bench bwdiag: MB/s, %d windows; thp=on: default mappings, thp=off: MADV_NOHUGEPAGE\n",
+	printf("# dp-bench bwdiag: MB/s, %d windows; thp=on: buffers 2 MiB aligned with\n"
+	       "# MADV_HUGEPAGE, thp=off: MADV_NOHUGEPAGE (as in every other mode)\n",
 	       windows);
-	printf("%-8s %-5s %12s %12s %12s %10s %10s %10s\n", "size", "thp",
+	printf("%-8s %-5s %12s %12s %12s %10s %10s %10s %10s\n", "size", "thp",
 	       "dp-spin w16", "dp-block w16", "dp-block w1", "cma w16", "cma w1",
-	       "rx-THP-kB");
+	       "dp-rx-THP", "cma-rx-THP");
 	for (int h = 0; h < 2; h++)
 		for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-			long thp_kb = -1;
+			long thp_kb = -1, cma_thp_kb = -1;
 
 			if (sizes[i] > max_size)
 				break;
-			no_thp = h;
+			thp_mode = h ? THP_OFF : THP_ON;
 			printf("%-8s %-5s", fmt_size(sizes[i], sz, sizeof(sz)),
 			       h ? "off" : "on");
 			for (int t = 0; t < 5; t++) {
@@ -1550,6 +1635,8 @@ static int bench_bwdiag(int windows)
 				spin_yield = 0;
 				if (t == 1)
 					thp_kb = last_rx_thp_kb;
+				if (t == 3)
+					cma_thp_kb = last_rx_thp_kb;
 				if (v < 0 && t < 3)
 					dp_failures++;
 				if (v < 0)
@@ -1558,9 +1645,9 @@ static int bench_bwdiag(int windows)
 					printf(" %*.1f", t < 3 ? 12 : 10, v * sizes[i] / 1e6);
 				fflush(stdout);
 			}
-			printf(" %10ld\n", thp_kb);
+			printf(" %10ld %10ld\n", thp_kb, cma_thp_kb);
 		}
-	no_thp = 0;
+	thp_mode = THP_OFF;
 	return 0;
 }
 
@@ -2438,8 +2525,10 @@ int main(int argc, char **argv)
 	}
 	if (server || peer)
 		return usage(stderr);
-	if (!strcmp(argv[1], "reg"))
+	if (!strcmp(argv[1], "reg")) {
+		thp_mode = THP_DEFAULT;
 		ret = bench_reg(max_size, iters ? iters : 9, ibdev);
+	}
 	else if (!strcmp(argv[1], "lat"))
 		ret = bench_lat(iters ? iters : 200);
 	else if (!strcmp(argv[1], "bw"))
