@@ -149,6 +149,14 @@ struct dmaplane_stats {
 #define DMAPLANE_MATCH_SHRINK_BITS	8
 #define DMAPLANE_MATCH_MAX_BITS		17
 
+/*
+ * Receives for any source that ignore tag bits are hashed by their
+ * accepted bits for up to DMAPLANE_MATCH_MASKS distinct ignore masks at a
+ * time (an MPI library uses one or two: MPI_ANY_TAG); receives with a
+ * mask beyond those wait on a list.
+ */
+#define DMAPLANE_MATCH_MASKS		8
+
 /**
  * struct dmaplane_match_qnode - an entry's place in a matcher hash table
  * @hnode: in its table's bucket while the entry is the first of its key
@@ -189,14 +197,18 @@ struct dmaplane_match_table {
  * @q: fully specified receives (a source, no ignored tag bit): in
  *	&dmaplane_matcher.recv_spec; any-source receives with no ignored
  *	tag bit: in &dmaplane_matcher.recv_tag; receives naming a source
- *	and ignoring tag bits: in &dmaplane_matcher.recv_src
- * @node: any-source receives with ignored tag bits: on
+ *	and ignoring tag bits: in &dmaplane_matcher.recv_src; any-source
+ *	receives ignoring tag bits (but @listed ones): in
+ *	&dmaplane_matcher.recv_mask
+ * @node: any-source receives with ignored tag bits whose mask found no
+ *	slot in &dmaplane_matcher.masks (@listed): on
  *	&dmaplane_matcher.recv_masked
  * @all_node: on &dmaplane_matcher.recv_all, every posted receive
  * @src: source, or %DMAPLANE_ANY_SRC
  * @tag: tag
  * @ignore: tag bits that do not take part in matching
  * @seq: posting order, set by the matcher
+ * @listed: on &dmaplane_matcher.recv_masked, set by the matcher
  */
 struct dmaplane_match_recv {
 	struct dmaplane_match_qnode q;
@@ -206,6 +218,7 @@ struct dmaplane_match_recv {
 	u64 tag;
 	u64 ignore;
 	u64 seq;
+	bool listed;
 };
 
 /**
@@ -234,8 +247,13 @@ struct dmaplane_match_msg {
  *	key's receives in posting order
  * @recv_src: receives naming a source and ignoring tag bits
  *	(MPI_ANY_TAG), by source, each source's in posting order
+ * @recv_mask: receives for any source that ignore tag bits, by (ignore
+ *	mask, the tag's other bits), each key's receives in posting order
+ * @masks: the distinct ignore masks of the receives in @recv_mask
+ * @nr_mask: how many receives in @recv_mask have each of @masks (0: the
+ *	slot is free)
  * @recv_masked: receives for any source that ignore tag bits, posting
- *	order
+ *	order, when their mask found no slot in @masks
  * @recv_all: every posted receive, posting order
  * @unexp_spec: every unexpected message by (source, tag), arrival order
  * @unexp_tag: every unexpected message by tag, arrival order
@@ -257,6 +275,9 @@ struct dmaplane_matcher {
 	struct dmaplane_match_table recv_spec;
 	struct dmaplane_match_table recv_tag;
 	struct dmaplane_match_table recv_src;
+	struct dmaplane_match_table recv_mask;
+	u64 masks[DMAPLANE_MATCH_MASKS];
+	unsigned int nr_mask[DMAPLANE_MATCH_MASKS];
 	struct list_head recv_masked;
 	struct list_head recv_all;
 	struct dmaplane_match_table unexp_spec;

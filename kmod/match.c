@@ -20,13 +20,17 @@
  * - any source, exact tag (MPI_ANY_SOURCE): in a hash table keyed by tag;
  * - a source, ignored tag bits (MPI_ANY_TAG): in a hash table keyed by
  *   source, scanned only among that source's;
- * - any source, ignored tag bits: on one list, scanned whole.
+ * - any source, ignored tag bits: in a hash table keyed by (ignore mask,
+ *   the tag's other bits), for up to DMAPLANE_MATCH_MASKS distinct masks
+ *   at a time; a receive with a mask beyond those goes on a list,
+ *   scanned whole.
  *
  * Every receive carries a sequence number in posting order.  An arriving
- * message has at most four candidates: the first receive of its (source,
- * tag) key, the first of its tag key, the first accepting one of its
- * source's masked receives and the first accepting one on the list; the
- * one posted first wins, as UCX does.  Unexpected messages are in three
+ * message has at most 4 + DMAPLANE_MATCH_MASKS candidates: the first
+ * receive of its (source, tag) key, the first of its tag key, the first
+ * accepting one of its source's masked receives, the first receive of the
+ * key (mask, tag & ~mask) for each mask in use, and the first accepting
+ * one on the list; the one posted first wins, as UCX does.  Unexpected messages are in three
  * hash tables, by (source, tag), by tag and by source, and on a list,
  * each in arrival order, so that a posted receive of the first two kinds
  * takes the first message of its key at once, one of the third kind
@@ -64,6 +68,7 @@ enum {
 	MATCH_T_UNEXP_TAG,	/* dmaplane_match_msg.by_tag: (ANY_SRC, tag) */
 	MATCH_T_RECV_SRC,	/* dmaplane_match_recv.q: (src, 0) */
 	MATCH_T_UNEXP_SRC,	/* dmaplane_match_msg.by_src: (src, 0) */
+	MATCH_T_RECV_MASK,	/* dmaplane_match_recv.q: (ignore, tag & ~ignore) */
 };
 
 static u64 match_hash(u64 src, u64 tag)
@@ -104,6 +109,11 @@ static void qnode_key(const struct dmaplane_match_table *t,
 		r = container_of(q, struct dmaplane_match_recv, q);
 		*src = r->src;
 		*tag = 0;
+		break;
+	case MATCH_T_RECV_MASK:
+		r = container_of(q, struct dmaplane_match_recv, q);
+		*src = r->ignore;
+		*tag = r->tag & ~r->ignore;
 		break;
 	default:
 		msg = container_of(q, struct dmaplane_match_msg, by_src);
@@ -274,6 +284,10 @@ int dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock)
 	ret = table_init(m, &m->unexp_src, MATCH_T_UNEXP_SRC);
 	if (ret)
 		goto err_recv_src;
+	ret = table_init(m, &m->recv_mask, MATCH_T_RECV_MASK);
+	if (ret)
+		goto err_unexp_src;
+	memset(m->nr_mask, 0, sizeof(m->nr_mask));
 	INIT_LIST_HEAD(&m->recv_masked);
 	INIT_LIST_HEAD(&m->recv_all);
 	INIT_LIST_HEAD(&m->unexp_all);
@@ -283,6 +297,8 @@ int dmaplane_matcher_init(struct dmaplane_matcher *m, struct mutex *lock)
 	m->lock = lock;
 	return 0;
 
+err_unexp_src:
+	table_destroy(&m->unexp_src);
 err_recv_src:
 	table_destroy(&m->recv_src);
 err_unexp_tag:
@@ -312,6 +328,7 @@ void dmaplane_matcher_destroy(struct dmaplane_matcher *m)
 	table_destroy(&m->unexp_tag);
 	table_destroy(&m->recv_src);
 	table_destroy(&m->unexp_src);
+	table_destroy(&m->recv_mask);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_matcher_destroy);
 
@@ -325,9 +342,47 @@ static void matcher_assert_held(struct dmaplane_matcher *m)
 static struct dmaplane_match_table *recv_table(struct dmaplane_matcher *m,
 					       const struct dmaplane_match_recv *r)
 {
-	if (r->ignore)
-		return r->src == DMAPLANE_ANY_SRC ? NULL : &m->recv_src;
+	if (r->ignore) {
+		if (r->src != DMAPLANE_ANY_SRC)
+			return &m->recv_src;
+		return r->listed ? NULL : &m->recv_mask;
+	}
 	return r->src == DMAPLANE_ANY_SRC ? &m->recv_tag : &m->recv_spec;
+}
+
+/* Count a receive with ignore mask @mask in a slot of @m->masks, if one is free. */
+static bool mask_get(struct dmaplane_matcher *m, u64 mask)
+{
+	int i, free = -1;
+
+	for (i = 0; i < DMAPLANE_MATCH_MASKS; i++) {
+		if (!m->nr_mask[i]) {
+			if (free < 0)
+				free = i;
+		} else if (m->masks[i] == mask) {
+			m->nr_mask[i]++;
+			return true;
+		}
+	}
+	if (free < 0)
+		return false;
+	m->masks[free] = mask;
+	m->nr_mask[free] = 1;
+	return true;
+}
+
+/* Uncount a receive counted by mask_get(). */
+static void mask_put(struct dmaplane_matcher *m, u64 mask)
+{
+	int i;
+
+	for (i = 0; i < DMAPLANE_MATCH_MASKS; i++) {
+		if (m->nr_mask[i] && m->masks[i] == mask) {
+			m->nr_mask[i]--;
+			return;
+		}
+	}
+	WARN_ON_ONCE(1);
 }
 
 static bool recv_accepts(const struct dmaplane_match_recv *r, u64 src, u64 tag)
@@ -353,6 +408,8 @@ static void recv_unlink(struct dmaplane_matcher *m, struct dmaplane_match_recv *
 		table_del(m, t, &r->q);
 	else
 		list_del_init(&r->node);
+	if (t == &m->recv_mask)
+		mask_put(m, r->ignore);
 	list_del_init(&r->all_node);
 	m->nr_recvs--;
 }
@@ -416,11 +473,16 @@ struct dmaplane_match_msg *dmaplane_match_post_recv(struct dmaplane_matcher *m,
 		return msg;
 	}
 	r->seq = m->next_seq++;
+	r->listed = r->ignore && r->src == DMAPLANE_ANY_SRC && !mask_get(m, r->ignore);
 	t = recv_table(m, r);
-	if (t)
-		table_add(m, t, &r->q, r->src, t == &m->recv_src ? 0 : r->tag);
-	else
+	if (t) {
+		u64 ksrc, ktag;
+
+		qnode_key(t, &r->q, &ksrc, &ktag);
+		table_add(m, t, &r->q, ksrc, ktag);
+	} else {
 		list_add_tail(&r->node, &m->recv_masked);
+	}
 	list_add_tail(&r->all_node, &m->recv_all);
 	m->nr_recvs++;
 	return NULL;
@@ -444,6 +506,7 @@ struct dmaplane_match_recv *dmaplane_match_take_recv(struct dmaplane_matcher *m,
 {
 	struct dmaplane_match_recv *r, *best = NULL;
 	struct dmaplane_match_qnode *first, *q;
+	int i;
 
 	matcher_assert_held(m);
 	q = table_find(&m->recv_spec, src, tag);
@@ -464,6 +527,16 @@ struct dmaplane_match_recv *dmaplane_match_take_recv(struct dmaplane_matcher *m,
 			best = r;
 			break;
 		}
+	}
+	for (i = 0; i < DMAPLANE_MATCH_MASKS; i++) {
+		if (!m->nr_mask[i])
+			continue;
+		q = table_find(&m->recv_mask, m->masks[i], tag & ~m->masks[i]);
+		if (!q)
+			continue;
+		r = container_of(q, struct dmaplane_match_recv, q);
+		if (!best || r->seq < best->seq)
+			best = r;
 	}
 	list_for_each_entry(r, &m->recv_masked, node) {
 		/* Later masked receives cannot beat an earlier candidate. */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * KUnit tests for dmaplane tag matching: MPI ordering rules, wildcards,
- * ignore masks, unexpected messages, probe and cancel, the four kinds of
- * receive (hashed by source and tag, by tag, by source, masked list), table
+ * ignore masks, unexpected messages, probe and cancel, the kinds of
+ * receive (hashed by source and tag, by tag, by source, by mask and the
+ * tag's other bits, the list of masks beyond those hashed), table
  * growth to 100,000 entries and its allocation failures, and randomised
  * comparisons against a straightforward reference matcher.
  */
@@ -43,6 +44,20 @@ static void match_exit(struct kunit *test)
 
 	if (f)
 		dmaplane_matcher_destroy(&f->m);
+}
+
+/*
+ * An ignore mask for the randomised tests: one of 12 (more than
+ * DMAPLANE_MATCH_MASKS, so that some any-source masked receives go on the
+ * list), ~0 and 1 most often.
+ */
+static u64 rand_mask(u32 rnd)
+{
+	static const u64 masks[] = {
+		~0ULL, 1, ~0ULL, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0xa, 0xc,
+	};
+
+	return masks[rnd % ARRAY_SIZE(masks)];
 }
 
 /* Post a receive; return the index of the message it took, or -1. */
@@ -466,12 +481,12 @@ static void init_allocation_failures(struct kunit *test)
 	unsigned int n;
 
 	KUNIT_ASSERT_NOT_NULL(test, m);
-	/* The Nth of the six table allocations fails: unwound (kmemleak). */
-	for (n = 1; n <= 6; n++) {
+	/* The Nth of the seven table allocations fails: unwound (kmemleak). */
+	for (n = 1; n <= 7; n++) {
 		m->fail_alloc = n;
 		KUNIT_EXPECT_EQ(test, dmaplane_matcher_init(m, NULL), -ENOMEM);
 	}
-	m->fail_alloc = 7;
+	m->fail_alloc = 8;
 	KUNIT_EXPECT_EQ(test, dmaplane_matcher_init(m, NULL), 0);
 	dmaplane_matcher_destroy(m);
 }
@@ -551,7 +566,7 @@ static void random_against_reference(struct kunit *test)
 			if (rnd & (1u << 21))
 				src = ANY;
 			if (rnd & (1u << 22))
-				ignore = (rnd & (1u << 23)) ? ~0ULL : 1;
+				ignore = rand_mask(rnd >> 24);
 			for (j = 0; j < f->nr_msg; j++) {
 				struct ref_recv probe = { src, tag, ignore };
 
@@ -624,7 +639,7 @@ static void random_with_removal_against_reference(struct kunit *test)
 			if ((rnd >> 14) % 3 == 1)
 				src = ANY;
 			if ((rnd >> 14) % 3 == 2) {
-				ignore = rnd & BIT(16) ? ~0ULL : 1;
+				ignore = rand_mask(rnd >> 24);
 				if (rnd & BIT(17))
 					src = ANY;
 			}
@@ -719,6 +734,62 @@ static void random_with_removal_against_reference(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, m->recv_spec.nr_keys + m->recv_tag.nr_keys, 0u);
 	KUNIT_EXPECT_EQ(test, m->unexp_spec.nr_keys + m->unexp_tag.nr_keys, 0u);
 	KUNIT_EXPECT_EQ(test, m->recv_src.nr_keys + m->unexp_src.nr_keys, 0u);
+	KUNIT_EXPECT_EQ(test, m->recv_mask.nr_keys, 0u);
+	for (j = 0; j < DMAPLANE_MATCH_MASKS; j++)
+		KUNIT_EXPECT_EQ(test, m->nr_mask[j], 0u);
+	KUNIT_EXPECT_TRUE(test, list_empty(&m->recv_masked));
+}
+
+/*
+ * Any-source receives that ignore tag bits are hashed by (mask, the tag's
+ * other bits) for DMAPLANE_MATCH_MASKS distinct masks; one more mask goes
+ * on the list, and the earliest accepting receive of all wins.  A mask's
+ * slot is free again once its last receive left.
+ */
+static void masked_receives_hashed_by_mask(struct kunit *test)
+{
+	struct fixture *f = test->priv;
+	struct dmaplane_matcher *m = &f->m;
+	int i;
+
+	/* r0..r7: eight masks, 0x1, 0x3, ... 0xff; tag 0x100 on the rest. */
+	for (i = 0; i < DMAPLANE_MATCH_MASKS; i++)
+		KUNIT_EXPECT_EQ(test, post(test, ANY, 0x100, (2ULL << i) - 1), -1);
+	KUNIT_EXPECT_EQ(test, m->recv_mask.nr_keys, (unsigned int)DMAPLANE_MATCH_MASKS);
+	KUNIT_EXPECT_TRUE(test, list_empty(&m->recv_masked));
+	/* r8: a ninth mask waits on the list; r9: a known mask, hashed. */
+	KUNIT_EXPECT_EQ(test, post(test, ANY, 0, 0x1ff), -1);
+	KUNIT_EXPECT_FALSE(test, list_empty(&m->recv_masked));
+	KUNIT_EXPECT_TRUE(test, f->recv[8].listed);
+	KUNIT_EXPECT_EQ(test, post(test, ANY, 0x300, 0x1), -1);
+	KUNIT_EXPECT_FALSE(test, f->recv[9].listed);
+	/* r10: same mask and accepted bits as r0, later: the same key. */
+	KUNIT_EXPECT_EQ(test, post(test, ANY, 0x101, 0x1), -1);
+	KUNIT_EXPECT_EQ(test, m->recv_mask.nr_keys, (unsigned int)DMAPLANE_MATCH_MASKS + 1);
+
+	/* 0x1ff: r7 (mask 0xff) and the listed r8 accept it; r7 first. */
+	KUNIT_EXPECT_EQ(test, arrive(test, 5, 0x1ff), 7);
+	/* 0x100 and 0x101 match r0..r6, r8 and r10: the earliest each time. */
+	for (i = 0; i < 7; i++)
+		KUNIT_EXPECT_EQ(test, arrive(test, i, 0x100 + (i & 1)), i);
+	/* The listed r8 before the later hashed r10, then r10. */
+	KUNIT_EXPECT_EQ(test, arrive(test, 1, 0x101), 8);
+	KUNIT_EXPECT_EQ(test, arrive(test, 1, 0x100), 10);
+	KUNIT_EXPECT_EQ(test, arrive(test, 1, 0x1ff), -1);
+	KUNIT_EXPECT_EQ(test, m->nr_unexp, 1u);
+	KUNIT_EXPECT_TRUE(test, list_empty(&m->recv_masked));
+	/* Only r9's mask is left: the other slots are free. */
+	KUNIT_EXPECT_EQ(test, m->recv_mask.nr_keys, 1u);
+	for (i = 0; i < DMAPLANE_MATCH_MASKS; i++)
+		KUNIT_EXPECT_EQ(test, m->nr_mask[i], m->masks[i] == 0x1 ? 1u : 0u);
+	/* r11: a new mask takes a free slot (hashed, not listed). */
+	KUNIT_EXPECT_EQ(test, post(test, ANY, 0x400, 0xf0f), -1);
+	KUNIT_EXPECT_FALSE(test, f->recv[11].listed);
+	KUNIT_EXPECT_EQ(test, arrive(test, 2, 0x301), 9);	/* r11 accepts it too */
+	KUNIT_EXPECT_EQ(test, arrive(test, 2, 0x4f3), -1);	/* bits 4-7 differ */
+	KUNIT_EXPECT_EQ(test, arrive(test, 2, 0x30a), 11);
+	KUNIT_EXPECT_EQ(test, m->nr_recvs, 0u);
+	KUNIT_EXPECT_EQ(test, m->recv_mask.nr_keys, 0u);
 }
 
 static struct kunit_case dmaplane_match_cases[] = {
@@ -741,6 +812,7 @@ static struct kunit_case dmaplane_match_cases[] = {
 	KUNIT_CASE(init_allocation_failures),
 	KUNIT_CASE(growth_failure_keeps_table),
 	KUNIT_CASE(random_with_removal_against_reference),
+	KUNIT_CASE(masked_receives_hashed_by_mask),
 	{}
 };
 
