@@ -434,6 +434,12 @@ static int srv_check_hdr(struct server *sv, const struct kv_hdr *h)
 static int srv_add(struct server *sv, int z, uint64_t key, const void *val)
 {
 	uint32_t *p = (uint32_t *)srv_val(sv, z, key);
+	/*
+	 * The length once: in the loop's condition it was computed again
+	 * for every element (a 64-bit division), since a store through @p
+	 * may change sv->cfg->keys for all the compiler knows.
+	 */
+	uint64_t n = val_len(sv->cfg, z) / 4;
 	const uint32_t *g = val;
 
 	if (!p) {
@@ -441,7 +447,7 @@ static int srv_add(struct server *sv, int z, uint64_t key, const void *val)
 			sv->s, (unsigned long long)key);
 		return -EPROTO;
 	}
-	for (uint64_t i = 0; i < val_len(sv->cfg, z) / 4; i++)
+	for (uint64_t i = 0; i < n; i++)
 		p[i] += g[i];
 	if (++sv->pushes == sv->cfg->corrupt)
 		p[0] ^= 1;	/* --test-corrupt: the workers must notice */
