@@ -30,11 +30,12 @@
  * receive of its (source, tag) key, the first of its tag key, the first
  * accepting one of its source's masked receives, the first receive of the
  * key (mask, tag & ~mask) for each mask in use, and the first accepting
- * one on the list; the one posted first wins, as UCX does.  Unexpected messages are in three
- * hash tables, by (source, tag), by tag and by source, and on a list,
- * each in arrival order, so that a posted receive of the first two kinds
- * takes the first message of its key at once, one of the third kind
- * scans its source's messages and one of the fourth kind scans the list.
+ * one on the list; the one posted first wins, as UCX does.  Unexpected
+ * messages are in three hash tables, by (source, tag), by tag and by
+ * source, and on a list, each in arrival order, so that a posted receive
+ * of the first two kinds takes the first message of its key at once, one
+ * of the third kind scans its source's messages and one of the fourth
+ * kind scans the list.
  * Every entry leaves every structure it is on in O(1).
  *
  * A hash table holds one node per distinct key in its buckets: the
