@@ -1926,9 +1926,9 @@ static int bench_overlap(int iters)
  * receive it matches: all of them, as they were posted first).  Ranks 0
  * and 1 then ping-pong 8 bytes on tag 1 while the others block in
  * dp_wait() until rank 0's message for their first receive.  Ranks 0
- * and 1 are bound to CPUs 0 and 1 (as mpirun binds its ranks): left to
- * the scheduler, the two sometimes shared one of the VM's two vCPUs and
- * each spun out its 1024 polls before the other could answer.  Reported:
+ * and 1 are bound to CPUs 0 and 1 (as mpirun binds its ranks), so that
+ * the two never share one of the VM's two vCPUs, where each would spin
+ * out its 1024 polls before the other could answer.  Reported:
  * half the round trip, the median of SC_RUNS runs (one stall of the
  * emulator, tens of milliseconds, made a single run's mean 10x in a cell
  * picked at random), and its ratio to N = 2.
