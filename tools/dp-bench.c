@@ -368,6 +368,8 @@ static int bench_reg(uint64_t max, int iters, const char *ibdev)
 	(void)ibdev;
 #endif
 
+	thp_mode = THP_DEFAULT;	/* registration of memory as programs get it */
+
 	if (iters > 64)
 		iters = 64;
 	ret = dp_open(NULL, 0, &ep);
@@ -2531,10 +2533,8 @@ int main(int argc, char **argv)
 	}
 	if (server || peer)
 		return usage(stderr);
-	if (!strcmp(argv[1], "reg")) {
-		thp_mode = THP_DEFAULT;
+	if (!strcmp(argv[1], "reg"))
 		ret = bench_reg(max_size, iters ? iters : 9, ibdev);
-	}
 	else if (!strcmp(argv[1], "lat"))
 		ret = bench_lat(iters ? iters : 200);
 	else if (!strcmp(argv[1], "bw"))
