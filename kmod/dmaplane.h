@@ -73,6 +73,8 @@
  *	(mr.c); cumulative
  * @DMAPLANE_STAT_COPIES_PINNED: such copies that pinned the pages
  *	themselves (msg.c: copy_remote()); cumulative
+ * @DMAPLANE_STAT_RECV_PINS: posted receives holding the page of their
+ *	buffer pinned since they were posted (msg.c: recv_pin())
  * @DMAPLANE_NUM_STATS: number of counters
  *
  * Every object the module creates is counted and uncounted when it is
@@ -99,6 +101,7 @@ enum dmaplane_stat {
 	DMAPLANE_STAT_XFER_PAGES,
 	DMAPLANE_STAT_COPIES_CACHED,
 	DMAPLANE_STAT_COPIES_PINNED,
+	DMAPLANE_STAT_RECV_PINS,
 	DMAPLANE_NUM_STATS
 };
 
@@ -129,6 +132,7 @@ struct dmaplane_stats {
 			atomic_long_t xfer_pages;
 			atomic_long_t copies_cached;
 			atomic_long_t copies_pinned;
+			atomic_long_t recv_pins;
 		};
 		atomic_long_t counters[DMAPLANE_NUM_STATS];
 	};
@@ -681,6 +685,7 @@ int dmaplane_region_iter(struct dmaplane_region *r, u64 off, u64 len, bool to_re
 int dmaplane_region_iter_end(struct dmaplane_region_map *map);
 void dmaplane_ep_release_regions(struct dmaplane_ep *ep);
 int dmaplane_charge_pages(struct mm_struct *mm, unsigned long npages);
+int dmaplane_charge_pages_within(struct mm_struct *mm, unsigned long npages);
 void dmaplane_uncharge_pages(struct mm_struct *mm, unsigned long npages);
 
 /* arena.c */
@@ -697,6 +702,7 @@ int dmaplane_ioctl_mr_reg(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_dereg(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_query(struct dmaplane_ep *ep, void __user *uarg);
 void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc);
+bool dmaplane_mr_cache_covers(struct mm_struct *mm, u64 uaddr, u64 len, bool write);
 int dmaplane_mr_cache_copy(struct mm_struct *mm, u64 uaddr, u64 len,
 			   struct iov_iter *iter, bool to_mm);
 int dmaplane_mr_init(void);

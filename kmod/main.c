@@ -40,6 +40,7 @@ const char * const dmaplane_stat_names[] = {
 	[DMAPLANE_STAT_XFER_PAGES] = "xfer_pages",
 	[DMAPLANE_STAT_COPIES_CACHED] = "copies_cached",
 	[DMAPLANE_STAT_COPIES_PINNED] = "copies_pinned",
+	[DMAPLANE_STAT_RECV_PINS] = "recv_pins",
 };
 
 static struct dentry *dmaplane_debugfs;
@@ -236,6 +237,7 @@ static int dmaplane_stats_show(struct seq_file *m, void *unused)
 	DMAPLANE_STAT_CHECK(xfer_pages, DMAPLANE_STAT_XFER_PAGES);
 	DMAPLANE_STAT_CHECK(copies_cached, DMAPLANE_STAT_COPIES_CACHED);
 	DMAPLANE_STAT_CHECK(copies_pinned, DMAPLANE_STAT_COPIES_PINNED);
+	DMAPLANE_STAT_CHECK(recv_pins, DMAPLANE_STAT_RECV_PINS);
 	BUILD_BUG_ON(sizeof(struct dmaplane_stats) !=
 		     sizeof(atomic_long_t) * DMAPLANE_NUM_STATS);
 	BUILD_BUG_ON(ARRAY_SIZE(dmaplane_stat_names) != DMAPLANE_NUM_STATS);

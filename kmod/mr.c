@@ -50,8 +50,9 @@
  * copy, as with the pinning copy.  A write needs an entry pinned
  * writable: the access is the one checked when the entry was pinned, as
  * for regions (an mprotect() since does not revoke it, as it does not
- * revoke a registration).  Posting a receive never creates an entry: only
- * registrations are charged to RLIMIT_MEMLOCK.  The caches are found by
+ * revoke a registration).  Posting a receive never creates an entry (a
+ * small one pins its page for its own life instead: msg.c recv_pin(),
+ * which leaves a range this cache covers alone).  The caches are found by
  * mm in an RCU hash table and freed after a grace period.
  *
  * Locks, outermost first:
@@ -1036,6 +1037,35 @@ static struct dmaplane_mr_cache *mr_cache_get_mm(struct mm_struct *mm)
 	}
 	rcu_read_unlock();
 	return NULL;
+}
+
+/**
+ * dmaplane_mr_cache_covers() - does a registration of an mm cover a range?
+ * @mm: the address space of @uaddr
+ * @uaddr: user address in @mm
+ * @len: bytes, at least 1
+ * @write: an entry pinned writable is needed
+ *
+ * Whether a VALID entry of @mm's cache covers the range now (a copy may
+ * still find it gone: dmaplane_mr_cache_copy() says so).
+ */
+bool dmaplane_mr_cache_covers(struct mm_struct *mm, u64 uaddr, u64 len, bool write)
+{
+	struct dmaplane_mr_cache *c;
+	bool hit = false;
+	u64 end;
+
+	if (!len || check_add_overflow(uaddr, len - 1, &end))
+		return false;
+	c = mr_cache_get_mm(mm);
+	if (!c)
+		return false;
+	spin_lock(&c->lock);
+	if (mr_cache_find_locked(c, uaddr & PAGE_MASK, end | ~PAGE_MASK, write))
+		hit = true;
+	spin_unlock(&c->lock);
+	mr_cache_kref_put(c);
+	return hit;
 }
 
 /**

@@ -33,6 +33,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/bvec.h>
 #include <linux/compat.h>
 #include <linux/highmem.h>
 #include <linux/kthread.h>
@@ -122,12 +123,19 @@ struct dmaplane_msg {
  *	matcher and is freed when it matches or the endpoint drains)
  * @buf: the receiver's buffer
  * @ctx: receiver's context
+ * @page: the page of a buffer within one page of anonymous memory,
+ *	pinned and charged while the receive lives (recv_pin()), or NULL
+ * @page_off: the buffer's offset in @page
+ * @dirty: @page was written
  */
 struct dmaplane_recv {
 	struct dmaplane_match_recv m;
 	struct dmaplane_ep *owner;
 	struct dmaplane_ubuf buf;
 	u64 ctx;
+	struct page *page;
+	u16 page_off;
+	bool dirty;
 };
 
 /*
@@ -288,10 +296,11 @@ static noinline int copy_self(u64 uaddr, u64 len, struct iov_iter *iter,
  * When the range lies in a registration of @mm's registration cache (a
  * buffer registered once and deregistered stays pinned there), the copy
  * goes through those pages and pins nothing: dmaplane_mr_cache_copy().
- * Posting a receive does not create a cache entry (it would charge
- * RLIMIT_MEMLOCK behind the caller's back and keep the pages pinned after
- * the receive): only what the process registered is reused.  A small
- * copy within the caller's own address space goes through copy_self().
+ * Posting a receive does not create a cache entry (it would keep the
+ * pages pinned after the receive): only what the process registered is
+ * reused.  (A receive within one page brings its own pinned page:
+ * recv_pin(); its copy does not come here.)  A small copy within the
+ * caller's own address space goes through copy_self().
  *
  * Otherwise the pages are pinned at most COPY_PAGES at a time.  Each run
  * of pages of one folio is copied in one call; unpinning (and dirtying,
@@ -608,8 +617,69 @@ static void msg_free_data(struct dmaplane_msg *msg)
 	kfree(msg);
 }
 
+/*
+ * A receive whose buffer lies within one page pins that page when it is
+ * posted, in the receiver's own context: pin_user_pages_fast() walks the
+ * page tables without the mmap_lock.  The sender that takes the receive
+ * then copies into the page (recv_page_copy()) instead of pinning it in
+ * the receiver's address space (copy_remote(): mmap_lock, the slow walk,
+ * the larger part of copying a small message into another process).
+ * Until the receive completes, the data lands in the page
+ * mapped at post time (a buffer munmap()ed or MADV_DONTNEED'ed while its
+ * receive is posted does not see it, as with any pinned buffer; MPI
+ * forbids touching a pending receive's buffer).
+ *
+ * The pin is FOLL_LONGTERM (a receive may stay posted for long) and
+ * charged to RLIMIT_MEMLOCK and the module cap while the receive lives.
+ * Only anonymous memory is kept (a long pin of page cache would be
+ * dirtied behind the file system's writeback).  Over the limits (checked
+ * without the CAP_IPC_LOCK exemption: no capability check per receive),
+ * in a registration (whose cached pages serve the copy: nothing is
+ * pinned), or when the page cannot be pinned, the receive is posted
+ * without it and copied into as before: posting never fails for it.
+ */
+static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
+{
+	struct dmaplane_ubuf *b = &r->buf;
+	unsigned long a;
+
+	if (b->region || b->nsegs != 1 || !b->len || !ep->mm || current->mm != ep->mm)
+		return;
+	a = (unsigned long)b->segs[0].iov_base;
+	if (offset_in_page(a) + b->len > PAGE_SIZE ||
+	    dmaplane_mr_cache_covers(ep->mm, a, b->len, true) ||
+	    dmaplane_charge_pages_within(ep->mm, 1))
+		return;
+	if (pin_user_pages_fast(a & PAGE_MASK, 1, FOLL_WRITE | FOLL_LONGTERM,
+				&r->page) != 1)
+		goto err_uncharge;
+	if (!PageAnon(r->page))
+		goto err_unpin;
+	r->page_off = offset_in_page(a);
+	atomic_long_inc(&dmaplane_stats.recv_pins);
+	return;
+
+err_unpin:
+	unpin_user_page(r->page);
+err_uncharge:
+	r->page = NULL;
+	dmaplane_uncharge_pages(ep->mm, 1);
+}
+
+/* Copy the first @n bytes of @iter into the page of a pinned receive. */
+static int recv_page_copy(struct dmaplane_recv *r, u64 n, struct iov_iter *iter)
+{
+	r->dirty = true;
+	return copy_page_from_iter(r->page, r->page_off, n, iter) == n ? 0 : -EFAULT;
+}
+
 static void recv_free(struct dmaplane_recv *r)
 {
+	if (r->page) {
+		unpin_user_pages_dirty_lock(&r->page, 1, r->dirty);
+		dmaplane_uncharge_pages(r->owner->mm, 1);
+		atomic_long_dec(&dmaplane_stats.recv_pins);
+	}
 	ubuf_free(&r->buf);
 	kfree(r);
 }
@@ -651,10 +721,20 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 		return;
 	}
 	if (n) {
-		struct dmaplane_region_map map;
+		struct dmaplane_region_map map = { .r = NULL };
+		struct bio_vec bv;
 		int end;
 
-		ret = dmaplane_ubuf_iter(&r->buf, ITER_DEST, n, &iter, &map);
+		if (r->page) {
+			/* A pinned receive's page (recv_pin()). */
+			bv.bv_page = r->page;
+			bv.bv_offset = r->page_off;
+			bv.bv_len = n;
+			iov_iter_bvec(&iter, ITER_DEST, &bv, 1, n);
+			r->dirty = true;
+		} else {
+			ret = dmaplane_ubuf_iter(&r->buf, ITER_DEST, n, &iter, &map);
+		}
 		if (!ret) {
 			if (msg->data)
 				ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;
@@ -892,6 +972,7 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	ret = dmaplane_cq_reserve(ep->cq);
 	if (ret)
 		goto err_free_buf;
+	recv_pin(ep, r);
 
 	mutex_lock(&ep->match_lock);
 	mm = dmaplane_match_post_recv(&ep->matcher, &r->m);
@@ -979,7 +1060,8 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 	else
 		ret = dmaplane_ubuf_iter(sbuf, ITER_SOURCE, n, &iter, &map);
 	if (n && !ret)
-		ret = copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
+		ret = r->page ? recv_page_copy(r, n, &iter) :
+		      copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
 	end = dmaplane_ubuf_iter_end(&map);
 	ret = ret ?: end;
 	ubuf_free(&r->buf);

@@ -432,16 +432,8 @@ static unsigned long dmaplane_max_charged(void)
 	return totalram_pages() / 2;
 }
 
-/**
- * dmaplane_charge_pages() - account pages about to be pinned or allocated
- * @mm: address space to charge (its pinned_vm, as ib_umem does)
- * @npages: number of base pages
- *
- * Charges RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK, and always
- * the module-wide cap.  Return: 0, or -ENOMEM when either limit would be
- * exceeded (nothing is charged then).
- */
-int dmaplane_charge_pages(struct mm_struct *mm, unsigned long npages)
+/* dmaplane_charge_pages(); with @may_cap, CAP_IPC_LOCK exempts from RLIMIT_MEMLOCK. */
+static int charge_pages(struct mm_struct *mm, unsigned long npages, bool may_cap)
 {
 	unsigned long lock_limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	unsigned long new;
@@ -451,7 +443,7 @@ int dmaplane_charge_pages(struct mm_struct *mm, unsigned long npages)
 		goto err_uncharge_module;
 
 	new = atomic64_add_return(npages, &mm->pinned_vm);
-	if (new > lock_limit && !capable(CAP_IPC_LOCK))
+	if (new > lock_limit && (!may_cap || !capable(CAP_IPC_LOCK)))
 		goto err_uncharge_mm;
 
 	atomic_long_add(npages, &dmaplane_stats.charged_pages);
@@ -463,7 +455,38 @@ err_uncharge_module:
 	atomic_long_sub(npages, &dmaplane_charged);
 	return -ENOMEM;
 }
+
+/**
+ * dmaplane_charge_pages() - account pages about to be pinned or allocated
+ * @mm: address space to charge (its pinned_vm, as ib_umem does)
+ * @npages: number of base pages
+ *
+ * Charges RLIMIT_MEMLOCK unless the caller has CAP_IPC_LOCK, and always
+ * the module-wide cap.  Return: 0, or -ENOMEM when either limit would be
+ * exceeded (nothing is charged then).
+ */
+int dmaplane_charge_pages(struct mm_struct *mm, unsigned long npages)
+{
+	return charge_pages(mm, npages, true);
+}
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_charge_pages);
+
+/**
+ * dmaplane_charge_pages_within() - dmaplane_charge_pages() within
+ *	RLIMIT_MEMLOCK for every caller
+ * @mm: address space to charge
+ * @npages: number of base pages
+ *
+ * For pins that are an optimisation with a fallback (msg.c: a small
+ * posted receive): CAP_IPC_LOCK is not consulted, so that a process over
+ * its limit is not audited for a capability on every operation.
+ *
+ * Return: as dmaplane_charge_pages(); undone by dmaplane_uncharge_pages().
+ */
+int dmaplane_charge_pages_within(struct mm_struct *mm, unsigned long npages)
+{
+	return charge_pages(mm, npages, false);
+}
 
 /**
  * dmaplane_uncharge_pages() - undo dmaplane_charge_pages()

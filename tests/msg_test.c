@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "dp_test.h"
@@ -18,6 +19,11 @@
 #define EAGER 16384	/* the module's default eager_threshold */
 
 /* Wait for exactly one completion. */
+static size_t pgsz(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
 static int wait1(struct dp_ep *ep, struct dmaplane_cqe *cqe)
 {
 	return dp_wait(ep, cqe, 1, 10000);
@@ -1486,24 +1492,31 @@ TEST_F(pair, registered_receive_buffer_pins_nothing)
  * A message of up to 256 bytes between two endpoints of one process
  * (copy_self() in kmod/msg.c) is copied through the kernel's stack: no
  * page is pinned and the registration cache is not used; 257 bytes pin
- * as before.  A receive buffer that cannot be written fails the same
- * way on both paths: -EFAULT for the receive and for the send.
+ * as before.  The receive buffers straddle two pages, so that posting
+ * does not pin them (recv_pin(): see small_receive_pins_its_page).  A
+ * receive buffer that cannot be written fails the same way on both
+ * paths: -EFAULT for the receive and for the send.
  */
 TEST_F(pair, same_process_small_copy_pins_nothing)
 {
-	static const size_t lens[] = { 1, 8, 255, 256, 257 };
+	static const size_t lens[] = { 2, 8, 255, 256, 257 };
 	static const unsigned char zero[64];
-	unsigned char src[512], dst[512 + 64], *ro;
+	unsigned char src[512], *map, *dst, *ro;
 	struct rc_counts b0, b1;
 	struct dmaplane_cqe c;
 	unsigned int i;
 
 	ASSERT_LE(0, dp_test_stat("copies_pinned")) TH_LOG("no copies_pinned counter");
+	map = mmap(NULL, 2 * pgsz(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		size_t len = lens[i], off = i * 7 % 64;
 
+		/* dst + off .. + len crosses the page boundary. */
+		dst = map + pgsz() - len / 2 - off;
 		dp_test_fill(src, len, 300 + i);
-		memset(dst, 0, sizeof(dst));
+		memset(map, 0, 2 * pgsz());
 		rc_counts(&b0);
 		ASSERT_EQ(0, dp_recv(self->b, self->b2a, i, 0, dst + off, len, 10 + i));
 		ASSERT_EQ(0, dp_send(self->a, self->a2b, i, src, len, 20 + i));
@@ -1522,6 +1535,7 @@ TEST_F(pair, same_process_small_copy_pins_nothing)
 		EXPECT_EQ(0, b1.cached - b0.cached);
 		EXPECT_EQ(len > 256 ? 1 : 0, b1.pinned - b0.pinned) TH_LOG("%zu bytes", len);
 	}
+	munmap(map, 2 * pgsz());
 
 	/* A read-only receive buffer: both paths fail both sides with -EFAULT. */
 	ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1542,6 +1556,173 @@ TEST_F(pair, same_process_small_copy_pins_nothing)
 	}
 	EXPECT_EQ(0, ro[0]);
 	munmap(ro, 4096);
+}
+
+/* VmPin of this process (its mm's pinned_vm), in kB. */
+static long vm_pin_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/*
+ * One message of @len into @dst, the receive posted first (@unexp: the
+ * message sent first); the receive is pinned while posted when
+ * @want_pin (recv_pins, VmPin).  Returns whether the data is exact.
+ */
+static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
+		   unsigned char *dst, size_t len, int unexp, int want_pin, uint64_t seed)
+{
+	long pins = dp_test_stat("recv_pins"), vmpin = vm_pin_kb();
+	unsigned char src[4096];
+	struct dmaplane_cqe c;
+
+	dp_test_fill(src, len, seed);
+	memset(dst, 0, len);
+	if (unexp)
+		EXPECT_EQ(0, dp_send(self->a, self->a2b, seed, src, len, seed));
+	EXPECT_EQ(0, dp_recv(self->b, self->b2a, seed, 0, dst, len, seed + 1));
+	if (!unexp) {
+		EXPECT_EQ(pins + !!want_pin, dp_test_stat("recv_pins")) TH_LOG("%zu bytes", len);
+		EXPECT_EQ(vmpin + (want_pin ? pgsz() / 1024 : 0), vm_pin_kb());
+		EXPECT_EQ(0, dp_send(self->a, self->a2b, seed, src, len, seed));
+	}
+	EXPECT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(seed + 1, c.ctx);
+	EXPECT_EQ(len, c.len);
+	EXPECT_EQ(len, c.msg_len);
+	EXPECT_EQ(seed, c.tag);
+	EXPECT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(pins, dp_test_stat("recv_pins"));
+	EXPECT_EQ(vmpin, vm_pin_kb());
+	return !memcmp(dst, src, len);
+}
+
+/*
+ * A receive whose buffer lies within one page of anonymous memory pins
+ * that page while it is posted (kmod/msg.c recv_pin()): the sender copies
+ * into it and pins nothing (copies_pinned), the pin is charged to
+ * RLIMIT_MEMLOCK (VmPin) and released with the receive, whichever way it
+ * ends (completion, cancel, close).  Not pinned: a buffer across two
+ * pages or larger than one, in a registration (its cached pages serve),
+ * in shared memory, beyond RLIMIT_MEMLOCK (even with CAP_IPC_LOCK).
+ */
+TEST_F(pair, small_receive_pins_its_page)
+{
+	size_t pg = pgsz();
+	unsigned char *map = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE,
+				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	unsigned char *shm = mmap(NULL, pg, PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	long base_pins, base_charged, vmpin, before;
+	struct rc_counts b0, b1;
+	struct dmaplane_cqe c;
+	struct rlimit rl, low;
+	unsigned char *reg;
+	unsigned int i;
+
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_NE(MAP_FAILED, shm);
+	ASSERT_LE(0, dp_test_stat("recv_pins")) TH_LOG("no recv_pins counter");
+	base_pins = dp_test_stat("recv_pins");
+	base_charged = dp_test_stat("charged_pages");
+	vmpin = vm_pin_kb();
+	ASSERT_LE(0, vmpin);
+
+	/* Within one page: pinned, expected and unexpected, random lengths and places. */
+	srand(31);
+	rc_counts(&b0);
+	for (i = 0; i < 40; i++) {
+		size_t len = 1 + rand() % pg;
+		size_t off = rand() % (pg - len + 1);
+
+		memset(map, 0, 3 * pg);
+		EXPECT_TRUE(pin_one(_metadata, self, map + pg + off, len, i % 4 == 3,
+				    i % 4 != 3, 100 + i)) TH_LOG("%zu bytes at %zu", len, off);
+		/* Nothing written around it. */
+		EXPECT_EQ(0, off ? map[pg + off - 1] : 0);
+		EXPECT_EQ(0, off + len < pg ? map[pg + off + len] : 0);
+	}
+	rc_counts(&b1);
+	EXPECT_EQ(0, b1.pinned - b0.pinned);
+	EXPECT_EQ(0, b1.cached - b0.cached);
+
+	/* Across two pages, and a whole page plus one: not pinned. */
+	EXPECT_TRUE(pin_one(_metadata, self, map + pg - 4, 8, 0, 0, 200));
+	EXPECT_TRUE(pin_one(_metadata, self, map + pg - 2000, 4000, 0, 0, 201));
+	EXPECT_TRUE(pin_one(_metadata, self, map, pg + 1, 0, 0, 202));
+	/* Shared memory: not anonymous, not pinned. */
+	EXPECT_TRUE(pin_one(_metadata, self, shm + 100, 64, 0, 0, 203));
+	/* In a registration: the cache's pages serve, nothing more is pinned. */
+	reg = rc_map(NULL);
+	ASSERT_NE(NULL, reg);
+	ASSERT_EQ(0, rc_register_and_drop(self->b, reg, DMAPLANE_ACCESS_LOCAL_WRITE));
+	rc_counts(&b0);
+	EXPECT_TRUE(pin_one(_metadata, self, reg + pg + 10, 64, 0, 0, 204));
+	rc_counts(&b1);
+	EXPECT_EQ(1, b1.cached - b0.cached);
+	EXPECT_EQ(0, b1.pinned - b0.pinned);
+
+	/* Beyond RLIMIT_MEMLOCK: posted unpinned all the same, data exact. */
+	ASSERT_EQ(0, getrlimit(RLIMIT_MEMLOCK, &rl));
+	low = rl;
+	low.rlim_cur = vm_pin_kb() * 1024;
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &low));
+	EXPECT_TRUE(pin_one(_metadata, self, map + 2 * pg + 8, 8, 0, 0, 205));
+	ASSERT_EQ(0, setrlimit(RLIMIT_MEMLOCK, &rl));
+	EXPECT_TRUE(pin_one(_metadata, self, map + 2 * pg + 8, 8, 0, 1, 206));
+
+	/* Cancelled: the pin goes with the receive. */
+	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 7, 0, map + 2 * pg + 16, 16, 300));
+	EXPECT_EQ(base_pins + 1, dp_test_stat("recv_pins"));
+	EXPECT_EQ(0, dp_cancel(self->b, 300));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(-ECANCELED, c.status);
+	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
+
+	/* MADV_DONTNEED of a posted buffer: the receive completes, nothing leaks. */
+	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 8, 0, map + 2 * pg + 16, 16, 301));
+	ASSERT_EQ(0, madvise(map + 2 * pg, pg, MADV_DONTNEED));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 8, map, 16, 302));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(16, c.len);
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
+
+	/*
+	 * Posted at close: unpinned and uncharged with the endpoint (and the
+	 * registration's cache entry with b, its only endpoint).
+	 */
+	before = vm_pin_kb();
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 9, 0, map + 2 * pg + 64 * i, 64,
+				     400 + i));
+	EXPECT_EQ(base_pins + 8, dp_test_stat("recv_pins"));
+	EXPECT_EQ(before + 8 * (long)pg / 1024, vm_pin_kb());
+	dp_close(self->b);
+	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
+	for (i = 0; i < 50 && vm_pin_kb() != vmpin; i++)
+		usleep(20000);
+	EXPECT_EQ(vmpin, vm_pin_kb());
+	EXPECT_EQ(base_charged, dp_test_stat("charged_pages"));
+	munmap(map, 3 * pg);
+	munmap(shm, pg);
+	munmap(reg, RC_LEN);
+	self->b = dp_test_ep_new(0, 0);
+	ASSERT_NE(NULL, self->b);
 }
 
 /* The sender's buffer of a rendezvous, registered and dropped: read through the cache. */
