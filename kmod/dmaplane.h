@@ -344,6 +344,8 @@ struct dmaplane_matcher {
  * @wq: poll() waiters for completions
  * @eager_backlog: bytes of eager messages sent to other nodes and not
  *	acknowledged yet (ib_tx.c)
+ * @recv_pins: posted receives holding their buffer's page pinned (msg.c:
+ *	recv_pin()), at most recv_pins_max
  * @iov_bytes: bytes of iovec arrays (%DMAPLANE_OP_F_IOV) copied in for
  *	this endpoint's operations and not freed yet (msg.c)
  */
@@ -379,6 +381,7 @@ struct dmaplane_ep {
 	wait_queue_head_t wq;
 	atomic64_t eager_backlog;
 	atomic64_t iov_bytes;
+	atomic_t recv_pins;
 };
 
 /**

@@ -60,6 +60,11 @@ static unsigned int unexp_max = 4096;
 module_param(unexp_max, uint, 0644);
 MODULE_PARM_DESC(unexp_max, "Unexpected messages an endpoint may hold");
 
+static unsigned int recv_pins_max = 64;
+module_param(recv_pins_max, uint, 0644);
+MODULE_PARM_DESC(recv_pins_max,
+		 "Posted receives of an endpoint that may keep their buffer's page pinned (0: none)");
+
 #define MAX_SUBMIT	256
 /*
  * Remote copies pin COPY_PAGES pages per pin_user_pages_remote() call
@@ -630,9 +635,11 @@ static void msg_free_data(struct dmaplane_msg *msg)
  * forbids touching a pending receive's buffer).
  *
  * The pin is FOLL_LONGTERM (a receive may stay posted for long) and
- * charged to RLIMIT_MEMLOCK and the module cap while the receive lives.
- * Only anonymous memory is kept (a long pin of page cache would be
- * dirtied behind the file system's writeback).  Over the limits (checked
+ * charged to RLIMIT_MEMLOCK and the module cap while the receive lives;
+ * an endpoint keeps at most recv_pins_max such pins (64 pages: a
+ * process's RLIMIT_MEMLOCK stays for its registrations).  Only anonymous
+ * memory is kept (a long pin of page cache would be dirtied behind the
+ * file system's writeback).  Beyond those limits (RLIMIT_MEMLOCK checked
  * without the CAP_IPC_LOCK exemption: no capability check per receive),
  * in a registration (whose cached pages serve the copy: nothing is
  * pinned), or when the page cannot be pinned, the receive is posted
@@ -647,9 +654,12 @@ static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
 		return;
 	a = (unsigned long)b->segs[0].iov_base;
 	if (offset_in_page(a) + b->len > PAGE_SIZE ||
-	    dmaplane_mr_cache_covers(ep->mm, a, b->len, true) ||
-	    dmaplane_charge_pages_within(ep->mm, 1))
+	    dmaplane_mr_cache_covers(ep->mm, a, b->len, true))
 		return;
+	if (atomic_inc_return(&ep->recv_pins) > READ_ONCE(recv_pins_max))
+		goto err_unclaim;
+	if (dmaplane_charge_pages_within(ep->mm, 1))
+		goto err_unclaim;
 	if (pin_user_pages_fast(a & PAGE_MASK, 1, FOLL_WRITE | FOLL_LONGTERM,
 				&r->page) != 1)
 		goto err_uncharge;
@@ -664,6 +674,8 @@ err_unpin:
 err_uncharge:
 	r->page = NULL;
 	dmaplane_uncharge_pages(ep->mm, 1);
+err_unclaim:
+	atomic_dec(&ep->recv_pins);
 }
 
 /* Copy the first @n bytes of @iter into the page of a pinned receive. */
@@ -678,6 +690,7 @@ static void recv_free(struct dmaplane_recv *r)
 	if (r->page) {
 		unpin_user_pages_dirty_lock(&r->page, 1, r->dirty);
 		dmaplane_uncharge_pages(r->owner->mm, 1);
+		atomic_dec(&r->owner->recv_pins);
 		atomic_long_dec(&dmaplane_stats.recv_pins);
 	}
 	ubuf_free(&r->buf);

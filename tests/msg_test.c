@@ -1558,6 +1558,23 @@ TEST_F(pair, same_process_small_copy_pins_nothing)
 	munmap(ro, 4096);
 }
 
+/* A module parameter's value, or -1. */
+static long read_param(const char *name)
+{
+	char path[128];
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/module/dmaplane/parameters/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
 /* VmPin of this process (its mm's pinned_vm), in kB. */
 static long vm_pin_kb(void)
 {
@@ -1616,7 +1633,8 @@ static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
  * RLIMIT_MEMLOCK (VmPin) and released with the receive, whichever way it
  * ends (completion, cancel, close).  Not pinned: a buffer across two
  * pages or larger than one, in a registration (its cached pages serve),
- * in shared memory, beyond RLIMIT_MEMLOCK (even with CAP_IPC_LOCK).
+ * in shared memory, beyond RLIMIT_MEMLOCK (even with CAP_IPC_LOCK),
+ * beyond recv_pins_max receives of the endpoint.
  */
 TEST_F(pair, small_receive_pins_its_page)
 {
@@ -1625,7 +1643,7 @@ TEST_F(pair, small_receive_pins_its_page)
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	unsigned char *shm = mmap(NULL, pg, PROT_READ | PROT_WRITE,
 				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	long base_pins, base_charged, vmpin, before;
+	long base_pins, base_charged, vmpin, before, max;
 	struct rc_counts b0, b1;
 	struct dmaplane_cqe c;
 	struct rlimit rl, low;
@@ -1708,10 +1726,19 @@ TEST_F(pair, small_receive_pins_its_page)
 	 */
 	before = vm_pin_kb();
 	for (i = 0; i < 8; i++)
-		ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 9, 0, map + 2 * pg + 64 * i, 64,
+		ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 9, 0, map + 2 * pg + 32 * i, 32,
 				     400 + i));
 	EXPECT_EQ(base_pins + 8, dp_test_stat("recv_pins"));
 	EXPECT_EQ(before + 8 * (long)pg / 1024, vm_pin_kb());
+	/* At most recv_pins_max per endpoint. */
+	max = read_param("recv_pins_max");
+	ASSERT_LE(0, max);
+	for (; i < 70; i++)
+		ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 9, 0, map + 2 * pg + 32 * i, 32,
+				     400 + i));
+	max = max < 70 ? max : 70;
+	EXPECT_EQ(base_pins + max, dp_test_stat("recv_pins"));
+	EXPECT_EQ(before + max * (long)pg / 1024, vm_pin_kb());
 	dp_close(self->b);
 	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
 	for (i = 0; i < 50 && vm_pin_kb() != vmpin; i++)
