@@ -632,7 +632,9 @@ static void msg_free_data(struct dmaplane_msg *msg)
  * Until the receive completes, the data lands in the page
  * mapped at post time (a buffer munmap()ed or MADV_DONTNEED'ed while its
  * receive is posted does not see it, as with any pinned buffer; MPI
- * forbids touching a pending receive's buffer).
+ * forbids touching a pending receive's buffer).  Only a page mapped
+ * writable now is pinned (FOLL_NOFAULT): posting never faults the buffer
+ * in, so it never waits for a userfaultfd handler or for I/O.
  *
  * The pin is FOLL_LONGTERM (a receive may stay posted for long) and
  * charged to RLIMIT_MEMLOCK and the module cap while the receive lives;
@@ -660,7 +662,7 @@ static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
 		goto err_unclaim;
 	if (dmaplane_charge_pages_within(ep->mm, 1))
 		goto err_unclaim;
-	if (pin_user_pages_fast(a & PAGE_MASK, 1, FOLL_WRITE | FOLL_LONGTERM,
+	if (pin_user_pages_fast(a & PAGE_MASK, 1, FOLL_WRITE | FOLL_LONGTERM | FOLL_NOFAULT,
 				&r->page) != 1)
 		goto err_uncharge;
 	if (!PageAnon(r->page))

@@ -1634,7 +1634,7 @@ static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
  * ends (completion, cancel, close).  Not pinned: a buffer across two
  * pages or larger than one, in a registration (its cached pages serve),
  * in shared memory, beyond RLIMIT_MEMLOCK (even with CAP_IPC_LOCK),
- * beyond recv_pins_max receives of the endpoint.
+ * beyond recv_pins_max receives of the endpoint, a page not mapped yet.
  */
 TEST_F(pair, small_receive_pins_its_page)
 {
@@ -1721,9 +1721,25 @@ TEST_F(pair, small_receive_pins_its_page)
 	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
 
 	/*
+	 * Posting faults nothing in: the page MADV_DONTNEED took is not
+	 * pinned, the sender's copy faults it in and the data arrives.
+	 */
+	dp_test_fill(map + 100, 8, 303);
+	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 10, 0, map + 2 * pg + 8, 8, 303));
+	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 10, map + 100, 8, 304));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(8, c.len);
+	EXPECT_EQ(0, memcmp(map + 2 * pg + 8, map + 100, 8));
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+
+	/*
 	 * Posted at close: unpinned and uncharged with the endpoint (and the
 	 * registration's cache entry with b, its only endpoint).
 	 */
+	memset(map + 2 * pg, 0, pg);
 	before = vm_pin_kb();
 	for (i = 0; i < 8; i++)
 		ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 9, 0, map + 2 * pg + 32 * i, 32,
