@@ -12,8 +12,11 @@
 # unjustified message, and answer a PUT for an unknown region with a FIN
 # of status -ENOENT or -ECONNRESET on a connection that stays up.  One of
 # the drop cases (drop-over-credits) sends one request more than the
-# credits node 1 granted, all before its connection is established, so
-# that no ACK can have given a credit back in between.
+# credits node 1 granted, all before its connection is established; node
+# 1 consumes them once it is, and when its ACK work gave credits back
+# before it reached the last one (the two run side by side), evil_peer
+# sees that in the ACK and tries again on a new connection, which node 1
+# does not count as a drop.
 #
 # Ordering (twonode.sh):
 #   node 1: insmod dmaplane.ko; dpctl peer add 10.77.0.1;
