@@ -979,6 +979,19 @@ static int mr_entry_copy(struct dmaplane_mr_entry *e, u64 off, u64 len,
 }
 
 /*
+ * The pages that bytes [@uaddr, @uaddr + @len) touch: [@start, @last].
+ * False when the range is empty or wraps.
+ */
+static bool mr_page_span(u64 uaddr, u64 len, u64 *start, u64 *last)
+{
+	if (!len || check_add_overflow(uaddr, len - 1, last))
+		return false;
+	*start = uaddr & PAGE_MASK;
+	*last |= ~PAGE_MASK;
+	return true;
+}
+
+/*
  * dmaplane_mr_cache_copy() and the KUnit test: the copy through an entry
  * of @c (see the top comment).  -ENOENT with @iter as it was when none
  * covers the range or the entry was lost during the copy.
@@ -988,14 +1001,14 @@ static int mr_cache_copy(struct dmaplane_mr_cache *c, u64 uaddr, u64 len,
 {
 	size_t count = iov_iter_count(iter);
 	struct dmaplane_mr_entry *e;
-	u64 end;
+	u64 start, last;
 	int ret = -ENOENT;
 
 	might_sleep();
 
-	if (!len || check_add_overflow(uaddr, len - 1, &end))
+	if (!mr_page_span(uaddr, len, &start, &last))
 		return -ENOENT;
-	e = mr_entry_hold(c, uaddr & PAGE_MASK, end | ~PAGE_MASK, to_cache);
+	e = mr_entry_hold(c, start, last, to_cache);
 	if (!e)
 		return -ENOENT;
 
@@ -1053,15 +1066,15 @@ bool dmaplane_mr_cache_covers(struct mm_struct *mm, u64 uaddr, u64 len, bool wri
 {
 	struct dmaplane_mr_cache *c;
 	bool hit = false;
-	u64 end;
+	u64 start, last;
 
-	if (!len || check_add_overflow(uaddr, len - 1, &end))
+	if (!mr_page_span(uaddr, len, &start, &last))
 		return false;
 	c = mr_cache_get_mm(mm);
 	if (!c)
 		return false;
 	spin_lock(&c->lock);
-	if (mr_cache_find_locked(c, uaddr & PAGE_MASK, end | ~PAGE_MASK, write))
+	if (mr_cache_find_locked(c, start, last, write))
 		hit = true;
 	spin_unlock(&c->lock);
 	mr_cache_kref_put(c);

@@ -655,10 +655,11 @@ static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
 	if (b->region || b->nsegs != 1 || !b->len || !ep->mm || current->mm != ep->mm)
 		return;
 	a = (unsigned long)b->segs[0].iov_base;
-	if (offset_in_page(a) + b->len > PAGE_SIZE ||
-	    dmaplane_mr_cache_covers(ep->mm, a, b->len, true))
+	if (offset_in_page(a) + b->len > PAGE_SIZE)
 		return;
-	if (atomic_inc_return(&ep->recv_pins) > READ_ONCE(recv_pins_max))
+	/* The slot first: a full endpoint skips the cache look-up too. */
+	if (atomic_inc_return(&ep->recv_pins) > READ_ONCE(recv_pins_max) ||
+	    dmaplane_mr_cache_covers(ep->mm, a, b->len, true))
 		goto err_unclaim;
 	if (dmaplane_charge_pages_within(ep->mm, 1))
 		goto err_unclaim;
@@ -685,6 +686,18 @@ static int recv_page_copy(struct dmaplane_recv *r, u64 n, struct iov_iter *iter)
 {
 	r->dirty = true;
 	return copy_page_from_iter(r->page, r->page_off, n, iter) == n ? 0 : -EFAULT;
+}
+
+/*
+ * Set @iter to write the first @n bytes of the page of a pinned receive,
+ * through @bv (which must live as long as @iter).
+ */
+static void recv_page_iter(struct dmaplane_recv *r, u64 n, struct bio_vec *bv,
+			   struct iov_iter *iter)
+{
+	r->dirty = true;
+	bvec_set_page(bv, r->page, n, r->page_off);
+	iov_iter_bvec(iter, ITER_DEST, bv, 1, n);
 }
 
 static void recv_free(struct dmaplane_recv *r)
@@ -740,16 +753,10 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 		struct bio_vec bv;
 		int end;
 
-		if (r->page) {
-			/* A pinned receive's page (recv_pin()). */
-			bv.bv_page = r->page;
-			bv.bv_offset = r->page_off;
-			bv.bv_len = n;
-			iov_iter_bvec(&iter, ITER_DEST, &bv, 1, n);
-			r->dirty = true;
-		} else {
+		if (r->page)
+			recv_page_iter(r, n, &bv, &iter);
+		else
 			ret = dmaplane_ubuf_iter(&r->buf, ITER_DEST, n, &iter, &map);
-		}
 		if (!ret) {
 			if (msg->data)
 				ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;

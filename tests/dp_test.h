@@ -83,6 +83,12 @@ static inline void dp_test_stats_nonzero(char *out, size_t len)
 	fclose(f);
 }
 
+/* The page size. */
+static inline size_t dp_test_pgsz(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
 /* CLOCK_MONOTONIC in seconds. */
 static inline double dp_test_now(void)
 {

@@ -23,11 +23,6 @@
 	    DMAPLANE_ACCESS_REMOTE_READ)
 #define RO DMAPLANE_ACCESS_REMOTE_READ
 
-static long pgsz(void)
-{
-	return sysconf(_SC_PAGESIZE);
-}
-
 static int mr_reg(int fd, const void *addr, uint64_t len, uint32_t access,
 		  struct dmaplane_mr_reg *out)
 {
@@ -103,10 +98,10 @@ static void *map_anon(size_t len)
 
 static size_t pages_spanned(uintptr_t addr, size_t len)
 {
-	uintptr_t first = addr & ~(pgsz() - 1);
-	uintptr_t end = (addr + len + pgsz() - 1) & ~(pgsz() - 1);
+	uintptr_t first = addr & ~(dp_test_pgsz() - 1);
+	uintptr_t end = (addr + len + dp_test_pgsz() - 1) & ~(dp_test_pgsz() - 1);
 
-	return (end - first) / pgsz();
+	return (end - first) / dp_test_pgsz();
 }
 
 FIXTURE(mr) {
@@ -150,7 +145,7 @@ TEST_F(mr, register_sizes_and_alignments)
 	for (unsigned int s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		for (unsigned int o = 0; o < sizeof(offs) / sizeof(offs[0]); o++) {
 			size_t len = sizes[s], off = offs[o];
-			size_t maplen = (off + len + 2 * pgsz()) & ~(pgsz() - 1);
+			size_t maplen = (off + len + 2 * dp_test_pgsz()) & ~(dp_test_pgsz() - 1);
 			long pinned = dp_test_stat("pinned_pages");
 
 			buf = map_anon(maplen);
@@ -197,21 +192,21 @@ TEST_F(mr, covered_range_is_a_cache_hit)
 {
 	struct dmaplane_mr_reg a, b, c, d, e;
 	struct dmaplane_mr_query q;
-	unsigned char *buf = map_anon(8 * pgsz());
+	unsigned char *buf = map_anon(8 * dp_test_pgsz());
 	long pinned, mrs;
 	int fd2;
 	uint64_t hits;
 
 	ASSERT_NE(NULL, buf);
-	memset(buf, 1, 8 * pgsz());
-	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * pgsz(), RO, &a));
+	memset(buf, 1, 8 * dp_test_pgsz());
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * dp_test_pgsz(), RO, &a));
 	ASSERT_EQ(0, mr_query(self->fd, a.handle, &q));
 	hits = q.cache_hits;
 	pinned = dp_test_stat("pinned_pages");
 	mrs = dp_test_stat("user_mrs");
 
 	/* Inside the first range: served from the cache. */
-	ASSERT_EQ(0, mr_reg(self->fd, buf + 100, 2 * pgsz(), RO, &b));
+	ASSERT_EQ(0, mr_reg(self->fd, buf + 100, 2 * dp_test_pgsz(), RO, &b));
 	ASSERT_EQ(0, mr_query(self->fd, b.handle, &q));
 	EXPECT_EQ(hits + 1, q.cache_hits);
 	EXPECT_EQ(pinned, dp_test_stat("pinned_pages"));
@@ -220,16 +215,16 @@ TEST_F(mr, covered_range_is_a_cache_hit)
 	EXPECT_NE(a.handle, b.handle);
 	EXPECT_NE(a.rkey, b.rkey);
 	EXPECT_EQ((uintptr_t)buf + 100, q.addr);
-	EXPECT_EQ(2 * pgsz(), q.len);
+	EXPECT_EQ(2 * dp_test_pgsz(), q.len);
 
 	/* Writable access is not served by a read-only pinning. */
-	ASSERT_EQ(0, mr_reg(self->fd, buf, pgsz(), RW, &c));
+	ASSERT_EQ(0, mr_reg(self->fd, buf, dp_test_pgsz(), RW, &c));
 	ASSERT_EQ(0, mr_query(self->fd, c.handle, &q));
 	EXPECT_EQ(hits + 1, q.cache_hits);
 	EXPECT_EQ(pinned + 1, dp_test_stat("pinned_pages"));
 
 	/* Straddling the end of the cached range is a miss too. */
-	ASSERT_EQ(0, mr_reg(self->fd, buf + 3 * pgsz(), 2 * pgsz(), RO, &d));
+	ASSERT_EQ(0, mr_reg(self->fd, buf + 3 * dp_test_pgsz(), 2 * dp_test_pgsz(), RO, &d));
 	ASSERT_EQ(0, mr_query(self->fd, d.handle, &q));
 	EXPECT_EQ(hits + 1, q.cache_hits);
 	EXPECT_EQ(pinned + 3, dp_test_stat("pinned_pages"));
@@ -238,7 +233,7 @@ TEST_F(mr, covered_range_is_a_cache_hit)
 	EXPECT_EQ(0, mr_dereg(self->fd, a.handle));
 	EXPECT_EQ(0, mr_dereg(self->fd, b.handle));
 	EXPECT_EQ(pinned + 3, dp_test_stat("pinned_pages"));
-	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * pgsz(), RO, &a));
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * dp_test_pgsz(), RO, &a));
 	ASSERT_EQ(0, mr_query(self->fd, a.handle, &q));
 	EXPECT_EQ(hits + 2, q.cache_hits);
 	EXPECT_EQ(pinned + 3, dp_test_stat("pinned_pages"));
@@ -246,12 +241,12 @@ TEST_F(mr, covered_range_is_a_cache_hit)
 	/* Another endpoint of the same process shares the cache. */
 	fd2 = open(DP_DEV, O_RDWR);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, mr_reg(fd2, buf + pgsz(), pgsz(), RO, &e));
+	ASSERT_EQ(0, mr_reg(fd2, buf + dp_test_pgsz(), dp_test_pgsz(), RO, &e));
 	ASSERT_EQ(0, mr_query(fd2, e.handle, &q));
 	EXPECT_EQ(hits + 3, q.cache_hits);
 	EXPECT_EQ(pinned + 3, dp_test_stat("pinned_pages"));
 	close(fd2);
-	munmap(buf, 8 * pgsz());
+	munmap(buf, 8 * dp_test_pgsz());
 }
 
 /* Register 4 pages, let @hit do something to them, expect invalidation. */
@@ -262,12 +257,12 @@ static void expect_invalidated(struct __test_metadata *_metadata, int fd,
 	struct dmaplane_mr_query q;
 	long pinned, mrs, charged, inval;
 
-	memset(buf, 7, 4 * pgsz());
+	memset(buf, 7, 4 * dp_test_pgsz());
 	pinned = dp_test_stat("pinned_pages");
 	mrs = dp_test_stat("user_mrs");
 	charged = dp_test_stat("charged_pages");
 	inval = dp_test_stat("invalidations");
-	ASSERT_EQ(0, mr_reg(fd, buf + 10, 4 * pgsz() - 20, RW, &reg));
+	ASSERT_EQ(0, mr_reg(fd, buf + 10, 4 * dp_test_pgsz() - 20, RW, &reg));
 	ASSERT_EQ(0, mr_query(fd, reg.handle, &q));
 	ASSERT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
 	EXPECT_EQ(pinned + 4, dp_test_stat("pinned_pages"));
@@ -290,19 +285,19 @@ static void expect_invalidated(struct __test_metadata *_metadata, int fd,
 
 static int do_munmap(unsigned char *buf)
 {
-	return munmap(buf + pgsz(), pgsz());	/* one page in the middle */
+	return munmap(buf + dp_test_pgsz(), dp_test_pgsz());	/* one page in the middle */
 }
 
 static int do_dontneed(unsigned char *buf)
 {
-	return madvise(buf + 3 * pgsz(), pgsz(), MADV_DONTNEED);
+	return madvise(buf + 3 * dp_test_pgsz(), dp_test_pgsz(), MADV_DONTNEED);
 }
 
 static unsigned char *mremap_target;
 
 static int do_mremap(unsigned char *buf)
 {
-	void *p = mremap(buf, 4 * pgsz(), 4 * pgsz(),
+	void *p = mremap(buf, 4 * dp_test_pgsz(), 4 * dp_test_pgsz(),
 			 MREMAP_MAYMOVE | MREMAP_FIXED, mremap_target);
 
 	return p == mremap_target ? 0 : -1;
@@ -310,11 +305,11 @@ static int do_mremap(unsigned char *buf)
 
 TEST_F(mr, munmap_invalidates)
 {
-	unsigned char *buf = map_anon(4 * pgsz());
+	unsigned char *buf = map_anon(4 * dp_test_pgsz());
 
 	ASSERT_NE(NULL, buf);
 	expect_invalidated(_metadata, self->fd, buf, do_munmap);
-	munmap(buf, 4 * pgsz());
+	munmap(buf, 4 * dp_test_pgsz());
 }
 
 /* The test kernel is built without CONFIG_ADVISE_SYSCALLS. */
@@ -325,7 +320,7 @@ static bool have_madvise(void)
 
 TEST_F(mr, madvise_dontneed_invalidates)
 {
-	unsigned char *buf = map_anon(4 * pgsz());
+	unsigned char *buf = map_anon(4 * dp_test_pgsz());
 	struct dmaplane_mr_reg reg;
 
 	if (!have_madvise())
@@ -333,22 +328,22 @@ TEST_F(mr, madvise_dontneed_invalidates)
 	ASSERT_NE(NULL, buf);
 	expect_invalidated(_metadata, self->fd, buf, do_dontneed);
 	/* Registering again works and pins the new pages. */
-	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * pgsz(), RW, &reg));
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * dp_test_pgsz(), RW, &reg));
 	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
-	munmap(buf, 4 * pgsz());
+	munmap(buf, 4 * dp_test_pgsz());
 }
 
 TEST_F(mr, mremap_invalidates)
 {
-	unsigned char *buf = map_anon(4 * pgsz());
+	unsigned char *buf = map_anon(4 * dp_test_pgsz());
 
-	mremap_target = map_anon(4 * pgsz());
+	mremap_target = map_anon(4 * dp_test_pgsz());
 	ASSERT_NE(NULL, buf);
 	ASSERT_NE(NULL, mremap_target);
 	expect_invalidated(_metadata, self->fd, buf, do_mremap);
 	/* The data moved with the mapping. */
-	EXPECT_EQ(7, mremap_target[2 * pgsz()]);
-	munmap(mremap_target, 4 * pgsz());
+	EXPECT_EQ(7, mremap_target[2 * dp_test_pgsz()]);
+	munmap(mremap_target, 4 * dp_test_pgsz());
 }
 
 /* Memory that may be backed by transparent huge pages. */
@@ -366,11 +361,11 @@ TEST_F(mr, two_mib_aligned_buffer)
 	buf = (unsigned char *)(((uintptr_t)raw + huge - 1) & ~(uintptr_t)(huge - 1));
 	dp_test_fill(buf, 2 * huge, 77);
 	ASSERT_EQ(0, mr_reg(self->fd, buf, 2 * huge, RW, &reg));
-	EXPECT_EQ(pinned + (long)(2 * huge / pgsz()), dp_test_stat("pinned_pages"));
+	EXPECT_EQ(pinned + (long)(2 * huge / dp_test_pgsz()), dp_test_stat("pinned_pages"));
 	ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
 	EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
 	/* Unmapping a page inside a (possibly huge) page invalidates. */
-	ASSERT_EQ(0, munmap(buf + huge + pgsz(), pgsz()));
+	ASSERT_EQ(0, munmap(buf + huge + dp_test_pgsz(), dp_test_pgsz()));
 	ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
 	EXPECT_EQ(DMAPLANE_MR_STATE_INVALID, q.state);
 	EXPECT_EQ(pinned, wait_stat("pinned_pages", pinned));
@@ -403,10 +398,10 @@ TEST_F(mr, hugetlb_buffer)
 	}
 	dp_test_fill(buf, 2 * huge, 78);
 	ASSERT_EQ(0, mr_reg(self->fd, buf + 5, 2 * huge - 10, RW, &reg));
-	EXPECT_EQ(pinned + (long)(2 * huge / pgsz()), dp_test_stat("pinned_pages"));
+	EXPECT_EQ(pinned + (long)(2 * huge / dp_test_pgsz()), dp_test_stat("pinned_pages"));
 	/* A cache hit inside the huge pages. */
 	ASSERT_EQ(0, mr_reg(self->fd, buf + huge, 4096, RO, NULL));
-	EXPECT_EQ(pinned + (long)(2 * huge / pgsz()), dp_test_stat("pinned_pages"));
+	EXPECT_EQ(pinned + (long)(2 * huge / dp_test_pgsz()), dp_test_stat("pinned_pages"));
 	ASSERT_EQ(0, munmap(buf, 2 * huge));
 	ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
 	EXPECT_EQ(DMAPLANE_MR_STATE_INVALID, q.state);
@@ -418,32 +413,32 @@ TEST_F(mr, hugetlb_buffer)
 
 TEST_F(mr, invalidated_cached_range_is_not_served)
 {
-	unsigned char *buf = map_anon(2 * pgsz());
+	unsigned char *buf = map_anon(2 * dp_test_pgsz());
 	struct dmaplane_mr_reg a, b;
 	struct dmaplane_mr_query q;
 	long pinned = dp_test_stat("pinned_pages");
 	uint64_t hits;
 
 	ASSERT_NE(NULL, buf);
-	memset(buf, 3, 2 * pgsz());
-	ASSERT_EQ(0, mr_reg(self->fd, buf, 2 * pgsz(), RW, &a));
+	memset(buf, 3, 2 * dp_test_pgsz());
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 2 * dp_test_pgsz(), RW, &a));
 	ASSERT_EQ(0, mr_query(self->fd, a.handle, &q));
 	hits = q.cache_hits;
 	EXPECT_EQ(0, mr_dereg(self->fd, a.handle));
 	/* Unreferenced but cached: still pinned. */
 	EXPECT_EQ(pinned + 2, dp_test_stat("pinned_pages"));
 	/* Replace the first page by a fresh one. */
-	ASSERT_EQ(buf, mmap(buf, pgsz(), PROT_READ | PROT_WRITE,
+	ASSERT_EQ(buf, mmap(buf, dp_test_pgsz(), PROT_READ | PROT_WRITE,
 			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
 	EXPECT_EQ(pinned, wait_stat("pinned_pages", pinned));
-	memset(buf, 4, 2 * pgsz());
-	ASSERT_EQ(0, mr_reg(self->fd, buf, 2 * pgsz(), RW, &b));
+	memset(buf, 4, 2 * dp_test_pgsz());
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 2 * dp_test_pgsz(), RW, &b));
 	ASSERT_EQ(0, mr_query(self->fd, b.handle, &q));
 	EXPECT_EQ(hits, q.cache_hits);
 	EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
 	EXPECT_EQ(pinned + 2, dp_test_stat("pinned_pages"));
 	EXPECT_EQ(0, mr_dereg(self->fd, b.handle));
-	munmap(buf, 2 * pgsz());
+	munmap(buf, 2 * dp_test_pgsz());
 }
 
 /*
@@ -456,10 +451,10 @@ TEST_F(mr, invalidated_cached_range_is_not_served)
  */
 TEST_F(mr, fork_keeps_registrations_valid)
 {
-	unsigned char *priv = map_anon(2 * pgsz());
-	unsigned char *shared = mmap(NULL, 2 * pgsz(), PROT_READ | PROT_WRITE,
+	unsigned char *priv = map_anon(2 * dp_test_pgsz());
+	unsigned char *shared = mmap(NULL, 2 * dp_test_pgsz(), PROT_READ | PROT_WRITE,
 				     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	unsigned char *nofork = map_anon(2 * pgsz());
+	unsigned char *nofork = map_anon(2 * dp_test_pgsz());
 	bool dontfork = have_madvise();
 	struct dmaplane_mr_reg a, b, c;
 	struct dmaplane_mr_query q;
@@ -470,14 +465,14 @@ TEST_F(mr, fork_keeps_registrations_valid)
 	ASSERT_NE(MAP_FAILED, shared);
 	ASSERT_NE(NULL, nofork);
 	if (dontfork) {
-		ASSERT_EQ(0, madvise(nofork, 2 * pgsz(), MADV_DONTFORK));
+		ASSERT_EQ(0, madvise(nofork, 2 * dp_test_pgsz(), MADV_DONTFORK));
 	}
-	memset(priv, 1, 2 * pgsz());
-	memset(shared, 2, 2 * pgsz());
-	memset(nofork, 3, 2 * pgsz());
-	ASSERT_EQ(0, mr_reg(self->fd, priv, 2 * pgsz(), RW, &a));
-	ASSERT_EQ(0, mr_reg(self->fd, shared, 2 * pgsz(), RW, &b));
-	ASSERT_EQ(0, mr_reg(self->fd, nofork, 2 * pgsz(), RW, &c));
+	memset(priv, 1, 2 * dp_test_pgsz());
+	memset(shared, 2, 2 * dp_test_pgsz());
+	memset(nofork, 3, 2 * dp_test_pgsz());
+	ASSERT_EQ(0, mr_reg(self->fd, priv, 2 * dp_test_pgsz(), RW, &a));
+	ASSERT_EQ(0, mr_reg(self->fd, shared, 2 * dp_test_pgsz(), RW, &b));
+	ASSERT_EQ(0, mr_reg(self->fd, nofork, 2 * dp_test_pgsz(), RW, &c));
 
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -504,9 +499,9 @@ TEST_F(mr, fork_keeps_registrations_valid)
 	EXPECT_EQ(0, mr_dereg(self->fd, a.handle));
 	EXPECT_EQ(0, mr_dereg(self->fd, b.handle));
 	EXPECT_EQ(0, mr_dereg(self->fd, c.handle));
-	munmap(priv, 2 * pgsz());
-	munmap(shared, 2 * pgsz());
-	munmap(nofork, 2 * pgsz());
+	munmap(priv, 2 * dp_test_pgsz());
+	munmap(shared, 2 * dp_test_pgsz());
+	munmap(nofork, 2 * dp_test_pgsz());
 }
 
 /*
@@ -517,18 +512,18 @@ TEST_F(mr, fork_keeps_registrations_valid)
 TEST_F(mr, mprotect_keeps_registration_valid)
 {
 	static const int prots[] = { PROT_READ, PROT_NONE, PROT_READ | PROT_WRITE };
-	unsigned char *buf = map_anon(4 * pgsz());
+	unsigned char *buf = map_anon(4 * dp_test_pgsz());
 	struct dmaplane_mr_reg reg, again;
 	struct dmaplane_mr_query q;
 	long pinned, inval;
 
 	ASSERT_NE(NULL, buf);
-	memset(buf, 7, 4 * pgsz());
-	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * pgsz(), RW, &reg));
+	memset(buf, 7, 4 * dp_test_pgsz());
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * dp_test_pgsz(), RW, &reg));
 	pinned = dp_test_stat("pinned_pages");
 	inval = dp_test_stat("invalidations");
 	for (size_t i = 0; i < sizeof(prots) / sizeof(prots[0]); i++) {
-		ASSERT_EQ(0, mprotect(buf, 4 * pgsz(), prots[i]));
+		ASSERT_EQ(0, mprotect(buf, 4 * dp_test_pgsz(), prots[i]));
 		ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
 		EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
 		EXPECT_EQ(reg.invalidations, q.invalidations);
@@ -536,12 +531,12 @@ TEST_F(mr, mprotect_keeps_registration_valid)
 	EXPECT_EQ(inval, dp_test_stat("invalidations"));
 	EXPECT_EQ(pinned, dp_test_stat("pinned_pages"));
 	/* A second registration of the range is served from the cache. */
-	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * pgsz(), RW, &again));
+	ASSERT_EQ(0, mr_reg(self->fd, buf, 4 * dp_test_pgsz(), RW, &again));
 	EXPECT_EQ(pinned, dp_test_stat("pinned_pages"));
 	EXPECT_EQ(0, mr_dereg(self->fd, again.handle));
 	EXPECT_EQ(7, buf[0]);
 	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
-	munmap(buf, 4 * pgsz());
+	munmap(buf, 4 * dp_test_pgsz());
 }
 
 /*
@@ -645,7 +640,7 @@ static void nb_expect_valid(struct __test_metadata *_metadata, struct nb *n,
 	EXPECT_EQ(0, memcmp(back, buf, sizeof(buf)));
 	/* Still served from the cache: no new pin. */
 	ASSERT_EQ(0, dp_mr_reg(n->target, n->win + NB_REG_OFF + 8192, 8192, RO, &again));
-	EXPECT_EQ(n->pinned + (long)(NB_REG_LEN / pgsz()), dp_test_stat("pinned_pages"));
+	EXPECT_EQ(n->pinned + (long)(NB_REG_LEN / dp_test_pgsz()), dp_test_stat("pinned_pages"));
 	EXPECT_EQ(0, dp_mr_dereg(again));
 }
 
@@ -660,7 +655,7 @@ static void nb_map_unmap(struct __test_metadata *_metadata, int advice)
 	ASSERT_NE(NULL, n.target);
 	ASSERT_NE(NULL, n.init);
 	ASSERT_NE(NULL, n.mr);
-	EXPECT_EQ(n.pinned + (long)(NB_REG_LEN / pgsz()), dp_test_stat("pinned_pages"));
+	EXPECT_EQ(n.pinned + (long)(NB_REG_LEN / dp_test_pgsz()), dp_test_stat("pinned_pages"));
 
 	ASSERT_EQ(0, munmap(n.win + NB_OFF, NB_LEN));
 	nb_expect_valid(_metadata, &n, "munmap of the neighbour");
@@ -760,34 +755,34 @@ TEST_F(mr, shared_file_mapping_not_writable)
 	snprintf(path, sizeof(path), "%s/f", dir);
 	fd = open(path, O_RDWR | O_CREAT, 0600);
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, ftruncate(fd, 4 * pgsz()));
-	shared = mmap(NULL, 4 * pgsz(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	priv = mmap(NULL, 4 * pgsz(), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+	ASSERT_EQ(0, ftruncate(fd, 4 * dp_test_pgsz()));
+	shared = mmap(NULL, 4 * dp_test_pgsz(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	priv = mmap(NULL, 4 * dp_test_pgsz(), PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
 	ASSERT_NE(MAP_FAILED, shared);
 	ASSERT_NE(MAP_FAILED, priv);
-	memset(shared, 3, 4 * pgsz());
+	memset(shared, 3, 4 * dp_test_pgsz());
 
-	EXPECT_EQ(-EOPNOTSUPP, mr_reg(self->fd, shared, 4 * pgsz(), RW, NULL));
-	EXPECT_EQ(-EOPNOTSUPP, mr_reg(self->fd, shared + pgsz(), pgsz(),
+	EXPECT_EQ(-EOPNOTSUPP, mr_reg(self->fd, shared, 4 * dp_test_pgsz(), RW, NULL));
+	EXPECT_EQ(-EOPNOTSUPP, mr_reg(self->fd, shared + dp_test_pgsz(), dp_test_pgsz(),
 				      DMAPLANE_ACCESS_LOCAL_WRITE, NULL));
 	EXPECT_EQ(pinned, dp_test_stat("pinned_pages"));
-	ASSERT_EQ(0, mr_reg(self->fd, shared, 4 * pgsz(), RO, &reg));
+	ASSERT_EQ(0, mr_reg(self->fd, shared, 4 * dp_test_pgsz(), RO, &reg));
 	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
-	ASSERT_EQ(0, mr_reg(self->fd, priv, 4 * pgsz(), RW, &reg));
+	ASSERT_EQ(0, mr_reg(self->fd, priv, 4 * dp_test_pgsz(), RW, &reg));
 	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
 
 	memfd = memfd_create("dp-mr", 0);
 	ASSERT_LE(0, memfd);
-	ASSERT_EQ(0, ftruncate(memfd, 4 * pgsz()));
-	mem = mmap(NULL, 4 * pgsz(), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+	ASSERT_EQ(0, ftruncate(memfd, 4 * dp_test_pgsz()));
+	mem = mmap(NULL, 4 * dp_test_pgsz(), PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
 	ASSERT_NE(MAP_FAILED, mem);
-	ASSERT_EQ(0, mr_reg(self->fd, mem, 4 * pgsz(), RW, &reg));
+	ASSERT_EQ(0, mr_reg(self->fd, mem, 4 * dp_test_pgsz(), RW, &reg));
 	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
 
-	munmap(mem, 4 * pgsz());
+	munmap(mem, 4 * dp_test_pgsz());
 	close(memfd);
-	munmap(shared, 4 * pgsz());
-	munmap(priv, 4 * pgsz());
+	munmap(shared, 4 * dp_test_pgsz());
+	munmap(priv, 4 * dp_test_pgsz());
 	close(fd);
 	unlink(path);
 	umount(dir);
@@ -796,7 +791,7 @@ TEST_F(mr, shared_file_mapping_not_writable)
 
 TEST_F(mr, unpinnable_memory_faults)
 {
-	unsigned char *buf = mmap(NULL, 4 * pgsz(), PROT_NONE,
+	unsigned char *buf = mmap(NULL, 4 * dp_test_pgsz(), PROT_NONE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	struct dmaplane_mr_reg reg;
 	long pinned = dp_test_stat("pinned_pages");
@@ -804,23 +799,23 @@ TEST_F(mr, unpinnable_memory_faults)
 
 	ASSERT_NE(MAP_FAILED, buf);
 	/* PROT_NONE memory. */
-	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, pgsz(), RO, NULL));
+	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, dp_test_pgsz(), RO, NULL));
 	/* Accessible start, inaccessible end: nothing stays pinned. */
-	ASSERT_EQ(0, mprotect(buf, 2 * pgsz(), PROT_READ | PROT_WRITE));
-	memset(buf, 1, 2 * pgsz());
-	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, 3 * pgsz(), RW, NULL));
+	ASSERT_EQ(0, mprotect(buf, 2 * dp_test_pgsz(), PROT_READ | PROT_WRITE));
+	memset(buf, 1, 2 * dp_test_pgsz());
+	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, 3 * dp_test_pgsz(), RW, NULL));
 	EXPECT_EQ(pinned, dp_test_stat("pinned_pages"));
 	EXPECT_EQ(charged, dp_test_stat("charged_pages"));
 	/* Read-only memory cannot be registered writable, but readable. */
-	ASSERT_EQ(0, mprotect(buf, 2 * pgsz(), PROT_READ));
-	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, pgsz(), DMAPLANE_ACCESS_LOCAL_WRITE, NULL));
-	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, pgsz(), DMAPLANE_ACCESS_REMOTE_WRITE, NULL));
-	ASSERT_EQ(0, mr_reg(self->fd, buf, pgsz(), RO, &reg));
+	ASSERT_EQ(0, mprotect(buf, 2 * dp_test_pgsz(), PROT_READ));
+	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, dp_test_pgsz(), DMAPLANE_ACCESS_LOCAL_WRITE, NULL));
+	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, dp_test_pgsz(), DMAPLANE_ACCESS_REMOTE_WRITE, NULL));
+	ASSERT_EQ(0, mr_reg(self->fd, buf, dp_test_pgsz(), RO, &reg));
 	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
 	/* Unmapped memory and kernel addresses. */
-	ASSERT_EQ(0, munmap(buf, 4 * pgsz()));
-	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, pgsz(), RO, NULL));
-	EXPECT_EQ(-EFAULT, mr_reg(self->fd, (void *)0xffffffff81000000ul, pgsz(), RO, NULL));
+	ASSERT_EQ(0, munmap(buf, 4 * dp_test_pgsz()));
+	EXPECT_EQ(-EFAULT, mr_reg(self->fd, buf, dp_test_pgsz(), RO, NULL));
+	EXPECT_EQ(-EFAULT, mr_reg(self->fd, (void *)0xffffffff81000000ul, dp_test_pgsz(), RO, NULL));
 	EXPECT_EQ(-EFAULT, mr_reg(self->fd, (void *)(uintptr_t)(UINT64_MAX - 2 * 4096), 4096,
 				  RO, NULL));
 	EXPECT_EQ(pinned, wait_stat("pinned_pages", pinned));
@@ -829,7 +824,7 @@ TEST_F(mr, unpinnable_memory_faults)
 
 TEST_F(mr, bad_arguments_are_einval)
 {
-	unsigned char *buf = map_anon(pgsz());
+	unsigned char *buf = map_anon(dp_test_pgsz());
 	struct dmaplane_mr_reg arg;
 	struct dmaplane_handle_arg h;
 	struct dmaplane_mr_query q;
@@ -887,43 +882,43 @@ TEST_F(mr, bad_arguments_are_einval)
 	EXPECT_EQ(0, mr_dereg(self->fd, arg.handle));
 	EXPECT_EQ(-ENOENT, mr_dereg(self->fd, arg.handle));
 	EXPECT_EQ(-ENOENT, mr_query(self->fd, arg.handle, &q));
-	munmap(buf, pgsz());
+	munmap(buf, dp_test_pgsz());
 }
 
 TEST_F(mr, handles_belong_to_their_endpoint)
 {
-	unsigned char *buf = map_anon(pgsz());
+	unsigned char *buf = map_anon(dp_test_pgsz());
 	struct dmaplane_mr_reg reg;
 	struct dmaplane_mr_query q;
 	int fd2 = open(DP_DEV, O_RDWR);
 
 	ASSERT_NE(NULL, buf);
 	ASSERT_LE(0, fd2);
-	ASSERT_EQ(0, mr_reg(self->fd, buf, pgsz(), RW, &reg));
+	ASSERT_EQ(0, mr_reg(self->fd, buf, dp_test_pgsz(), RW, &reg));
 	EXPECT_EQ(-ENOENT, mr_query(fd2, reg.handle, &q));
 	EXPECT_EQ(-ENOENT, mr_dereg(fd2, reg.handle));
 	ASSERT_EQ(0, mr_query(self->fd, reg.handle, &q));
 	EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
 	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
 	close(fd2);
-	munmap(buf, pgsz());
+	munmap(buf, dp_test_pgsz());
 }
 
 TEST_F(mr, fd_in_another_process_cannot_register)
 {
-	unsigned char *buf = map_anon(pgsz());
+	unsigned char *buf = map_anon(dp_test_pgsz());
 	struct dmaplane_mr_reg reg;
 	int status;
 	pid_t pid;
 
 	ASSERT_NE(NULL, buf);
 	buf[0] = 1;
-	ASSERT_EQ(0, mr_reg(self->fd, buf, pgsz(), RW, &reg));
+	ASSERT_EQ(0, mr_reg(self->fd, buf, dp_test_pgsz(), RW, &reg));
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
 		struct dmaplane_mr_query q;
-		int ret = mr_reg(self->fd, buf, pgsz(), RW, NULL);
+		int ret = mr_reg(self->fd, buf, dp_test_pgsz(), RW, NULL);
 
 		if (ret != -EPERM)
 			_exit(10 + (ret < 0 ? -ret : ret));
@@ -936,20 +931,20 @@ TEST_F(mr, fd_in_another_process_cannot_register)
 	ASSERT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));
 	EXPECT_EQ(0, mr_dereg(self->fd, reg.handle));
-	munmap(buf, pgsz());
+	munmap(buf, dp_test_pgsz());
 }
 
 /* In a child: drop to nobody, RLIMIT_MEMLOCK = 16 pages, test the limit. */
 static int memlock_child(bool drop)
 {
-	struct rlimit rl = { 16 * pgsz(), 16 * pgsz() };
-	unsigned char *buf = map_anon(64 * pgsz());
+	struct rlimit rl = { 16 * dp_test_pgsz(), 16 * dp_test_pgsz() };
+	unsigned char *buf = map_anon(64 * dp_test_pgsz());
 	struct dmaplane_mr_reg a, b, c;
 	int fd;
 
 	if (!buf)
 		return 2;
-	memset(buf, 5, 64 * pgsz());
+	memset(buf, 5, 64 * dp_test_pgsz());
 	if (drop && (setgid(65534) || setuid(65534)))
 		return 3;
 	if (setrlimit(RLIMIT_MEMLOCK, &rl))
@@ -959,20 +954,20 @@ static int memlock_child(bool drop)
 		return 5;
 	if (!drop) {
 		/* CAP_IPC_LOCK: no limit. */
-		if (mr_reg(fd, buf, 40 * pgsz(), RW, NULL))
+		if (mr_reg(fd, buf, 40 * dp_test_pgsz(), RW, NULL))
 			return 6;
 		return 0;
 	}
-	if (mr_reg(fd, buf, 8 * pgsz(), RW, &a))
+	if (mr_reg(fd, buf, 8 * dp_test_pgsz(), RW, &a))
 		return 7;
-	if (mr_reg(fd, buf + 8 * pgsz(), 9 * pgsz(), RW, NULL) != -ENOMEM)
+	if (mr_reg(fd, buf + 8 * dp_test_pgsz(), 9 * dp_test_pgsz(), RW, NULL) != -ENOMEM)
 		return 8;
-	if (mr_reg(fd, buf + 8 * pgsz(), 8 * pgsz(), RW, &b))	/* exactly 16 */
+	if (mr_reg(fd, buf + 8 * dp_test_pgsz(), 8 * dp_test_pgsz(), RW, &b))	/* exactly 16 */
 		return 9;
-	if (mr_reg(fd, buf + 16 * pgsz(), 1, RW, NULL) != -ENOMEM)
+	if (mr_reg(fd, buf + 16 * dp_test_pgsz(), 1, RW, NULL) != -ENOMEM)
 		return 10;
 	/* A cache hit costs nothing. */
-	if (mr_reg(fd, buf + pgsz(), pgsz(), RW, NULL))
+	if (mr_reg(fd, buf + dp_test_pgsz(), dp_test_pgsz(), RW, NULL))
 		return 11;
 	/*
 	 * Deregistered ranges stay cached and charged, but are evicted
@@ -980,9 +975,9 @@ static int memlock_child(bool drop)
 	 */
 	if (mr_dereg(fd, b.handle))
 		return 12;
-	if (mr_reg(fd, buf + 32 * pgsz(), 8 * pgsz(), RW, &c))
+	if (mr_reg(fd, buf + 32 * dp_test_pgsz(), 8 * dp_test_pgsz(), RW, &c))
 		return 13;
-	if (mr_reg(fd, buf + 48 * pgsz(), 8 * pgsz(), RW, NULL) != -ENOMEM)
+	if (mr_reg(fd, buf + 48 * dp_test_pgsz(), 8 * dp_test_pgsz(), RW, NULL) != -ENOMEM)
 		return 14;
 	close(fd);
 	return 0;
@@ -1018,7 +1013,7 @@ TEST_F(mr, cap_ipc_lock_is_exempt)
 
 TEST_F(mr, cache_keeps_at_most_max_entries_unused)
 {
-	unsigned char *buf = map_anon(8 * pgsz());
+	unsigned char *buf = map_anon(8 * dp_test_pgsz());
 	struct dmaplane_mr_reg reg[4];
 	struct dmaplane_mr_query q;
 	char old[32] = "";
@@ -1027,14 +1022,14 @@ TEST_F(mr, cache_keeps_at_most_max_entries_unused)
 	int pfd;
 
 	ASSERT_NE(NULL, buf);
-	memset(buf, 6, 8 * pgsz());
+	memset(buf, 6, 8 * dp_test_pgsz());
 	pfd = open(MAX_ENTRIES_PARAM, O_RDWR);
 	ASSERT_LE(0, pfd);
 	ASSERT_LT(0, read(pfd, old, sizeof(old) - 1));
 	/* The bound is read when the process's cache is created. */
 	ASSERT_EQ(1, pwrite(pfd, "2", 1, 0));
 	for (int i = 0; i < 4; i++)
-		ASSERT_EQ(0, mr_reg(self->fd, buf + 2 * i * pgsz(), pgsz(), RW, &reg[i]));
+		ASSERT_EQ(0, mr_reg(self->fd, buf + 2 * i * dp_test_pgsz(), dp_test_pgsz(), RW, &reg[i]));
 	ASSERT_EQ((ssize_t)strlen(old), pwrite(pfd, old, strlen(old), 0));
 	close(pfd);
 	EXPECT_EQ(pinned + 4, dp_test_stat("pinned_pages"));
@@ -1045,13 +1040,13 @@ TEST_F(mr, cache_keeps_at_most_max_entries_unused)
 		EXPECT_EQ(0, mr_dereg(self->fd, reg[i].handle));
 	/* Only the two most recently released stay pinned. */
 	EXPECT_EQ(pinned + 2, wait_stat("pinned_pages", pinned + 2));
-	ASSERT_EQ(0, mr_reg(self->fd, buf + 6 * pgsz(), 10, RW, &reg[3]));
-	ASSERT_EQ(0, mr_reg(self->fd, buf + 4 * pgsz(), 10, RW, &reg[2]));
+	ASSERT_EQ(0, mr_reg(self->fd, buf + 6 * dp_test_pgsz(), 10, RW, &reg[3]));
+	ASSERT_EQ(0, mr_reg(self->fd, buf + 4 * dp_test_pgsz(), 10, RW, &reg[2]));
 	ASSERT_EQ(0, mr_reg(self->fd, buf, 10, RW, &reg[0]));
 	ASSERT_EQ(0, mr_query(self->fd, reg[0].handle, &q));
 	EXPECT_EQ(hits + 2, q.cache_hits);
 	EXPECT_EQ(pinned + 3, dp_test_stat("pinned_pages"));
-	munmap(buf, 8 * pgsz());
+	munmap(buf, 8 * dp_test_pgsz());
 }
 
 /*
@@ -1071,11 +1066,11 @@ static void *race_mapper(void *arg)
 	struct race *r = arg;
 
 	while (!r->stop) {
-		munmap(r->area, 16 * pgsz());
-		if (mmap(r->area, 16 * pgsz(), PROT_READ | PROT_WRITE,
+		munmap(r->area, 16 * dp_test_pgsz());
+		if (mmap(r->area, 16 * dp_test_pgsz(), PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != r->area)
 			r->bad++;
-		memset(r->area, 1, 16 * pgsz());
+		memset(r->area, 1, 16 * dp_test_pgsz());
 	}
 	return NULL;
 }
@@ -1090,7 +1085,7 @@ static void *race_registrar(void *arg)
 	while (!r->stop) {
 		unsigned int first = rand_r(&seed) % 16;
 		unsigned int n = 1 + rand_r(&seed) % (16 - first);
-		int ret = mr_reg(r->fd, r->area + first * pgsz() + 3, n * pgsz() - 6,
+		int ret = mr_reg(r->fd, r->area + first * dp_test_pgsz() + 3, n * dp_test_pgsz() - 6,
 				 rand_r(&seed) % 2 ? RW : RO, &reg);
 
 		if (ret == -EFAULT)
@@ -1108,9 +1103,9 @@ TEST_F(mr, registrations_race_with_munmap)
 	struct race r = { .fd = self->fd };
 	pthread_t t[3];
 
-	r.area = map_anon(16 * pgsz());
+	r.area = map_anon(16 * dp_test_pgsz());
 	ASSERT_NE(NULL, r.area);
-	memset(r.area, 1, 16 * pgsz());
+	memset(r.area, 1, 16 * dp_test_pgsz());
 	ASSERT_EQ(0, pthread_create(&t[0], NULL, race_mapper, &r));
 	ASSERT_EQ(0, pthread_create(&t[1], NULL, race_registrar, &r));
 	ASSERT_EQ(0, pthread_create(&t[2], NULL, race_registrar, &r));
@@ -1119,7 +1114,7 @@ TEST_F(mr, registrations_race_with_munmap)
 	for (int i = 0; i < 3; i++)
 		pthread_join(t[i], NULL);
 	EXPECT_EQ(0, r.bad);
-	munmap(r.area, 16 * pgsz());
+	munmap(r.area, 16 * dp_test_pgsz());
 }
 
 /*
@@ -1148,7 +1143,7 @@ static void *zapper(void *arg)
 
 TEST_F(mr, back_to_back_dontneed_does_not_starve_registration)
 {
-	struct zap z = { .len = 64 * pgsz() };
+	struct zap z = { .len = 64 * dp_test_pgsz() };
 	struct dmaplane_mr_query q;
 	struct dmaplane_mr_reg reg;
 	int ok = 0, again = 0;
@@ -1194,15 +1189,15 @@ TEST_F(mr, killed_process_releases_its_registrations)
 	pid = fork();
 	ASSERT_LE(0, pid);
 	if (!pid) {
-		unsigned char *buf = map_anon(64 * pgsz());
+		unsigned char *buf = map_anon(64 * dp_test_pgsz());
 		struct dmaplane_mr_reg reg;
 		int fd = open(DP_DEV, O_RDWR), fd2 = open(DP_DEV, O_RDWR);
 
 		if (!buf || fd < 0 || fd2 < 0)
 			_exit(1);
-		memset(buf, 9, 64 * pgsz());
+		memset(buf, 9, 64 * dp_test_pgsz());
 		for (int i = 0; i < 8; i++)
-			if (mr_reg(i % 2 ? fd : fd2, buf + i * 8 * pgsz() + i, 7 * pgsz(),
+			if (mr_reg(i % 2 ? fd : fd2, buf + i * 8 * dp_test_pgsz() + i, 7 * dp_test_pgsz(),
 				   RW, &reg))
 				_exit(2);
 		/* One cached, unreferenced; one hit. */
@@ -1228,19 +1223,19 @@ TEST_F(mr, killed_process_releases_its_registrations)
 
 TEST_F(mr, library_reg_query_dereg)
 {
-	unsigned char *buf = map_anon(2 * pgsz());
+	unsigned char *buf = map_anon(2 * dp_test_pgsz());
 	struct dmaplane_mr_query q;
 	struct dp_mr *mr = NULL;
 	struct dp_ep *ep;
 
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, dp_open(NULL, 0, &ep));
-	ASSERT_EQ(0, dp_mr_reg(ep, buf + 5, pgsz(), RW, &mr));
+	ASSERT_EQ(0, dp_mr_reg(ep, buf + 5, dp_test_pgsz(), RW, &mr));
 	ASSERT_NE(NULL, mr);
 	EXPECT_NE(0, dp_mr_key(mr));
 	ASSERT_EQ(0, dp_mr_query(mr, &q));
 	EXPECT_EQ((uintptr_t)buf + 5, q.addr);
-	EXPECT_EQ(pgsz(), q.len);
+	EXPECT_EQ(dp_test_pgsz(), q.len);
 	EXPECT_EQ(dp_mr_key(mr), q.rkey);
 	EXPECT_EQ(DMAPLANE_MR_STATE_VALID, q.state);
 	EXPECT_EQ(0, dp_mr_dereg(mr));
@@ -1248,9 +1243,9 @@ TEST_F(mr, library_reg_query_dereg)
 	EXPECT_EQ(-EINVAL, dp_mr_reg(ep, buf, 0, RW, &mr));
 	EXPECT_EQ(NULL, mr);
 	EXPECT_EQ(-EINVAL, dp_mr_reg(ep, buf, 1, 1u << 20, &mr));
-	EXPECT_EQ(-EFAULT, dp_mr_reg(ep, NULL, pgsz(), RW, &mr));
+	EXPECT_EQ(-EFAULT, dp_mr_reg(ep, NULL, dp_test_pgsz(), RW, &mr));
 	dp_close(ep);
-	munmap(buf, 2 * pgsz());
+	munmap(buf, 2 * dp_test_pgsz());
 }
 
 /* Fault injection: the n-th allocation of MR_REG fails, for every n. */
@@ -1295,7 +1290,7 @@ TEST_F(mr, allocation_failures_leave_nothing_behind)
 	ASSERT_LE(0, nth);
 	for (n = 1; n < 500 && !done; n++) {
 		int fd = open(DP_DEV, O_RDWR);
-		unsigned char *buf = map_anon(3 * pgsz());
+		unsigned char *buf = map_anon(3 * dp_test_pgsz());
 		int ret, len;
 
 		ASSERT_LE(0, fd);
@@ -1304,7 +1299,7 @@ TEST_F(mr, allocation_failures_leave_nothing_behind)
 		buf[0] = 1;
 		memset(&arg, 0, sizeof(arg));
 		arg.addr = (uintptr_t)buf + 1;
-		arg.len = 3 * pgsz() - 2;
+		arg.len = 3 * dp_test_pgsz() - 2;
 		arg.access = RW;
 
 		len = snprintf(val, sizeof(val), "%d", n);
@@ -1330,7 +1325,7 @@ TEST_F(mr, allocation_failures_leave_nothing_behind)
 			EXPECT_EQ(0, mr_dereg(fd, arg.handle));
 		}
 		close(fd);
-		munmap(buf, 3 * pgsz());
+		munmap(buf, 3 * dp_test_pgsz());
 		ASSERT_TRUE(stats_back_to(&self->base)) TH_LOG("n=%d", n);
 	}
 	close(nth);

@@ -19,11 +19,6 @@
 #define EAGER 16384	/* the module's default eager_threshold */
 
 /* Wait for exactly one completion. */
-static size_t pgsz(void)
-{
-	return (size_t)sysconf(_SC_PAGESIZE);
-}
-
 static int wait1(struct dp_ep *ep, struct dmaplane_cqe *cqe)
 {
 	return dp_wait(ep, cqe, 1, 10000);
@@ -1507,16 +1502,16 @@ TEST_F(pair, same_process_small_copy_pins_nothing)
 	unsigned int i;
 
 	ASSERT_LE(0, dp_test_stat("copies_pinned")) TH_LOG("no copies_pinned counter");
-	map = mmap(NULL, 2 * pgsz(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+	map = mmap(NULL, 2 * dp_test_pgsz(), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		   -1, 0);
 	ASSERT_NE(MAP_FAILED, map);
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		size_t len = lens[i], off = i * 7 % 64;
 
 		/* dst + off .. + len crosses the page boundary. */
-		dst = map + pgsz() - len / 2 - off;
+		dst = map + dp_test_pgsz() - len / 2 - off;
 		dp_test_fill(src, len, 300 + i);
-		memset(map, 0, 2 * pgsz());
+		memset(map, 0, 2 * dp_test_pgsz());
 		rc_counts(&b0);
 		ASSERT_EQ(0, dp_recv(self->b, self->b2a, i, 0, dst + off, len, 10 + i));
 		ASSERT_EQ(0, dp_send(self->a, self->a2b, i, src, len, 20 + i));
@@ -1535,7 +1530,7 @@ TEST_F(pair, same_process_small_copy_pins_nothing)
 		EXPECT_EQ(0, b1.cached - b0.cached);
 		EXPECT_EQ(len > 256 ? 1 : 0, b1.pinned - b0.pinned) TH_LOG("%zu bytes", len);
 	}
-	munmap(map, 2 * pgsz());
+	munmap(map, 2 * dp_test_pgsz());
 
 	/* A read-only receive buffer: both paths fail both sides with -EFAULT. */
 	ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -1610,7 +1605,7 @@ static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
 	EXPECT_EQ(0, dp_recv(self->b, self->b2a, seed, 0, dst, len, seed + 1));
 	if (!unexp) {
 		EXPECT_EQ(pins + !!want_pin, dp_test_stat("recv_pins")) TH_LOG("%zu bytes", len);
-		EXPECT_EQ(vmpin + (want_pin ? pgsz() / 1024 : 0), vm_pin_kb());
+		EXPECT_EQ(vmpin + (want_pin ? dp_test_pgsz() / 1024 : 0), vm_pin_kb());
 		EXPECT_EQ(0, dp_send(self->a, self->a2b, seed, src, len, seed));
 	}
 	EXPECT_EQ(1, wait1(self->b, &c));
@@ -1638,7 +1633,7 @@ static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
  */
 TEST_F(pair, small_receive_pins_its_page)
 {
-	size_t pg = pgsz();
+	size_t pg = dp_test_pgsz();
 	unsigned char *map = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE,
 				  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	unsigned char *shm = mmap(NULL, pg, PROT_READ | PROT_WRITE,
