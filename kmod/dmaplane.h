@@ -348,6 +348,8 @@ struct dmaplane_matcher {
  *	recv_pin()), at most recv_pins_max
  * @iov_bytes: bytes of iovec arrays (%DMAPLANE_OP_F_IOV) copied in for
  *	this endpoint's operations and not freed yet (msg.c)
+ * @rcu: the endpoint is freed after a grace period, so that a reader of
+ *	dmaplane_ep_ids under RCU may look at @ep_uid and @mm
  */
 struct dmaplane_ep {
 	u32 id;
@@ -382,6 +384,7 @@ struct dmaplane_ep {
 	atomic64_t eager_backlog;
 	atomic64_t iov_bytes;
 	atomic_t recv_pins;
+	struct rcu_head rcu;
 };
 
 /**
@@ -770,6 +773,7 @@ void dmaplane_msg_exit(void);
 struct dmaplane_ep *dmaplane_ep_create(void);
 void dmaplane_ep_destroy(struct dmaplane_ep *ep);
 struct dmaplane_ep *dmaplane_ep_get_by_uid(u64 ep_uid);
+bool dmaplane_ep_uid_in_mm(u64 src, const struct mm_struct *mm);
 void dmaplane_ep_put(struct dmaplane_ep *ep);
 struct dmaplane_cq *dmaplane_ep_cq(struct dmaplane_ep *ep);
 int dmaplane_av_lookup(struct dmaplane_ep *ep, u32 handle, u64 *ep_uid);

@@ -145,7 +145,7 @@ static void ep_free(struct kref *ref)
 		mmdrop(ep->mm);
 	mutex_destroy(&ep->match_lock);
 	mutex_destroy(&ep->setup_lock);
-	kfree(ep);
+	kfree_rcu(ep, rcu);
 	atomic_long_dec(&dmaplane_stats.endpoints);
 }
 
@@ -232,6 +232,28 @@ struct dmaplane_ep *dmaplane_ep_get_by_uid(u64 ep_uid)
 	return ep;
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_get_by_uid);
+
+/**
+ * dmaplane_ep_uid_in_mm() - is a source an open endpoint of this node in an mm?
+ * @src: a source (&dmaplane_recv_cqe.src); one of another node is not
+ * @mm: address space
+ *
+ * Return: whether an endpoint with that ep_uid is open in @mm now.
+ */
+bool dmaplane_ep_uid_in_mm(u64 src, const struct mm_struct *mm)
+{
+	struct dmaplane_ep *ep;
+	bool same;
+
+	if (src >> DMAPLANE_SRC_NODE_SHIFT)
+		return false;
+	/* Endpoints are freed after a grace period (ep_free()). */
+	rcu_read_lock();
+	ep = xa_load(&dmaplane_ep_ids, (u32)src);
+	same = ep && ep->ep_uid == src && ep->mm == mm;
+	rcu_read_unlock();
+	return same;
+}
 
 /**
  * dmaplane_ep_cq() - the endpoint's ring, or NULL before EP_SETUP

@@ -644,7 +644,8 @@ static void msg_free_data(struct dmaplane_msg *msg)
  * file system's writeback).  Beyond those limits (RLIMIT_MEMLOCK checked
  * without the CAP_IPC_LOCK exemption: no capability check per receive),
  * in a registration (whose cached pages serve the copy: nothing is
- * pinned), or when the page cannot be pinned, the receive is posted
+ * pinned), from a given endpoint of the same process, or when the page
+ * cannot be pinned, the receive is posted
  * without it and copied into as before: posting never fails for it.
  */
 static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
@@ -656,6 +657,12 @@ static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
 		return;
 	a = (unsigned long)b->segs[0].iov_base;
 	if (offset_in_page(a) + b->len > PAGE_SIZE)
+		return;
+	/*
+	 * From an endpoint of this process: its sender copies within its
+	 * own address space (copy_self()), cheaper than this pin.
+	 */
+	if (r->m.src != DMAPLANE_ANY_SRC && dmaplane_ep_uid_in_mm(r->m.src, ep->mm))
 		return;
 	/* The slot first: a full endpoint skips the cache look-up too. */
 	if (atomic_inc_return(&ep->recv_pins) > READ_ONCE(recv_pins_max) ||

@@ -1587,9 +1587,10 @@ static long vm_pin_kb(void)
 }
 
 /*
- * One message of @len into @dst, the receive posted first (@unexp: the
- * message sent first); the receive is pinned while posted when
- * @want_pin (recv_pins, VmPin).  Returns whether the data is exact.
+ * One message of @len into @dst, the receive (from any source) posted
+ * first (@unexp: the message sent first); the receive is pinned while
+ * posted when @want_pin (recv_pins, VmPin).  Returns whether the data is
+ * exact.
  */
 static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
 		   unsigned char *dst, size_t len, int unexp, int want_pin, uint64_t seed)
@@ -1602,7 +1603,7 @@ static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
 	memset(dst, 0, len);
 	if (unexp)
 		EXPECT_EQ(0, dp_send(self->a, self->a2b, seed, src, len, seed));
-	EXPECT_EQ(0, dp_recv(self->b, self->b2a, seed, 0, dst, len, seed + 1));
+	EXPECT_EQ(0, dp_recv(self->b, DP_ANY_SRC, seed, 0, dst, len, seed + 1));
 	if (!unexp) {
 		EXPECT_EQ(pins + !!want_pin, dp_test_stat("recv_pins")) TH_LOG("%zu bytes", len);
 		EXPECT_EQ(vmpin + (want_pin ? dp_test_pgsz() / 1024 : 0), vm_pin_kb());
@@ -1622,6 +1623,69 @@ static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
 }
 
 /*
+ * A receive into @dst (within one page) from an endpoint of a child
+ * process, posted before the child sends @len bytes (seed and tag
+ * @seed): pinned while posted, data exact.  Returns 0 or the line that
+ * failed.
+ */
+static int pin_from_child(struct __test_metadata *_metadata, struct dp_ep *b,
+			  unsigned char *dst, size_t len, uint64_t seed)
+{
+	long pins = dp_test_stat("recv_pins");
+	struct dmaplane_name bname, cname;
+	unsigned char src[256];
+	struct dmaplane_cqe c;
+	int go[2], back[2], status;
+	uint32_t b2c;
+	pid_t pid;
+
+	if (len > sizeof(src) || dp_getname(b, &bname) || pipe(go))
+		return __LINE__;
+	if (pipe(back))
+		return __LINE__;
+	dp_test_fill(src, len, seed);
+	pid = fork();
+	if (pid < 0)
+		return __LINE__;
+	if (!pid) {
+		struct dp_ep *ep = dp_test_ep_new(0, 0);
+		uint32_t c2b;
+		char x;
+
+		if (!ep || dp_getname(ep, &cname) || dp_av_insert(ep, &bname, &c2b))
+			_exit(1);
+		if (write(back[1], &cname, sizeof(cname)) != sizeof(cname) ||
+		    read(go[0], &x, 1) != 1)
+			_exit(2);
+		if (dp_send(ep, c2b, seed, src, len, seed) || wait1(ep, &c) != 1 || c.status)
+			_exit(3);
+		dp_close(ep);
+		_exit(0);
+	}
+	EXPECT_EQ(sizeof(cname), read(back[0], &cname, sizeof(cname)));
+	EXPECT_EQ(0, dp_av_insert(b, &cname, &b2c));
+	memset(dst, 0, len);
+	EXPECT_EQ(0, dp_recv(b, b2c, seed, 0, dst, len, seed + 1));
+	EXPECT_EQ(pins + 1, dp_test_stat("recv_pins"));
+	EXPECT_EQ(1, write(go[1], "g", 1));
+	EXPECT_EQ(1, wait1(b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(seed + 1, c.ctx);
+	EXPECT_EQ(len, c.len);
+	EXPECT_EQ(seed, c.tag);
+	EXPECT_EQ(0, memcmp(dst, src, len));
+	EXPECT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+	EXPECT_EQ(pins, dp_test_stat("recv_pins"));
+	EXPECT_EQ(0, dp_av_remove(b, b2c));
+	close(go[0]);
+	close(go[1]);
+	close(back[0]);
+	close(back[1]);
+	return 0;
+}
+
+/*
  * A receive whose buffer lies within one page of anonymous memory pins
  * that page while it is posted (kmod/msg.c recv_pin()): the sender copies
  * into it and pins nothing (copies_pinned), the pin is charged to
@@ -1629,7 +1693,8 @@ static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
  * ends (completion, cancel, close).  Not pinned: a buffer across two
  * pages or larger than one, in a registration (its cached pages serve),
  * in shared memory, beyond RLIMIT_MEMLOCK (even with CAP_IPC_LOCK),
- * beyond recv_pins_max receives of the endpoint, a page not mapped yet.
+ * beyond recv_pins_max receives of the endpoint, a page not mapped yet,
+ * from a given endpoint of the same process.
  */
 TEST_F(pair, small_receive_pins_its_page)
 {
@@ -1671,6 +1736,24 @@ TEST_F(pair, small_receive_pins_its_page)
 	EXPECT_EQ(0, b1.pinned - b0.pinned);
 	EXPECT_EQ(0, b1.cached - b0.cached);
 
+	/*
+	 * From a given source: pinned when it is another process's
+	 * endpoint; not when it is one of this process, whose sender copies
+	 * within its own address space (copy_self()).
+	 */
+	EXPECT_EQ(0, pin_from_child(_metadata, self->b, map + pg + 8, 64, 500));
+	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
+	dp_test_fill(map, 64, 501);
+	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 501, 0, map + pg + 8, 64, 501));
+	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 501, map, 64, 502));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(64, c.len);
+	EXPECT_EQ(0, memcmp(map + pg + 8, map, 64));
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+
 	/* Across two pages, and a whole page plus one: not pinned. */
 	EXPECT_TRUE(pin_one(_metadata, self, map + pg - 4, 8, 0, 0, 200));
 	EXPECT_TRUE(pin_one(_metadata, self, map + pg - 2000, 4000, 0, 0, 201));
@@ -1697,7 +1780,7 @@ TEST_F(pair, small_receive_pins_its_page)
 	EXPECT_TRUE(pin_one(_metadata, self, map + 2 * pg + 8, 8, 0, 1, 206));
 
 	/* Cancelled: the pin goes with the receive. */
-	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 7, 0, map + 2 * pg + 16, 16, 300));
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 7, 0, map + 2 * pg + 16, 16, 300));
 	EXPECT_EQ(base_pins + 1, dp_test_stat("recv_pins"));
 	EXPECT_EQ(0, dp_cancel(self->b, 300));
 	ASSERT_EQ(1, wait1(self->b, &c));
@@ -1705,7 +1788,8 @@ TEST_F(pair, small_receive_pins_its_page)
 	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
 
 	/* MADV_DONTNEED of a posted buffer: the receive completes, nothing leaks. */
-	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 8, 0, map + 2 * pg + 16, 16, 301));
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 8, 0, map + 2 * pg + 16, 16, 301));
+	EXPECT_EQ(base_pins + 1, dp_test_stat("recv_pins"));
 	ASSERT_EQ(0, madvise(map + 2 * pg, pg, MADV_DONTNEED));
 	ASSERT_EQ(0, dp_send(self->a, self->a2b, 8, map, 16, 302));
 	ASSERT_EQ(1, wait1(self->b, &c));
@@ -1720,7 +1804,7 @@ TEST_F(pair, small_receive_pins_its_page)
 	 * pinned, the sender's copy faults it in and the data arrives.
 	 */
 	dp_test_fill(map + 100, 8, 303);
-	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 10, 0, map + 2 * pg + 8, 8, 303));
+	ASSERT_EQ(0, dp_recv(self->b, DP_ANY_SRC, 10, 0, map + 2 * pg + 8, 8, 303));
 	EXPECT_EQ(base_pins, dp_test_stat("recv_pins"));
 	ASSERT_EQ(0, dp_send(self->a, self->a2b, 10, map + 100, 8, 304));
 	ASSERT_EQ(1, wait1(self->b, &c));
