@@ -235,7 +235,7 @@ EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_get_by_uid);
 
 /**
  * dmaplane_ep_uid_in_mm() - is a source an open endpoint of this node in an mm?
- * @src: a source (&dmaplane_recv_cqe.src); one of another node is not
+ * @src: a source (&dmaplane_cqe.src); one of another node is not
  * @mm: address space
  *
  * Return: whether an endpoint with that ep_uid is open in @mm now.
