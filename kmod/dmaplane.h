@@ -27,6 +27,8 @@
 
 #include "compat.h"
 
+struct seq_file;
+
 #define DMAPLANE_DRV_NAME	"dmaplane"
 
 /*
@@ -807,6 +809,7 @@ void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep *ep,
 		      struct dmaplane_ubuf *buf, u64 ctx);
 void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status);
 void dmaplane_ib_ep_closed(struct dmaplane_ep *ep);
+int dmaplane_ib_conns_show(struct seq_file *m, void *v);
 #define DMAPLANE_HAVE_REMOTE true
 #else
 static inline int dmaplane_ib_init(void) { return 0; }
@@ -846,6 +849,7 @@ static inline void dmaplane_ib_pull(struct dmaplane_rdv *rdv, struct dmaplane_ep
 				    struct dmaplane_ubuf *buf, u64 ctx) { }
 static inline void dmaplane_ib_rdv_drop(struct dmaplane_rdv *rdv, int status) { }
 static inline void dmaplane_ib_ep_closed(struct dmaplane_ep *ep) { }
+static inline int dmaplane_ib_conns_show(struct seq_file *m, void *v) { return 0; }
 #define DMAPLANE_HAVE_REMOTE false
 #endif
 

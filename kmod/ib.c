@@ -59,6 +59,8 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/seq_file.h>
+
 #include "ib_loc.h"
 
 static unsigned short port = 20886;
@@ -426,6 +428,56 @@ void dmaplane_ib_ep_closed(struct dmaplane_ep *ep)
 	list_for_each_entry(c, &dmaplane_ib_conns, node)
 		conn_withdraw(c, ep);
 	mutex_unlock(&dmaplane_ib_lock);
+}
+
+/**
+ * dmaplane_ib_conns_show() - debugfs "conns": the state of every connection
+ * @m: the file
+ * @v: unused
+ *
+ * One line per connection, to trace a transfer that never ends: its peer,
+ * state, credits we may use and owe, requests waiting for a credit or an
+ * ACK, operations waiting for a FIN, RDMA contexts in flight and waiting
+ * for room, and how long ago the peer last showed life.
+ *
+ * Return: 0.
+ */
+int dmaplane_ib_conns_show(struct seq_file *m, void *v)
+{
+	struct dmaplane_conn *c;
+
+	mutex_lock(&dmaplane_ib_lock);
+	list_for_each_entry(c, &dmaplane_ib_conns, node) {
+		unsigned int backlog = 0, sent = 0, cookies = 0, xfers = 0;
+		struct dmaplane_xfer *x;
+		struct dmaplane_pend *p;
+		struct dmaplane_tx *tx;
+		unsigned long i;
+		void *e;
+
+		mutex_lock(&c->tx_lock);
+		list_for_each_entry(tx, &c->backlog, node)
+			backlog++;
+		list_for_each_entry(p, &c->sent, node)
+			sent++;
+		list_for_each_entry(x, &c->xfer_wait, node)
+			xfers++;
+		xa_for_each(&c->cookies, i, e)
+			cookies++;
+		seq_printf(m, "%pISp node %016llx state %d tx_seq %llu credits %u backlog %u sent %u cookies %u rw_inflight %u rw_wrs %u xfer_wait %u rw_xfers %d",
+			   &c->peer->addr, c->node_id, c->state, c->tx_seq, c->credits.avail,
+			   backlog, sent, cookies, c->rw_inflight, c->rw_wrs, xfers,
+			   atomic_read(&c->rw_xfers));
+		mutex_unlock(&c->tx_lock);
+		mutex_lock(&c->ack_lock);
+		seq_printf(m, " owed %u rx_consumed %llu nnacks %u", c->credits.owed,
+			   c->rx_consumed, c->nnacks);
+		mutex_unlock(&c->ack_lock);
+		seq_printf(m, " silent_ms %u\n",
+			   jiffies_to_msecs(jiffies - READ_ONCE(c->last_rx)));
+	}
+	mutex_unlock(&dmaplane_ib_lock);
+	return 0;
 }
 
 /* Devices ------------------------------------------------------------- */

@@ -249,6 +249,7 @@ static int dmaplane_stats_show(struct seq_file *m, void *unused)
 }
 
 DEFINE_SHOW_ATTRIBUTE(dmaplane_stats);
+DEFINE_SHOW_ATTRIBUTE(dmaplane_ib_conns);
 
 static int __init dmaplane_init(void)
 {
@@ -290,6 +291,8 @@ static int __init dmaplane_init(void)
 	dmaplane_debugfs = debugfs_create_dir(DMAPLANE_DRV_NAME, NULL);
 	debugfs_create_file("stats", 0444, dmaplane_debugfs, NULL,
 			    &dmaplane_stats_fops);
+	debugfs_create_file("conns", 0400, dmaplane_debugfs, NULL,
+			    &dmaplane_ib_conns_fops);
 
 	pr_info("loaded, ABI version %d\n", DMAPLANE_ABI_VERSION);
 	return 0;

@@ -121,8 +121,19 @@ counters_zero() {
 		[ $i -ge "$tries" ] && break
 		sleep "${3:-1}"
 	done
-	[ -z "$left" ]
-	case_result "$1" $? "$(echo $left)"
+	[ -z "$left" ] && { case_result "$1" 0; return; }
+	case_result "$1" 1 "$(echo $left)$(transport_state)"
+}
+
+# transport_state: for a failure's reason, the state of the connections
+# to other nodes (debugfs "conns") and the device's non-zero counters
+# (rxe's retries, NAKs and drops), on one line; nothing on one node.
+transport_state() {
+	conns=$(tr '\n' ';' < /sys/kernel/debug/dmaplane/conns 2>/dev/null)
+	[ -n "$conns" ] || return 0
+	printf ' | conns: %s' "$conns"
+	printf ' | device: %s' "$(grep -H . /sys/class/infiniband/*/ports/*/hw_counters/* \
+		2>/dev/null | grep -v ':0$' | sed 's|.*/||' | tr '\n' ' ')"
 }
 
 # job_end: unload dmaplane (case "rmmod"), report kmemleak, and end the

@@ -98,6 +98,10 @@ else
 fi
 check demo $D/dp-demo
 peer_up peer-up
+# debugfs "conns": a line for the peer's connection, up (state 1).
+conns=$(cat /sys/kernel/debug/dmaplane/conns)
+echo "$conns" | grep -q "^10\.77\.0\.[12]:[0-9]* node [0-9a-f]\{16\} state 1 .* silent_ms [0-9]*$"
+case_result debugfs-conns $? "$conns"
 
 # ---- the suite across the nodes ---------------------------------------------
 if [ "$DMAPLANE_NODE" = 1 ]; then
