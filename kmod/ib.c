@@ -438,7 +438,8 @@ void dmaplane_ib_ep_closed(struct dmaplane_ep *ep)
  * One line per connection, to trace a transfer that never ends: its peer,
  * state, credits we may use and owe, requests waiting for a credit or an
  * ACK, operations waiting for a FIN, RDMA contexts in flight and waiting
- * for room, and how long ago the peer last showed life.
+ * for room, work requests on the send queue and how long ago one last
+ * completed, and how long ago the peer last showed life.
  *
  * Return: 0.
  */
@@ -473,7 +474,9 @@ int dmaplane_ib_conns_show(struct seq_file *m, void *v)
 		seq_printf(m, " owed %u rx_consumed %llu nnacks %u", c->credits.owed,
 			   c->rx_consumed, c->nnacks);
 		mutex_unlock(&c->ack_lock);
-		seq_printf(m, " silent_ms %u\n",
+		seq_printf(m, " sq_wrs %d sq_progress_ms %u silent_ms %u\n",
+			   atomic_read(&c->sq_wrs),
+			   jiffies_to_msecs(jiffies - READ_ONCE(c->sq_progress)),
 			   jiffies_to_msecs(jiffies - READ_ONCE(c->last_rx)));
 	}
 	mutex_unlock(&dmaplane_ib_lock);

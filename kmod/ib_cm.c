@@ -245,6 +245,15 @@ static void keepalive_work(struct work_struct *work)
 		dmaplane_conn_fail(c, false);
 		return;
 	}
+	if (atomic_read(&c->sq_wrs) &&
+	    time_after_eq(jiffies, READ_ONCE(c->sq_progress) + IB_DEAD_AFTER)) {
+		mutex_unlock(&c->tx_lock);
+		pr_warn("%pISp completed none of our work requests for %u s: dropping the connection\n",
+			&c->peer->addr,
+			jiffies_to_msecs(jiffies - READ_ONCE(c->sq_progress)) / 1000);
+		dmaplane_conn_fail(c, false);
+		return;
+	}
 	/* A full backlog waits for an ACK already: no room for a PING. */
 	if (waiting && silent >= IB_KEEPALIVE && list_empty(&c->backlog)) {
 		tx = dmaplane_tx_alloc(DMAPLANE_WIRE_PING, 0);

@@ -64,7 +64,10 @@ static_assert(IB_SQ_NEEDED <= IB_SQ_DEPTH);
  * (a live peer answers with an ACK at once), and give up on it after
  * IB_DEAD_AFTER.  A node that vanishes sends nothing, a FIN we wait for
  * never comes, and the connection's own retries may never run out (rxe
- * retries forever with a retry count of 7).
+ * retries forever with a retry count of 7, and an RNR retry count of 7 is
+ * infinite everywhere).  The same limit applies to a send queue on which
+ * nothing completes while the peer still talks: a peer that posts no
+ * receives, or a device that drops a retried READ it cannot serve.
  */
 #define IB_KEEPALIVE		(5 * HZ)
 #define IB_DEAD_AFTER		(30 * HZ)
@@ -184,6 +187,11 @@ struct dmaplane_rx {
  * @last_rx: jiffies of the last sign of life from the peer: a message, or
  *	a SEND, READ or WRITE its side acknowledged (a long bulk transfer
  *	is alive, though no message may arrive for minutes)
+ * @sq_wrs: signalled work requests on the send queue (messages and RDMA
+ *	contexts) posted and not completed
+ * @sq_progress: jiffies of the last send-queue completion, or of a post to
+ *	an idle send queue: a peer that keeps talking but lets none of our
+ *	work requests complete is given up on all the same
  * @tx_lock: protects @state transitions, @credits.avail, @tx_seq,
  *	@backlog, @sent, @cookies and posting to the send queue
  * @state: &enum conn_state; read locklessly as a hint
@@ -234,6 +242,8 @@ struct dmaplane_conn {
 	struct work_struct ack_work;
 	struct delayed_work keepalive_work;
 	unsigned long last_rx;
+	atomic_t sq_wrs;
+	unsigned long sq_progress;
 	struct mutex tx_lock;	/* see @tx_lock above */
 	int state;
 	struct dmaplane_credits credits;
@@ -490,6 +500,8 @@ struct dmaplane_tx *dmaplane_tx_alloc(u8 type, u32 body_len);
 void *dmaplane_tx_body(struct dmaplane_tx *tx);
 void dmaplane_tx_free(struct dmaplane_tx *tx);
 void dmaplane_conn_alive(struct dmaplane_conn *c);
+void dmaplane_sq_posting(struct dmaplane_conn *c);
+void dmaplane_sq_done(struct dmaplane_conn *c);
 int dmaplane_tx_post_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx);
 int dmaplane_conn_submit_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx);
 int dmaplane_conn_submit(struct dmaplane_conn *c, struct dmaplane_tx *tx);

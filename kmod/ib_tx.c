@@ -70,11 +70,31 @@ void dmaplane_conn_alive(struct dmaplane_conn *c)
 	WRITE_ONCE(c->last_rx, jiffies);
 }
 
+/*
+ * A signalled work request is about to be posted on @c's send queue;
+ * under tx_lock.  An idle queue starts its progress clock now.
+ */
+void dmaplane_sq_posting(struct dmaplane_conn *c)
+{
+	lockdep_assert_held(&c->tx_lock);
+	if (!atomic_read(&c->sq_wrs))
+		WRITE_ONCE(c->sq_progress, jiffies);
+	atomic_inc(&c->sq_wrs);
+}
+
+/* A signalled work request of @c's send queue completed (or was not posted). */
+void dmaplane_sq_done(struct dmaplane_conn *c)
+{
+	WRITE_ONCE(c->sq_progress, jiffies);
+	atomic_dec(&c->sq_wrs);
+}
+
 static void tx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct dmaplane_tx *tx = container_of(wc->wr_cqe, struct dmaplane_tx, cqe);
 	struct dmaplane_conn *c = tx->conn;
 
+	dmaplane_sq_done(c);
 	ib_dma_unmap_single(c->dev->ibdev, tx->dma, tx->len, DMA_TO_DEVICE);
 	if (wc->status == IB_WC_SUCCESS) {
 		dmaplane_conn_alive(c);
@@ -132,8 +152,10 @@ int dmaplane_tx_post_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 		first = tx->reg_wrs;
 	}
 	kref_get(&c->ref);
+	dmaplane_sq_posting(c);
 	ret = ib_post_send(c->qp, first, NULL);
 	if (ret) {
+		dmaplane_sq_done(c);
 		dmaplane_conn_put(c);
 		ib_dma_unmap_single(c->dev->ibdev, tx->dma, tx->len, DMA_TO_DEVICE);
 		goto err_free;

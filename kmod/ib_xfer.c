@@ -85,9 +85,11 @@ static unsigned int xfer_post_locked(struct dmaplane_conn *c, struct dmaplane_xf
 		}
 		if (c->rw_inflight && c->rw_wrs + x->ctx[i].wrs > IB_RW_WRS)
 			break;
+		dmaplane_sq_posting(c);
 		ret = rdma_rw_ctx_post(&x->ctx[i].rw, c->qp, c->cm_id->port_num,
 				       &x->cqe, NULL);
 		if (ret) {
+			dmaplane_sq_done(c);
 			/* The send queue is full or broken: give up on the peer. */
 			dmaplane_conn_fail(c, false);
 			goto err_drop;
@@ -135,6 +137,7 @@ static void xfer_done(struct ib_cq *cq, struct ib_wc *wc)
 	struct dmaplane_xfer *y, *tmp;
 	LIST_HEAD(finished);
 
+	dmaplane_sq_done(c);
 	if (wc->status == IB_WC_SUCCESS) {
 		dmaplane_conn_alive(c);
 	} else {

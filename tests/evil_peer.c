@@ -21,7 +21,7 @@
  *             [--dst UID]
  *   evil_peer --addr IP [--port P] --random SEED --count N [--timeout S]
  *             [--dst UID [--rkey KEY --rlen BYTES]]
- *   evil_peer --list [all|accept|reject|drop|stay|overflow]
+ *   evil_peer --list [all|accept|reject|drop|stay|stall|overflow]
  *
  * "overflow" lists the drop cases whose SEND is larger than the node's
  * receive buffers: the node sees an error completion instead of a
@@ -78,9 +78,11 @@ enum kind {
 	DROP,		/* accepted, one bad message: the node disconnects */
 	STAY,		/* accepted, one user-level error or a message that
 			 * needs no answer: answered, stays up */
+	STALL,		/* accepted, no receive posted, talks on: the node
+			 * gives up on its send queue and disconnects */
 };
 
-static const char *const kind_names[] = { "accept", "reject", "drop", "stay" };
+static const char *const kind_names[] = { "accept", "reject", "drop", "stay", "stall" };
 
 struct conn {
 	struct rdma_event_channel *ch;
@@ -126,6 +128,7 @@ static struct {
 	uint64_t rkey;		/* --rkey: a region of --dst for RMA_REQ */
 	uint64_t rlen;		/* --rlen: its length */
 	int next_port;
+	bool no_recvs;		/* conn_open() posts no receive buffers */
 } opt = {
 	.timeout_ms = 5000,
 	.next_port = 1023,
@@ -502,7 +505,7 @@ static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv, bool 
 	} else {
 		c->qp = true;
 	}
-	for (i = 0; i < DMAPLANE_WIRE_RECVS; i++) {
+	for (i = 0; i < DMAPLANE_WIRE_RECVS && !opt.no_recvs; i++) {
 		ret = post_recv(c, i);
 		if (ret) {
 			diag("ibv_post_recv: %s", strerror(ret));
@@ -1124,6 +1127,7 @@ static const struct evil_case cases[] = {
 	{ "stay-rma-unknown-rkey", STAY, .cm = NULL },
 	{ "stay-cancel-unknown-cookie", STAY, .msg = m_cancel_unknown },
 	{ "stay-ping", STAY, .msg = m_ping },
+	{ "stall-no-receives", STALL, .msg = m_ping },
 };
 
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
@@ -1350,6 +1354,69 @@ out:
 	return ret;
 }
 
+/*
+ * The node's IB_DEAD_AFTER (30 s), and the longest it may take to notice
+ * (its keepalive runs every 5 s), with room for a slow VM.
+ */
+#define STALL_MIN_MS	25000
+#define STALL_MAX_MS	60000
+
+/*
+ * A peer that posts no receive buffer but keeps talking: a request (the
+ * node must ACK it), then every second an ACK that gives nothing back,
+ * so that the node never finds the connection silent.  The node's ACK
+ * meets an RNR NAK at every try, and an RNR retry count of 7 never runs
+ * out: nothing completes on the node's send queue.  It must give up on
+ * the connection about IB_DEAD_AFTER after its ACK was posted, neither
+ * much sooner (it is no malformed message) nor never.
+ */
+static int run_stall(const struct evil_case *t)
+{
+	struct conn *c;
+	long long start, next;
+	int type = -1, ret = -1;
+	unsigned int n = 0;
+
+	opt.no_recvs = true;
+	c = conn_open_valid();
+	opt.no_recvs = false;
+	if (!c)
+		return -1;
+	c->slot = 0;
+	if (send_msg(c, 0, t->msg(c)))
+		goto out;
+	start = now_ms();
+	next = start + 1000;
+	diag("request sent, no receive posted; an empty ACK every second");
+	while (now_ms() < start + STALL_MAX_MS && !c->rx_err) {
+		if (now_ms() >= next) {
+			/* Slots 1 .. SEND_SLOTS - 1 in turn: long completed. */
+			c->slot = 1 + n++ % (SEND_SLOTS - 1);
+			msg_start(c, DMAPLANE_WIRE_ACK, sizeof(struct dmaplane_wire_ack));
+			if (send_msg(c, c->slot, HSZ + sizeof(struct dmaplane_wire_ack)))
+				goto out;
+			next += 1000;
+		}
+		type = next_event(c, 100);
+		if (type >= 0)
+			break;
+	}
+	if (type == RDMA_CM_EVENT_DISCONNECTED &&
+	    now_ms() - start >= STALL_MIN_MS) {
+		diag("disconnected after %lld ms, %u ACKs sent", now_ms() - start, n);
+		ret = 0;
+	} else if (type >= 0) {
+		diag("%s after %lld ms (want DISCONNECTED after %d-%d ms)",
+		     rdma_event_str(type), now_ms() - start, STALL_MIN_MS, STALL_MAX_MS);
+	} else {
+		diag("still connected after %lld ms%s", now_ms() - start,
+		     c->rx_err ? " (completion error)" : "");
+	}
+out:
+	conn_close(c);
+	return ret;
+}
+
 static int run_case(const struct evil_case *t)
 {
 	switch (t->kind) {
@@ -1359,6 +1426,8 @@ static int run_case(const struct evil_case *t)
 		return run_reject(t);
 	case DROP:
 		return run_drop(t);
+	case STALL:
+		return run_stall(t);
 	default:
 		return t->msg ? run_stay_msg(t) : run_stay();
 	}
@@ -1966,7 +2035,7 @@ static void usage(void)
 		"                 [--dst EP_UID]\n"
 		"       evil_peer --addr IPV4 [--port P] --random SEED --count N [--timeout S]\n"
 		"                 [--dst EP_UID [--rkey KEY --rlen BYTES]]\n"
-		"       evil_peer --list [all|accept|reject|drop|stay|overflow]\n");
+		"       evil_peer --list [all|accept|reject|drop|stay|stall|overflow]\n");
 	exit(2);
 }
 

@@ -10,7 +10,11 @@
 # the module loaded and 10.77.0.1 added as a peer; it must reject every
 # bad CONNECT, drop (and count) every connection carrying a malformed or
 # unjustified message, and answer a PUT for an unknown region with a FIN
-# of status -ENOENT or -ECONNRESET on a connection that stays up.  One of
+# of status -ENOENT or -ECONNRESET on a connection that stays up.  A peer
+# that posts no receive buffer but keeps talking (evil_peer's stall
+# cases) must be given up on too, once nothing completed on node 1's send
+# queue for 30 s: a "completed none of our work requests" line each, not
+# counted as a drop (no malformed message).  One of
 # the drop cases (drop-over-credits) sends one request more than the
 # credits node 1 granted, all before its connection is established; node
 # 1 consumes them once it is, and when its ACK work gave credits back
@@ -109,6 +113,11 @@ evil_phase_node1() {
 		case_result evil-drops-overflow $? \
 			"peer $EVIL_NODE0 drops +$got, want +$((want + nover)): $nover SENDs larger than the receive buffers not counted"
 	fi
+	# The stall cases: given up on for a send queue that never moved.
+	nstall=$($D/evil_peer --list stall | wc -l)
+	stalls=$(dmesg | grep -c "$EVIL_NODE0:[0-9]* completed none of our work requests for")
+	[ "$stalls" = "$nstall" ]
+	case_result evil-stall-reason $? "$stalls connections dropped for a stalled send queue, want $nstall"
 	echo "# node 1 after the evil peer: $($D/dpctl -j peer list 2>&1)"
 }
 
