@@ -210,6 +210,21 @@ void dmaplane_ep_destroy(struct dmaplane_ep *ep)
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_destroy);
 
+/*
+ * The open endpoint named @ep_uid, unreferenced: under the xa_lock of
+ * dmaplane_ep_ids or RCU.  Its id indexes the table; the rest of the
+ * ep_uid tells a later endpoint with the same id from it.
+ */
+static struct dmaplane_ep *ep_lookup_uid(u64 ep_uid)
+{
+	struct dmaplane_ep *ep;
+
+	if (ep_uid >> 63)
+		return NULL;
+	ep = xa_load(&dmaplane_ep_ids, (u32)ep_uid);
+	return ep && ep->ep_uid == ep_uid ? ep : NULL;
+}
+
 /**
  * dmaplane_ep_get_by_uid() - find an open endpoint of this node
  * @ep_uid: &dmaplane_name.ep_uid
@@ -220,14 +235,10 @@ struct dmaplane_ep *dmaplane_ep_get_by_uid(u64 ep_uid)
 {
 	struct dmaplane_ep *ep;
 
-	if (ep_uid >> 63)
-		return NULL;
 	xa_lock(&dmaplane_ep_ids);
-	ep = xa_load(&dmaplane_ep_ids, (u32)ep_uid);
-	if (ep && ep->ep_uid == ep_uid)
+	ep = ep_lookup_uid(ep_uid);
+	if (ep)
 		kref_get(&ep->ref);
-	else
-		ep = NULL;
 	xa_unlock(&dmaplane_ep_ids);
 	return ep;
 }
@@ -249,8 +260,8 @@ bool dmaplane_ep_uid_in_mm(u64 src, const struct mm_struct *mm)
 		return false;
 	/* Endpoints are freed after a grace period (ep_free()). */
 	rcu_read_lock();
-	ep = xa_load(&dmaplane_ep_ids, (u32)src);
-	same = ep && ep->ep_uid == src && ep->mm == mm;
+	ep = ep_lookup_uid(src);
+	same = ep && ep->mm == mm;
 	rcu_read_unlock();
 	return same;
 }
