@@ -1641,12 +1641,20 @@ static int pin_from_child(struct __test_metadata *_metadata, struct dp_ep *b,
 
 	if (len > sizeof(src) || dp_getname(b, &bname) || pipe(go))
 		return __LINE__;
-	if (pipe(back))
+	if (pipe(back)) {
+		close(go[0]);
+		close(go[1]);
 		return __LINE__;
+	}
 	dp_test_fill(src, len, seed);
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(go[0]);
+		close(go[1]);
+		close(back[0]);
+		close(back[1]);
 		return __LINE__;
+	}
 	if (!pid) {
 		struct dp_ep *ep = dp_test_ep_new(0, 0);
 		uint32_t c2b;
