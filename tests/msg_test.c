@@ -1635,25 +1635,21 @@ static int pin_from_child(struct __test_metadata *_metadata, struct dp_ep *b,
 	struct dmaplane_name bname, cname;
 	unsigned char src[256];
 	struct dmaplane_cqe c;
-	int go[2], back[2], status;
+	int go[2], back[2], status, line = 0;
 	uint32_t b2c;
 	pid_t pid;
 
 	if (len > sizeof(src) || dp_getname(b, &bname) || pipe(go))
 		return __LINE__;
 	if (pipe(back)) {
-		close(go[0]);
-		close(go[1]);
-		return __LINE__;
+		line = __LINE__;
+		goto close_go;
 	}
 	dp_test_fill(src, len, seed);
 	pid = fork();
 	if (pid < 0) {
-		close(go[0]);
-		close(go[1]);
-		close(back[0]);
-		close(back[1]);
-		return __LINE__;
+		line = __LINE__;
+		goto close_back;
 	}
 	if (!pid) {
 		struct dp_ep *ep = dp_test_ep_new(0, 0);
@@ -1686,11 +1682,13 @@ static int pin_from_child(struct __test_metadata *_metadata, struct dp_ep *b,
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
 	EXPECT_EQ(pins, dp_test_stat("recv_pins"));
 	EXPECT_EQ(0, dp_av_remove(b, b2c));
-	close(go[0]);
-	close(go[1]);
+close_back:
 	close(back[0]);
 	close(back[1]);
-	return 0;
+close_go:
+	close(go[0]);
+	close(go[1]);
+	return line;
 }
 
 /*
