@@ -646,7 +646,9 @@ static void msg_free_data(struct dmaplane_msg *msg)
  * in a registration (whose cached pages serve the copy: nothing is
  * pinned), from a given endpoint of the same process, or when the page
  * cannot be pinned, the receive is posted
- * without it and copied into as before: posting never fails for it.
+ * without it and copied into as before: posting never fails for it.  A
+ * receive that a waiting (unexpected) message matches takes it without
+ * the pin (do_recv()).
  */
 static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
 {
@@ -974,6 +976,7 @@ err_free_recv:
 static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
 	struct dmaplane_match_msg *mm;
+	struct dmaplane_msg *msg;
 	struct dmaplane_recv *r;
 	u64 src = DMAPLANE_ANY_SRC;
 	int ret;
@@ -1001,20 +1004,36 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	ret = dmaplane_cq_reserve(ep->cq);
 	if (ret)
 		goto err_free_buf;
+	/*
+	 * A message that is here already is copied in now, from the
+	 * kernel's buffer or its sender's pages: the receive takes it
+	 * without pinning its own page first.  Only a receive that finds
+	 * nothing waiting pins (then matches again: a message may have
+	 * come in between).  The unlocked look at the count is a hint.
+	 */
+	if (data_race(ep->matcher.nr_unexp)) {
+		mutex_lock(&ep->match_lock);
+		mm = dmaplane_match_probe(&ep->matcher, r->m.src, r->m.tag,
+					  r->m.ignore, true);
+		if (mm)
+			goto take_locked;
+		mutex_unlock(&ep->match_lock);
+	}
 	recv_pin(ep, r);
 
 	mutex_lock(&ep->match_lock);
 	mm = dmaplane_match_post_recv(&ep->matcher, &r->m);
-	if (mm) {
-		struct dmaplane_msg *msg = container_of(mm, struct dmaplane_msg, m);
-
-		unexp_uncount(ep, msg);
-		mutex_unlock(&ep->match_lock);
-		deliver_or_queue(ep, r, msg);
-		return 0;
-	}
+	if (mm)
+		goto take_locked;
 	atomic_long_inc(&dmaplane_stats.posted_recvs);
 	mutex_unlock(&ep->match_lock);
+	return 0;
+
+take_locked:
+	msg = container_of(mm, struct dmaplane_msg, m);
+	unexp_uncount(ep, msg);
+	mutex_unlock(&ep->match_lock);
+	deliver_or_queue(ep, r, msg);
 	return 0;
 
 err_free_buf:
