@@ -34,6 +34,7 @@
  * io_uring (IORING_OP_URING_CMD, DMAPLANE_CAP_URING_CMD) without and with
  * IORING_SETUP_SQPOLL (no system call to submit while the kernel's
  * submission thread is awake), and sqp/rs, rs_sqpoll's time over dp_rs.
+ * Each cell is the median of three runs.
  *
  * bw, rate: windows of messages (16 of each size; 64 of 8 bytes) from one
  * process to the other, each window acknowledged; dmaplane submits a
@@ -1032,6 +1033,16 @@ typedef double (*rank_fn)(struct xport *x, int rank, const struct run_args *a,
 			  double *aux);
 
 /* Latency: ping-pong, half the round trip, after two warm-up rounds. */
+/*
+ * The round trips of a latency run before its clock starts (OSU's skip):
+ * a tenth of the run, at least two (the first round trips fault in
+ * buffers and ring pages and wake the peer from its first sleep).
+ */
+static int lat_warmup(int iters)
+{
+	return iters / 10 > 2 ? iters / 10 : 2;
+}
+
 static double lat_rank(struct xport *x, int rank, const struct run_args *a,
 		       double *aux)
 {
@@ -1043,14 +1054,14 @@ static double lat_rank(struct xport *x, int rank, const struct run_args *a,
 	(void)aux;
 	if (!buf)
 		return -ENOMEM;
-	for (int i = 0; !ret && i < a->iters + 2; i++) {
+	for (int i = 0; !ret && i < a->iters + lat_warmup(a->iters); i++) {
 		if (rank) {
 			ret = x->recv(x, rank, rb, a->len);
 			if (!ret)
 				ret = x->send(x, rank, rb, a->len);
 			continue;
 		}
-		if (i == 2)
+		if (i == lat_warmup(a->iters))
 			t0 = now_us();
 		ret = x->send(x, 0, buf, a->len);
 		if (!ret)
@@ -1108,14 +1119,14 @@ static int rs_submit(struct xport *x, struct dmaplane_op *ops, int n)
  * its receive for the next message in the same dp_submit() batch as its
  * send (RECV then SEND), so every message finds its receive posted (one
  * copy, straight into it) and nobody calls dp_recv() on its own.  Half
- * the round trip, after two warm-up rounds, as lat_rank().
+ * the round trip, after lat_warmup()'s rounds, as lat_rank().
  */
 static double lat_rs_rank(struct xport *x, int rank, const struct run_args *a,
 			  double *aux)
 {
 	size_t len = a->len ? a->len : 1;
 	char *sb = map_touched(len), *rb = map_touched(len);
-	int total = a->iters + 2, got = 0, sent = 0, ret = 0;
+	int total = a->iters + lat_warmup(a->iters), got = 0, sent = 0, ret = 0;
 	struct dmaplane_op ops[2];
 	double t0 = 0;
 
@@ -1130,7 +1141,7 @@ static double lat_rs_rank(struct xport *x, int rank, const struct run_args *a,
 		ret = rs_submit(x, ops, 1);
 	for (int i = 0; !ret && i < total; i++) {
 		if (!rank) {
-			if (i == 2)
+			if (i == lat_warmup(a->iters))
 				t0 = now_us();
 			ret = rs_submit(x, ops, 2);
 			if (!ret)
@@ -1283,74 +1294,94 @@ static double run_stream(struct xport *x, size_t len, int w, int windows)
 	return run_forked(x, stream_rank, &a);
 }
 
+/*
+ * lat's cells: the median of LAT_RUNS runs, the transports taking turns
+ * (a stall of the host of a few milliseconds, once in a run of 200
+ * round trips, moved a cell's mean by half).
+ */
+#define LAT_RUNS	3
+
+/* lat's columns: the transports, then dp_rs, rs_uring and rs_sqpoll. */
+enum { LAT_RS = NR_XPORTS, LAT_URING, LAT_SQPOLL, NR_LAT };
+
+static double lat_run(unsigned int col, size_t len, int n)
+{
+	struct xport x;
+
+	if (col < NR_XPORTS) {
+		x = xports[col];
+		return run_latency(&x, len, n);
+	}
+	return run_latency_rs(len, n, col == LAT_RS ? SUB_IOCTL :
+			      col == LAT_URING ? SUB_URING : SUB_SQPOLL);
+}
+
+static void lat_print(double v)
+{
+	if (v < 0)
+		printf(" %10s", "error");
+	else
+		printf(" %10.1f", v);
+}
+
+static void lat_ratio(double a, double b, int width)
+{
+	if (a > 0 && b > 0)
+		printf(" %*.2f", width, a / b);
+	else
+		printf(" %*s", width, "-");
+}
+
 static int bench_lat(int iters)
 {
 	static const size_t sizes[] = { 8, 64, 1024, 16384, 65536, 1 << 20, 4 << 20 };
-	int uring_ok[] = { 0, !uring_usable(0), !uring_usable(1) };
+	int usable[NR_LAT];
 	char sz[32];
 
-	printf("# dp-bench lat: half round trip, microseconds (%d iterations; lower is better)\n",
-	       iters);
+	for (unsigned int c = 0; c < NR_LAT; c++)
+		usable[c] = 1;
+	usable[LAT_URING] = !uring_usable(0);
+	usable[LAT_SQPOLL] = !uring_usable(1);
+	printf("# dp-bench lat: half round trip, microseconds (median of %d runs of %d\n"
+	       "# iterations; lower is better)\n", LAT_RUNS, iters);
 	printf("%-8s", "size");
 	for (unsigned int t = 0; t < NR_XPORTS; t++)
 		printf(" %10s", xports[t].name);
 	printf(" %12s %10s %8s %10s %10s %8s\n", "dp/pipe", "dp_rs", "rs/dp",
 	       "rs_uring", "rs_sqpoll", "sqp/rs");
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		double v[NR_XPORTS], rs, ur[SUB_SQPOLL + 1];
+		double v[NR_LAT], r[NR_LAT][LAT_RUNS];
 		int n = sizes[i] >= (1 << 20) ? (iters + 9) / 10 : iters;
 
 		if (sizes[i] > max_size)
 			break;
 		printf("%-8s", sizes[i] < 1024 ? (snprintf(sz, sizeof(sz), "%zu B", sizes[i]), sz) :
 		       fmt_size(sizes[i], sz, sizeof(sz)));
-		for (unsigned int t = 0; t < NR_XPORTS; t++) {
-			struct xport x = xports[t];
-
-			v[t] = run_latency(&x, sizes[i], n);
-			if (v[t] < 0 && !t)
-				dp_failures++;
-			if (v[t] < 0)
-				printf(" %10s", "error");
-			else
-				printf(" %10.1f", v[t]);
-			fflush(stdout);
-		}
-		if (v[0] > 0 && v[1] > 0)
-			printf(" %12.2f", v[0] / v[1]);
-		else
-			printf(" %12s", "-");
-		rs = run_latency_rs(sizes[i], n, SUB_IOCTL);
-		if (rs < 0) {
-			dp_failures++;
-			printf(" %10s %8s", "error", "-");
-		} else {
-			printf(" %10.1f", rs);
-			if (v[0] > 0)
-				printf(" %8.2f", rs / v[0]);
-			else
-				printf(" %8s", "-");
-		}
 		fflush(stdout);
-		for (int sub = SUB_URING; sub <= SUB_SQPOLL; sub++) {
-			ur[sub] = -1;
-			if (!uring_ok[sub]) {
-				printf(" %10s", "-");
-				continue;
-			}
-			ur[sub] = run_latency_rs(sizes[i], n, sub);
-			if (ur[sub] < 0)
+		for (unsigned int k = 0; k < LAT_RUNS; k++)
+			for (unsigned int c = 0; c < NR_LAT; c++)
+				r[c][k] = usable[c] ? lat_run(c, sizes[i], n) : 0;
+		for (unsigned int c = 0; c < NR_LAT; c++) {
+			v[c] = median(r[c], LAT_RUNS);
+			for (unsigned int k = 0; k < LAT_RUNS; k++)
+				if (r[c][k] < 0)
+					v[c] = r[c][k];
+			/* dmaplane's own columns failing fails the bench */
+			if (v[c] < 0 && (c == 0 || c >= LAT_RS))
 				dp_failures++;
-			if (ur[sub] < 0)
-				printf(" %10s", "error");
-			else
-				printf(" %10.1f", ur[sub]);
-			fflush(stdout);
 		}
-		if (rs > 0 && ur[SUB_SQPOLL] > 0)
-			printf(" %8.2f", ur[SUB_SQPOLL] / rs);
-		else
-			printf(" %8s", "-");
+		for (unsigned int t = 0; t < NR_XPORTS; t++)
+			lat_print(v[t]);
+		lat_ratio(v[0], v[1], 12);
+		lat_print(v[LAT_RS]);
+		lat_ratio(v[LAT_RS], v[0], 8);
+		for (unsigned int c = LAT_URING; c <= LAT_SQPOLL; c++) {
+			if (usable[c])
+				lat_print(v[c]);
+			else
+				printf(" %10s", "-");
+		}
+		lat_ratio(usable[LAT_SQPOLL] ? v[LAT_SQPOLL] : 0, v[LAT_RS], 8);
 		printf("\n");
 	}
 	return 0;
@@ -2306,7 +2337,7 @@ static double run_remote(int ctl, int rank, const struct ctl_req *req)
 	setup_step = NULL;
 	/* a minute, plus a second per MB moved */
 	wait_deadline = now_us() + 60e6 +
-		(double)a.len * (a.iters + 2) * (a.w ? a.w : 2);
+		(double)a.len * (a.iters + lat_warmup(a.iters)) * (a.w ? a.w : 2);
 	ret = x.setup(&x, rank);
 	if (ret == -EPIPE && !setup_step)
 		return ret;	/* the control connection is gone */
