@@ -91,8 +91,8 @@ bench() {
 	timeout "$TMO" $D/dp-bench "$mode" "$@" >/tmp/bench.out 2>/tmp/bench.err
 	rc=$?
 	if [ -n "$spid" ]; then
-		kill "$spid" 2>/dev/null
-		wait "$spid"
+		# (the shell's "Terminated" about the server is not a result)
+		{ kill "$spid"; wait "$spid"; } 2>/dev/null
 		sed 's/^/# server: /' /tmp/server.log
 	fi
 	cat /tmp/bench.out
