@@ -1032,7 +1032,6 @@ struct run_args {
 typedef double (*rank_fn)(struct xport *x, int rank, const struct run_args *a,
 			  double *aux);
 
-/* Latency: ping-pong, half the round trip, after two warm-up rounds. */
 /*
  * The round trips of a latency run before its clock starts (OSU's skip):
  * a tenth of the run, at least two (the first round trips fault in
@@ -1043,6 +1042,7 @@ static int lat_warmup(int iters)
 	return iters / 10 > 2 ? iters / 10 : 2;
 }
 
+/* Latency: ping-pong, half the round trip, after lat_warmup()'s rounds. */
 static double lat_rank(struct xport *x, int rank, const struct run_args *a,
 		       double *aux)
 {
