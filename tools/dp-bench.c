@@ -107,6 +107,24 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* A cell of runs: the first run's error if one failed, else their median. */
+static double median_or_error(double *r, int n)
+{
+	for (int k = 0; k < n; k++)
+		if (r[k] < 0)
+			return r[k];
+	return median(r, n);
+}
+
+/* A cell of a table, "error" when its runs failed. */
+static void print_cell(double v)
+{
+	if (v < 0)
+		printf(" %10s", "error");
+	else
+		printf(" %10.1f", v);
+}
+
 /*
  * Transparent huge pages in the buffers dp-bench maps.  Under TCG a
  * kernel copy into a PMD-mapped huge page, dmaplane's and CMA's alike,
@@ -1316,14 +1334,6 @@ static double lat_run(unsigned int col, size_t len, int n)
 			      col == LAT_URING ? SUB_URING : SUB_SQPOLL);
 }
 
-static void lat_print(double v)
-{
-	if (v < 0)
-		printf(" %10s", "error");
-	else
-		printf(" %10.1f", v);
-}
-
 static void lat_ratio(double a, double b, int width)
 {
 	if (a > 0 && b > 0)
@@ -1362,22 +1372,19 @@ static int bench_lat(int iters)
 			for (unsigned int c = 0; c < NR_LAT; c++)
 				r[c][k] = usable[c] ? lat_run(c, sizes[i], n) : 0;
 		for (unsigned int c = 0; c < NR_LAT; c++) {
-			v[c] = median(r[c], LAT_RUNS);
-			for (unsigned int k = 0; k < LAT_RUNS; k++)
-				if (r[c][k] < 0)
-					v[c] = r[c][k];
+			v[c] = median_or_error(r[c], LAT_RUNS);
 			/* dmaplane's own columns failing fails the bench */
 			if (v[c] < 0 && (c == 0 || c >= LAT_RS))
 				dp_failures++;
 		}
 		for (unsigned int t = 0; t < NR_XPORTS; t++)
-			lat_print(v[t]);
+			print_cell(v[t]);
 		lat_ratio(v[0], v[1], 12);
-		lat_print(v[LAT_RS]);
+		print_cell(v[LAT_RS]);
 		lat_ratio(v[LAT_RS], v[0], 8);
 		for (unsigned int c = LAT_URING; c <= LAT_SQPOLL; c++) {
 			if (usable[c])
-				lat_print(v[c]);
+				print_cell(v[c]);
 			else
 				printf(" %10s", "-");
 		}
@@ -1420,16 +1427,10 @@ static int bench_bw(int windows)
 				r[t][k] = run_stream(&x, sizes[i], 16, n);
 			}
 		for (unsigned int t = 0; t < NR_XPORTS; t++) {
-			v[t] = median(r[t], BW_RUNS);
-			for (unsigned int k = 0; k < BW_RUNS; k++)
-				if (r[t][k] < 0)
-					v[t] = r[t][k];
+			v[t] = median_or_error(r[t], BW_RUNS);
 			if (v[t] < 0 && !t)
 				dp_failures++;
-			if (v[t] < 0)
-				printf(" %10s", "error");
-			else
-				printf(" %10.1f", v[t] * sizes[i] / 1e6);
+			print_cell(v[t] < 0 ? v[t] : v[t] * sizes[i] / 1e6);
 		}
 		printf(" %12.2f %12.2f\n", v[0] > 0 && v[3] > 0 ? v[0] / v[3] : 0,
 		       v[0] > 0 && v[4] > 0 ? v[0] / v[4] : 0);
@@ -2173,10 +2174,7 @@ static int bench_scaling(int iters)
 		}
 		printf("%-4d", ns[i]);
 		for (int e = 0; e < SC_NR; e++)
-			if (lat[e] < 0)
-				printf(" %10s", "error");
-			else
-				printf(" %10.1f", lat[e]);
+			print_cell(lat[e]);
 		for (int e = 0; e < SC_NR; e++)
 			if (lat[e] < 0 || !base[e])
 				printf(" %8s", "-");
