@@ -38,8 +38,8 @@
  *
  * bw, rate: windows of messages (16 of each size; 64 of 8 bytes) from one
  * process to the other, each window acknowledged; dmaplane submits a
- * window as one batch and polls its ring.  bw's cells are medians of
- * three runs.  rate also submits the same
+ * window as one batch and polls its ring.  bw's sizes go from 1 KiB to
+ * 64 MiB and its cells are medians of three runs.  rate also submits the same
  * windows through io_uring (dp_uring) and io_uring with SQPOLL
  * (dp_sqpoll).  "-": this build has no liburing, or the kernel no
  * io_uring or the module no DMAPLANE_CAP_URING_CMD.
@@ -1400,9 +1400,21 @@ static int bench_lat(int iters)
  */
 #define BW_RUNS		3
 
+/*
+ * bw's windows at SIZE: all of them up to 64 KiB, a tenth from 1 MiB,
+ * a fortieth from 16 MiB (at least 2: a 64 MiB window is a GiB).
+ */
+static int bw_windows(int windows, size_t size)
+{
+	if (size >= (16 << 20))
+		return windows >= 80 ? windows / 40 : 2;
+	return size >= (1 << 20) ? (windows + 9) / 10 : windows;
+}
+
 static int bench_bw(int windows)
 {
-	static const size_t sizes[] = { 1024, 16384, 65536, 1 << 20, 4 << 20 };
+	static const size_t sizes[] = { 1024, 16384, 65536, 1 << 20, 4 << 20,
+					16 << 20, 64 << 20 };
 	char sz[32];
 
 	printf("# dp-bench bw: window of 16 messages, MB/s (higher is better), median of %d\n"
@@ -1413,7 +1425,7 @@ static int bench_bw(int windows)
 	printf(" %12s %12s\n", "dp/cma", "dp/shm2copy");
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		double v[NR_XPORTS], r[NR_XPORTS][BW_RUNS];
-		int n = sizes[i] >= (1 << 20) ? (windows + 9) / 10 : windows;
+		int n = bw_windows(windows, sizes[i]);
 
 		if (sizes[i] > max_size)
 			break;
@@ -1643,7 +1655,7 @@ out:
 
 /*
  * bwdiag: the 4 MiB bandwidth anomaly.  dmaplane and CMA streams at
- * 1-4 MiB, window 16 (as bw) and window 1, with the buffers of 2 MiB or
+ * 1-4, 16 and 64 MiB, window 16 (as bw) and window 1, with the buffers of 2 MiB or
  * more backed by transparent huge pages (thp=on: 2 MiB aligned,
  * MADV_HUGEPAGE) and without (thp=off: MADV_NOHUGEPAGE, as every other
  * mode maps them: see thp_mode),
@@ -1655,7 +1667,8 @@ out:
  */
 static int bench_bwdiag(int windows)
 {
-	static const size_t sizes[] = { 1 << 20, 2 << 20, 3 << 20, 4 << 20 };
+	static const size_t sizes[] = { 1 << 20, 2 << 20, 3 << 20, 4 << 20,
+					16 << 20, 64 << 20 };
 	static const int ws[] = { 16, 1 };
 	char sz[32];
 

@@ -10,7 +10,8 @@ build/bench/bench.txt) and writes, with matplotlib (python3-matplotlib):
 
   latency.png    half round trip against message size, log-log, one line
                  per transport (dp-bench lat, and NetPIPE under Open MPI)
-  bandwidth.png  MB/s against message size, log-log (dp-bench bw, NetPIPE)
+  bandwidth.png  MB/s against message size, log-log (dp-bench bw, NetPIPE,
+                 ucx_perftest tag_bw, bwdiag's rows in huge pages)
   scaling.png    8-byte half round trip between two ranks against N
   matcher.png    the tag matcher alone (dmaplane_matchbench.ko): ns per
                  match against queue depth, dmaplane's against a list
@@ -52,7 +53,8 @@ def tables(path):
             continue
         if line.startswith("#"):
             if head is None:
-                m = re.match(r"# (dp-bench \w+|NetPIPE ping-pong|matchbench)", line)
+                m = re.match(r"# (dp-bench \w+|NetPIPE ping-pong|matchbench|ucx_perftest)",
+                             line)
                 if m:
                     title = m.group(1)
             continue
@@ -85,6 +87,45 @@ def series(table, cols):
         if xs:
             res[c] = (xs, ys)
     return res
+
+
+def ucx_bw(table):
+    """[(label, ([x], [y]))]: ucx_perftest's tag_bw MB/s, a line per
+    UCX_TLS label (posix, cma, sm), from 1 KiB."""
+    if not table:
+        return []
+    head, rows = table
+    need = ("label", "test", "bytes", "bw_MBps")
+    if any(c not in head for c in need):
+        return []
+    il, it, ib, iv = (head.index(c) for c in need)
+    res = {}
+    for r in rows:
+        if len(r) <= iv or r[it] != "tag_bw" or not num(r[ib]) or num(r[ib]) < 1024:
+            continue
+        if num(r[iv]):
+            xs, ys = res.setdefault(r[il], ([], []))
+            xs.append(num(r[ib]))
+            ys.append(num(r[iv]))
+    return [("ucx_perftest tag_bw " + k, xy) for k, xy in res.items()]
+
+
+def bwdiag_thp(table):
+    """[(label, ([x], [y]))]: bwdiag's thp=on rows (buffers in huge
+    pages), dmaplane's blocking window of 16 and CMA's window of 16.  Its
+    header's column names are two words each: the cells are by position
+    (size, thp, dp-spin w16, dp-block w16, dp-block w1, cma w16, ...)."""
+    if not table:
+        return []
+    res = {"dmaplane, huge pages (bwdiag)": ([], []), "cma, huge pages (bwdiag)": ([], [])}
+    for r in table[1]:
+        if len(r) < 6 or r[1] != "on" or not num(r[0]):
+            continue
+        for lab, i in (("dmaplane, huge pages (bwdiag)", 3), ("cma, huge pages (bwdiag)", 5)):
+            if num(r[i]):
+                res[lab][0].append(num(r[0]))
+                res[lab][1].append(num(r[i]))
+    return [(k, xy) for k, xy in res.items() if xy[0]]
 
 
 def kvstore_lines(path):
@@ -131,8 +172,10 @@ def main():
             print("plot.py: %s: no data" % name, file=sys.stderr)
             return
         fig, ax = plt.subplots(figsize=(7, 4.5))
-        for lab, (xs, ys) in lines:
-            ax.plot(xs, ys, marker="o", markersize=3, label=lab)
+        # matplotlib's colours repeat after ten lines: dashed after them
+        for i, (lab, (xs, ys)) in enumerate(lines):
+            ax.plot(xs, ys, marker="o", markersize=3, label=lab,
+                    linestyle="-" if i < 10 else "--")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_xlabel("message size, bytes")
@@ -165,6 +208,7 @@ def main():
     if npp:
         for c, xy in series(npp, ["vader_MB", "ucx_MB", "dp_MB"]).items():
             lines.append(("NetPIPE/Open MPI " + c[:-3].replace("dp", "dmaplane"), xy))
+    lines += ucx_bw(t.get("ucx_perftest")) + bwdiag_thp(t.get("dp-bench bwdiag"))
     loglog("bandwidth.png", "Bandwidth against message size (higher is better)",
            "MB/s (10^6 bytes/s)", lines)
 
