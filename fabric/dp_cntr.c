@@ -11,7 +11,8 @@
 
 #include "dp_prov.h"
 
-static void cntr_progress(struct dpf_cntr *cntr)
+/* Drain the rings of the endpoints bound to @cntr; under the domain lock. */
+void dpf_cntr_progress(struct dpf_cntr *cntr)
 {
 	int k;
 
@@ -26,7 +27,7 @@ static uint64_t cntr_get(struct fid_cntr *fc, bool err)
 	uint64_t v;
 
 	dpf_lock(cntr->dom);
-	cntr_progress(cntr);
+	dpf_cntr_progress(cntr);
 	v = err ? cntr->err : cntr->value;
 	dpf_unlock(cntr->dom);
 	return v;
@@ -50,6 +51,10 @@ static int cntr_update(struct fid_cntr *fc, bool err, bool add, uint64_t value)
 
 	dpf_lock(cntr->dom);
 	*v = add ? *v + value : value;
+	/* poll sets count changes from here (fi_poll(3)) */
+	cntr->snap_value = cntr->value;
+	cntr->snap_err = cntr->err;
+	cntr->gen++;
 	dpf_unlock(cntr->dom);
 	return 0;
 }
@@ -91,7 +96,7 @@ static int dpf_cntr_wait(struct fid_cntr *fc, uint64_t threshold, int timeout)
 	dpf_lock(cntr->dom);
 	err0 = cntr->err;
 	for (;;) {
-		cntr_progress(cntr);
+		dpf_cntr_progress(cntr);
 		if (cntr->value >= threshold)
 			break;
 		if (cntr->err != err0) {

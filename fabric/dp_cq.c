@@ -44,6 +44,13 @@ static void cq_progress(struct dpf_cq *cq)
 		dpf_ep_progress(cq->eps[k]);
 }
 
+/* Does @cq hold an entry once its rings are drained?  Under the domain lock. */
+bool dpf_cq_ready(struct dpf_cq *cq)
+{
+	cq_progress(cq);
+	return cq->head != cq->tail;
+}
+
 static size_t entry_size(enum fi_cq_format format)
 {
 	switch (format) {

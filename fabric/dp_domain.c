@@ -35,13 +35,6 @@ static int dpf_no_sep(struct fid_domain *domain, struct fi_info *info,
 	return -FI_ENOSYS;
 }
 
-static int dpf_no_poll(struct fid_domain *domain, struct fi_poll_attr *attr,
-		       struct fid_poll **pollset)
-{
-	(void)domain; (void)attr; (void)pollset;
-	return -FI_ENOSYS;
-}
-
 static int dpf_no_stx(struct fid_domain *domain, struct fi_tx_attr *attr,
 		      struct fid_stx **stx, void *context)
 {
@@ -87,7 +80,7 @@ static struct fi_ops_domain dpf_domain_ops = {
 	.endpoint = dpf_ep_open,
 	.scalable_ep = dpf_no_sep,
 	.cntr_open = dpf_cntr_open,
-	.poll_open = dpf_no_poll,
+	.poll_open = dpf_poll_open,
 	.stx_ctx = dpf_no_stx,
 	.srx_ctx = dpf_no_srx,
 	.query_atomic = dpf_no_query_atomic,

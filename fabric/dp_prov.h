@@ -13,9 +13,7 @@
  * CQs, counters, endpoints, MRs), which gives FI_THREAD_SAFE.  EQs belong
  * to the fabric and have their own lock.
  *
- * Not in the ABI yet (see dpf_cqe_data() and dpf_cqe_src()): remote CQ
- * data, the receiver's AV index of a completion's source (FI_SOURCE) and
- * region-relative buffers (FI_HMEM).  fi_getinfo() does not offer them.
+ * What fi_getinfo() does not offer, and why: fabric/README.md.
  */
 #ifndef DP_PROV_H
 #define DP_PROV_H
@@ -198,7 +196,7 @@ struct dpf_cq {
 	size_t head, tail;		/* free-running */
 	struct dpf_ep **eps;		/* endpoints bound to it */
 	int neps, maxeps;
-	int refs;
+	int refs;			/* endpoint bindings and poll sets */
 	int epfd;			/* FI_WAIT_FD: epoll over eps + sigfd */
 	int sigfd;			/* eventfd of fi_cq_signal() */
 };
@@ -212,6 +210,7 @@ static inline bool dpf_cq_full(const struct dpf_cq *cq)
 	return cq->tail - cq->head == cq->size;
 }
 struct dpf_cq_slot *dpf_cq_push(struct dpf_cq *cq);
+bool dpf_cq_ready(struct dpf_cq *cq);
 int dpf_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
 
 /* ---- dp_cntr.c -------------------------------------------------------- */
@@ -223,14 +222,22 @@ struct dpf_cntr {
 	uint64_t err;
 	struct dpf_ep **eps;
 	int neps, maxeps;
-	int refs;
+	int refs;			/* bindings and poll sets */
 	enum fi_wait_obj wait_obj;
+	/* fi_cntr_set/add's count of writes, the counts after the last one */
+	uint64_t gen, snap_value, snap_err;
 };
 
 int dpf_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
 		  struct fid_cntr **cntrp, void *context);
 int dpf_cntr_bind_ep(struct dpf_cntr *cntr, struct dpf_ep *ep);
 void dpf_cntr_unbind_ep(struct dpf_cntr *cntr, struct dpf_ep *ep);
+void dpf_cntr_progress(struct dpf_cntr *cntr);
+
+/* ---- dp_poll.c -------------------------------------------------------- */
+
+int dpf_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
+		  struct fid_poll **pollset);
 
 /* ---- dp_mr.c ---------------------------------------------------------- */
 
