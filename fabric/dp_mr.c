@@ -68,7 +68,8 @@ int dpf_mr_enable(struct dpf_mr *mr)
 	ret = dp_mr_reg(mr->ep->kep, (void *)mr->buf, mr->len,
 			dpf_access(mr->access), &mr->kmr);
 	if (ret) {
-		DPF_WARN(FI_LOG_MR, "dp_mr_reg: %s\n", strerror(-ret));
+		DPF_WARN(FI_LOG_MR, "dp_mr_reg(%p, %zu bytes): %s\n",
+			 (void *)mr->buf, (size_t)mr->len, strerror(-ret));
 		return ret;
 	}
 	mr->mr.key = dp_mr_key(mr->kmr);

@@ -18,7 +18,8 @@
 #             fabtests part)
 #   fabric    the libfabric provider's Open MPI programs that make check
 #             leaves out, in one VM: mpi_ping_pong (np 2) and mpi_osc
-#             (np 4, one-sided over osc/pt2pt)
+#             (np 4, one-sided over osc/pt2pt), and every runfabtests.sh
+#             case of tests/vm/jobs/fabtests.sh (make check: a subset)
 #   dmaplaned the arena service's VM job (tests/run-daemon.sh; make check
 #             runs its host test)
 #   dmaplaned2 its mesh across two VMs (tests/run-daemon2.sh: moves between
@@ -88,8 +89,10 @@ script() {
 }
 
 script fabric2 env FABRIC_RUN=soak FABRIC_VM_TIMEOUT=5400 tests/run-fabric2.sh 6.1
-script fabric env FABRIC_RUN=soak FABRIC_VM_TIMEOUT=2400 tests/run-fabric.sh 6.1 \
-	"dmaplane.fabric_only=openmpi,openmpi-osc"
+. tests/vm/jobs/fabtests.sh
+script fabric env FABRIC_RUN=soak FABRIC_VM_TIMEOUT=4800 tests/run-fabric.sh 6.1 \
+	"dmaplane.fabric_only=openmpi,openmpi-osc,$(echo "$FABTESTS_RUNFABTESTS" |
+	sed -n 's/|.*//p' | tr '\n' ,)fi_cntr_test,fi_dom_test.n2"
 # dmaplaned (the arena service) in one VM: arenas, attach, access control,
 # malformed requests, events, local moves, a fuzz pass (12-18 minutes
 # under TCG, so not in make check, which runs its host test); then two

@@ -23,12 +23,15 @@ hostroot_mount() {
 	hostname dmaplane-bench
 }
 
-# wait_listen PORT: until a TCP socket listens on PORT (60 s at most).
+# wait_listen PORT [PID]: until a TCP socket listens on PORT (60 s at most;
+# false at once when process PID has exited).
 wait_listen() {
 	hex=$(printf '%04X' "$1")
 	for i in $(seq 120); do
 		grep -qE ":$hex [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 \
 			2>/dev/null && return 0
+		# a server (PID, if given) that exited will not listen
+		[ -n "${2:-}" ] && ! kill -0 "$2" 2>/dev/null && return 1
 		sleep 0.5
 	done
 	return 1
