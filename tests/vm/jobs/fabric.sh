@@ -151,7 +151,7 @@ WINDOW=16
 fabtests_pairs
 fabtests_runfabtests
 if [ ! -x "$H$FT/fi_getinfo_test" ]; then
-	for t in fi_getinfo_test fi_cq_test fi_mr_test fi_dom_test fi_eq_test; do
+	for t in fi_getinfo_test fi_cq_test fi_mr_test fi_dom_test fi_eq_test fi_cntr_test fi_dom_test.n2; do
 		skip $t "no fabtests in $FT (fabric/build-fabtests.sh)"
 	done
 else
