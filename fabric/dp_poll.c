@@ -26,6 +26,14 @@ struct dpf_poll {
 	int n, max;
 };
 
+/* @e's counter as this set sees it now; under the domain lock. */
+static void cntr_seen(struct dpf_poll_ent *e, const struct dpf_cntr *cntr)
+{
+	e->value = cntr->value;
+	e->err = cntr->err;
+	e->gen = cntr->gen;
+}
+
 /* Has @e's counter changed since this set looked?  Under the domain lock. */
 static bool cntr_moved(struct dpf_poll_ent *e)
 {
@@ -40,9 +48,7 @@ static bool cntr_moved(struct dpf_poll_ent *e)
 		err = cntr->snap_err;
 	}
 	moved = cntr->value != value || cntr->err != err;
-	e->value = cntr->value;
-	e->err = cntr->err;
-	e->gen = cntr->gen;
+	cntr_seen(e, cntr);
 	return moved;
 }
 
@@ -128,14 +134,10 @@ static int dpf_poll_add(struct fid_poll *fp, struct fid *fid, uint64_t flags)
 		ps->max = max;
 	}
 	ps->ents[ps->n] = (struct dpf_poll_ent){ .fid = fid };
-	if (fid->fclass == FI_CLASS_CNTR) {
-		struct dpf_cntr *cntr = container_of(fid, struct dpf_cntr, cntr.fid);
-
-		/* what the counter holds now is not news */
-		ps->ents[ps->n].value = cntr->value;
-		ps->ents[ps->n].err = cntr->err;
-		ps->ents[ps->n].gen = cntr->gen;
-	}
+	/* what a counter holds now is not news */
+	if (fid->fclass == FI_CLASS_CNTR)
+		cntr_seen(&ps->ents[ps->n],
+			  container_of(fid, struct dpf_cntr, cntr.fid));
 	ps->n++;
 	(*refs)++;
 out:

@@ -78,11 +78,12 @@ else
 	ucx posix posix,self tag_bw 8 200000
 	# tag_bw from 1 to 64 MiB: posix (two copies), cma (one) and sm (UCX's
 	# choice among its shared-memory transports)
-	for tls in posix:posix,self cma:cma,posix,self sm:sm,self; do
-		ucx ${tls%%:*} ${tls#*:} tag_bw 1048576 100
-		ucx ${tls%%:*} ${tls#*:} tag_bw 4194304 50
-		ucx ${tls%%:*} ${tls#*:} tag_bw 16777216 20
-		ucx ${tls%%:*} ${tls#*:} tag_bw 67108864 10
+	for lt in posix:posix,self cma:cma,posix,self sm:sm,self; do
+		label=${lt%%:*} tls=${lt#*:}
+		ucx $label $tls tag_bw 1048576 100
+		ucx $label $tls tag_bw 4194304 50
+		ucx $label $tls tag_bw 16777216 20
+		ucx $label $tls tag_bw 67108864 10
 	done
 fi
 

@@ -89,18 +89,19 @@ fi_rdm_tagged_bw.v-U|-I 5 -v -U
 fi_rdm_tagged_bw.k|-I 5 -k
 "
 
-# notrun NAME SERVER-RC CLIENT-RC: runfabtests.sh's "notrun", both sides
-# exiting FI_ENODATA (61: fi_getinfo found nothing for the hints) or
-# FI_ENOSYS (38), is a SKIP for the programs FABTESTS_NOTRUN names (what
-# the provider does not offer, fabric/README.md: FI_RMA_EVENT, triggered
-# operations, shared and scalable contexts, named AVs, RMA without
-# FI_MR_ENDPOINT (fi_multi_mr), atomics, FI_MULTI_RECV, FI_MSG_PREFIX
-# (-k)) and a FAIL for any other.
-# True when it printed the case's verdict.
+# The cases for what the provider does not offer (fabric/README.md):
+# FI_RMA_EVENT, triggered operations, shared and scalable contexts, named
+# AVs, RMA without FI_MR_ENDPOINT (fi_multi_mr), atomics, FI_MULTI_RECV,
+# FI_MSG_PREFIX (-k).
 FABTESTS_NOTRUN="fi_rdm_rma_event fi_rdm_rma_trigger fi_shared_ctx
 fi_shared_ctx.no-tx fi_shared_ctx.no-rx fi_scalable_ep fi_rdm_shared_av
 fi_multi_mr fi_rdm_atomic fi_multi_recv fi_rdm_pingpong.k
 fi_rdm_tagged_pingpong.k fi_rdm_tagged_bw.k"
+
+# notrun NAME SERVER-RC CLIENT-RC: runfabtests.sh's "notrun", both sides
+# exiting FI_ENODATA (61: fi_getinfo found nothing for the hints) or
+# FI_ENOSYS (38), is a SKIP for the cases FABTESTS_NOTRUN names and a FAIL
+# for any other.  True when it printed the case's verdict.
 notrun() {
 	[ "$2" = "$3" ] && { [ "$2" = 61 ] || [ "$2" = 38 ]; } || return 1
 	# shellcheck disable=SC2086 # one line of names
