@@ -15,8 +15,9 @@
 # bench: all, plus the peers make bench and make bench2 run beside
 # dp-bench (UCX's ucx_perftest, Open MPI and NetPIPE; across two VMs also
 # perftest's ib_*_lat/bw, libfabric's fi_pingpong, iperf3 and qperf, with
-# rdma-core's verbs and rdma_cm libraries and the rxe provider); not part
-# of all, so make check never installs them.
+# rdma-core's verbs and rdma_cm libraries and the rxe provider) and
+# linux-perf (DMAPLANE_BENCH_PROFILE=); not part of all, so make check
+# never installs them.
 
 set -e
 
@@ -30,7 +31,7 @@ vm_pkgs="qemu-system-x86 busybox-static cpio linux-source-6.1 bc bison flex
 	libfabric-dev libfabric-bin autoconf automake libtool openmpi-bin
 	libopenmpi-dev"
 bench_pkgs="ucx-utils openmpi-bin netpipe-openmpi perftest libfabric-bin iperf3
-	qperf rdma-core ibverbs-providers librdmacm1 python3-matplotlib rsync"
+	qperf rdma-core ibverbs-providers librdmacm1 python3-matplotlib rsync linux-perf"
 
 case "${1:-all}" in
 build)	pkgs=$build_pkgs ;;

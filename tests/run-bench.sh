@@ -75,6 +75,14 @@ args="dmaplane.fabric_build=$(pwd)/$BUILD"
 # DMAPLANE_BENCH_ONLY=lat,rate,matchbench,kvstore-dmaplane,peers: only
 # these parts of the one-node job (jobs/bench.sh)
 [ -n "${DMAPLANE_BENCH_ONLY:-}" ] && args="$args dmaplane.bench_only=$DMAPLANE_BENCH_ONLY"
+# DMAPLANE_BENCH_PROFILE=self,rs,rate: instead of the bench, Linux perf's
+# profile of these dp-bench runs (jobs/bench.sh: profile) in
+# build/bench/profile.txt
+table=bench.txt
+if [ -n "${DMAPLANE_BENCH_PROFILE:-}" ]; then
+	args="$args dmaplane.bench_profile=$DMAPLANE_BENCH_PROFILE"
+	table=profile.txt
+fi
 if [ "$mode" = 2node ]; then
 	# ~15 minutes under TCG on 2 host cores (NetPIPE: mpirun across the VMs);
 	# node 1 serves, node 0 measures.
@@ -96,13 +104,13 @@ rc=0
 tests/vm/run-vm.sh -k "/boot/vmlinuz-$stock" -i "$out/bench.cpio.gz" -j bench \
 	-o "$out/vm" -t $timeout -m 4096 -R -a "$args" || rc=$?
 sed -n '/^DMAPLANE-BENCH-BEGIN/,/^DMAPLANE-BENCH-END/p' "$out/vm/results-0.log" |
-	grep -v '^DMAPLANE-' | tee "$out/bench.txt"
+	grep -v '^DMAPLANE-' | tee "$out/$table"
 grep '^DMAPLANE-CASE .* FAIL' "$out/vm/results-0.log" >&2 || :
 grep -q '^DMAPLANE-GUEST-DONE rc=0$' "$out/vm/results-0.log" || rc=1
 # The plots (latency and bandwidth against size, scaling, kvstore) from
 # this run's tables, with Debian's matplotlib (/usr/bin/python3: not a
 # python3 of its own earlier in PATH).
-if [ "$mode" != smoke ]; then
+if [ "$mode" != smoke ] && [ $table = bench.txt ]; then
 	rm -rf "$out/plots"
 	/usr/bin/python3 tests/vm/bench/plot.py "$out/bench.txt" "$out/plots" \
 		"make bench at $(git rev-parse --short HEAD 2>/dev/null)" || :

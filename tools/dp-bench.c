@@ -11,6 +11,8 @@
  *   dp-bench overlap [-n ITERS]
  *   dp-bench scaling [-n ITERS]
  *   dp-bench path [-n ITERS]
+ *   (rate and path: -o NAME[,NAME...] runs only the rows named, for a
+ *   profiler: tests/run-bench.sh with DMAPLANE_BENCH_PROFILE=)
  *   dp-bench rlat|rbw|rrate --server [-p PORT]          (one node)
  *   dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N] (the other)
  *
@@ -142,6 +144,21 @@ static enum thp_mode thp_mode = THP_OFF;
 
 /* -m: the largest message size measured */
 static uint64_t max_size = 1ULL << 30;
+
+/* -o: the only rows of rate and path to run (a comma-separated list), or NULL */
+static const char *only_rows;
+
+static int row_wanted(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (const char *p = only_rows; p; p = strchr(p, ',')) {
+		p += *p == ',';
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return 1;
+	}
+	return !only_rows;
+}
 
 /* dmaplane measurements that failed: the exit status says so */
 static int dp_failures;
@@ -1455,8 +1472,11 @@ static int bench_rate(int windows)
 	printf("# dp-bench rate: 8-byte messages, window 64, messages/s (higher is better)\n");
 	for (unsigned int t = 0; t < NR_XPORTS; t++) {
 		struct xport x = xports[t];
-		double v = run_stream(&x, 8, 64, windows);
+		double v;
 
+		if (!row_wanted(xports[t].name))
+			continue;
+		v = run_stream(&x, 8, 64, windows);
 		if (v < 0 && !t)
 			dp_failures++;
 		if (v < 0)
@@ -1470,6 +1490,8 @@ static int bench_rate(int windows)
 		struct xport x = xports[0];
 		double v;
 
+		if (!row_wanted(name))
+			continue;
 		if (uring_usable(sub == SUB_SQPOLL)) {
 			printf("%-10s %12s\n", name, "-");
 			continue;
@@ -1625,6 +1647,8 @@ static int bench_path(int iters)
 		for (int row = 0; row < NR_PATH; row++) {
 			double v[3];
 
+			if (!row_wanted(path_names[row]))
+				continue;
 			ret = 0;
 			for (int k = 0; k < 3 && !ret; k++)
 				ret = path_measure(row, ep, self, buf, iters, &v[k]);
@@ -2527,6 +2551,7 @@ static int usage(FILE *f)
 		   "       dp-bench overlap [-n ITERS]\n"
 		   "       dp-bench scaling [-n ITERS]\n"
 		   "       dp-bench path [-n ITERS]\n"
+		   "       (rate and path: -o NAME[,NAME...] runs only the rows named)\n"
 		   "       dp-bench rlat|rbw|rrate --server [-p PORT]        (on one node)\n"
 		   "       dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N]  (on the other)\n"
 		   "exit status: 1 when a dmaplane measurement failed, 2 on a usage error\n");
@@ -2549,7 +2574,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return usage(stdout);
 	optind = 2;
-	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:o:", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'm':
 			max_size = strtoull(optarg, NULL, 0);
@@ -2566,6 +2591,9 @@ int main(int argc, char **argv)
 			break;
 		case 'Y':
 			spin_yield = 1;
+			break;
+		case 'o':
+			only_rows = optarg;
 			break;
 		case 'S':
 			server = 1;

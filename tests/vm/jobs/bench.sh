@@ -147,7 +147,53 @@ matchbench() {
 	case_result matchbench $rc "insmod rc=$rc"
 }
 
+# profile NAME: Linux perf (the host's, in its root) samples one
+# dp-bench run with call chains and prints where its time goes (no
+# numbers of the run itself matter: the sampling slows everything).
+# self: path's RECV+SEND to itself (one process, no wake-up); rs: path's
+# ping-pong between two processes; rate: rate's dmaplane row.
+profile() {
+	case $1 in
+	self) args="path -o self_0B,self_8B -n 100000" ;;
+	rs) args="path -o dp_rs_8B -n 20000" ;;
+	rate) args="rate -o dmaplane -n 3000" ;;
+	*) case_result "profile-$1" 1 "no such profile"; return ;;
+	esac
+	echo "# profile $1: perf record -g -e cpu-clock -F 4000 -- dp-bench $args"
+	in_host env LD_LIBRARY_PATH="$B" perf record -q -g -e cpu-clock -F 4000 \
+		-o /tmp/perf.data -- "$B/dp-bench" $args
+	rc=$?
+	echo "# profile $1: self time by symbol"
+	in_host perf report -i /tmp/perf.data --stdio --no-children --sort sym \
+		--percent-limit 0.4 -g none 2>&1 | grep -v '^#' | grep .
+	echo "# profile $1: with callees (children)"
+	in_host perf report -i /tmp/perf.data --stdio --children --sort sym \
+		--percent-limit 0.7 -g none 2>&1 | grep -v '^#' | grep .
+	case_result "profile-$1" $rc "perf record rc=$rc"
+}
+
 echo "# kernel $(uname -r), $(nproc) CPUs, QEMU TCG"
+# dmaplane.bench_profile=NAME,NAME (DMAPLANE_BENCH_PROFILE=): only these
+# profiles, not the bench
+PROFILE=$(cmdline dmaplane.bench_profile "")
+if [ -n "$PROFILE" ]; then
+	. $D/bench/hostroot.sh
+	B=$(cmdline dmaplane.fabric_build "")
+	fails=0
+	if ! hostroot_mount || ! [ -x $H/usr/bin/perf ]; then
+		case_result profile 1 "no host root or no perf in it (scripts/deps.sh bench)"
+	else
+		echo 0 >/proc/sys/kernel/kptr_restrict
+		echo -1 >/proc/sys/kernel/perf_event_paranoid
+		echo "DMAPLANE-BENCH-BEGIN"
+		for p in $(echo "$PROFILE" | tr , ' '); do
+			profile "$p"
+		done
+		echo "DMAPLANE-BENCH-END"
+	fi
+	check rmmod rmmod dmaplane
+	exit $fails
+fi
 echo "DMAPLANE-BENCH-BEGIN"
 if [ "$SMOKE" = 1 ]; then
 	# make check: every mode, a few iterations, small messages (the
