@@ -91,8 +91,7 @@ script() {
 script fabric2 env FABRIC_RUN=soak FABRIC_VM_TIMEOUT=5400 tests/run-fabric2.sh 6.1
 . tests/vm/jobs/fabtests.sh
 script fabric env FABRIC_RUN=soak FABRIC_VM_TIMEOUT=4800 tests/run-fabric.sh 6.1 \
-	"dmaplane.fabric_only=openmpi,openmpi-osc,$(echo "$FABTESTS_RUNFABTESTS" |
-	sed -n 's/|.*//p' | tr '\n' ,)fi_cntr_test,fi_dom_test.n2"
+	"dmaplane.fabric_only=openmpi,openmpi-osc,$(fabtests_names)fi_cntr_test,fi_dom_test.n2"
 # dmaplaned (the arena service) in one VM: arenas, attach, access control,
 # malformed requests, events, local moves, a fuzz pass (12-18 minutes
 # under TCG, so not in make check, which runs its host test); then two

@@ -114,6 +114,12 @@ notrun() {
 	return 0
 }
 
+# fabtests_names: the case names of FABTESTS_RUNFABTESTS, comma-separated
+# (for dmaplane.fabric_only=)
+fabtests_names() {
+	echo "$FABTESTS_RUNFABTESTS" | sed -n 's/|.*//p' | tr '\n' ,
+}
+
 fabtests_runfabtests() {
 	saved_ifs=$IFS
 	IFS='
