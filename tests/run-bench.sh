@@ -103,8 +103,17 @@ fi
 rc=0
 tests/vm/run-vm.sh -k "/boot/vmlinuz-$stock" -i "$out/bench.cpio.gz" -j bench \
 	-o "$out/vm" -t $timeout -m 4096 -R -a "$args" || rc=$?
-sed -n '/^DMAPLANE-BENCH-BEGIN/,/^DMAPLANE-BENCH-END/p' "$out/vm/results-0.log" |
-	grep -v '^DMAPLANE-' | tee "$out/$table"
+# Which code, when and where: runs on different hosts differ by more
+# than noise under TCG (Documentation/bench/2026-12-04-63a648d.rst).
+{
+	echo "# $(git describe --always --dirty 2>/dev/null || echo '?') at" \
+		"$(date -u '+%Y-%m-%d %H:%M') UTC; host: $(sed -n \
+		's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) CPUs;" \
+		"guest:$(sed -n 's/^# kernel//p' "$out/vm/results-0.log" | head -1)"
+	echo
+	sed -n '/^DMAPLANE-BENCH-BEGIN/,/^DMAPLANE-BENCH-END/p' "$out/vm/results-0.log" |
+		grep -v '^DMAPLANE-'
+} | tee "$out/$table"
 grep '^DMAPLANE-CASE .* FAIL' "$out/vm/results-0.log" >&2 || :
 grep -q '^DMAPLANE-GUEST-DONE rc=0$' "$out/vm/results-0.log" || rc=1
 # The plots (latency and bandwidth against size, scaling, kvstore) from
