@@ -147,6 +147,8 @@ static uint64_t max_size = 1ULL << 30;
 
 /* -o: the only rows of rate and path to run (a comma-separated list), or NULL */
 static const char *only_rows;
+/* how many rows row_wanted() let run */
+static int rows_run;
 
 static int row_wanted(const char *name)
 {
@@ -155,9 +157,9 @@ static int row_wanted(const char *name)
 	for (const char *p = only_rows; p; p = strchr(p, ',')) {
 		p += *p == ',';
 		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
-			return 1;
+			return ++rows_run;
 	}
-	return !only_rows;
+	return only_rows ? 0 : ++rows_run;
 }
 
 /* dmaplane measurements that failed: the exit status says so */
@@ -2636,6 +2638,10 @@ int main(int argc, char **argv)
 		ret = bench_path(iters ? iters : 2000);
 	else
 		return usage(stderr);
+	if (only_rows && !rows_run && !dp_failures) {
+		fprintf(stderr, "dp-bench %s: no row named by -o %s\n", argv[1], only_rows);
+		return 2;
+	}
 	if (dp_failures)
 		fprintf(stderr, "dp-bench %s: %d dmaplane measurement(s) failed\n",
 			argv[1], dp_failures);
