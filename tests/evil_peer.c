@@ -1669,9 +1669,17 @@ static bool break_field(struct conn *c, struct rframe *f, uint32_t len)
 		return true;
 	case DMAPLANE_WIRE_RTS: {
 		struct dmaplane_wire_rts *rts = (void *)(m + 1);
+		uint32_t off = HSZ + sizeof(*m) + sizeof(*rts);
+		/*
+		 * An earlier mutation of this frame may have changed the type
+		 * or nsegs: only a segment within the message is zeroed.
+		 */
+		uint32_t n = len > off ? (len - off) / sizeof(rts->segs[0]) : 0;
 
-		if (rnd_below(2)) {
-			rts->segs[rnd_below(le32toh(rts->nsegs))].len = 0;
+		if (le32toh(rts->nsegs) < n)
+			n = le32toh(rts->nsegs);
+		if (n && rnd_below(2)) {
+			rts->segs[rnd_below(n)].len = 0;
 			what_add(f, "seg.len=0");
 		} else {
 			rts->cookie = htole64(le64toh(rts->cookie) | 1ull << (32 + rnd_below(32)));
@@ -1713,7 +1721,6 @@ static bool break_field(struct conn *c, struct rframe *f, uint32_t len)
 		return true;
 	}
 	default:
-		(void)len;
 		return false;
 	}
 }
