@@ -179,7 +179,6 @@ PROFILE=$(cmdline dmaplane.bench_profile "")
 if [ -n "$PROFILE" ]; then
 	. $D/bench/hostroot.sh
 	B=$(cmdline dmaplane.fabric_build "")
-	fails=0
 	if ! hostroot_mount || ! [ -x $H/usr/bin/perf ]; then
 		case_result profile 1 "no host root or no perf in it (scripts/deps.sh bench)"
 	else
