@@ -91,6 +91,7 @@ static struct dpf_req *req_get(struct dpf_ep *ep)
 	req->posted = false;
 	req->comp = true;
 	req->buf = NULL;
+	req->mrecv = NULL;
 	return req;
 }
 
@@ -235,9 +236,48 @@ static void ep_complete_remote_write(struct dpf_ep *ep, const struct dmaplane_cq
 	s->flags = flags;
 }
 
+static int mrecv_post(struct dpf_ep *ep);
+
+/* Take @m, an FI_MULTI_RECV buffer, off the endpoint's list. */
+static void mrecv_unlink(struct dpf_ep *ep, struct dpf_mrecv *m)
+{
+	struct dpf_mrecv **pp;
+
+	for (pp = &ep->mrecvs; *pp; pp = &(*pp)->next) {
+		if (*pp != m)
+			continue;
+		*pp = m->next;
+		if (!*pp)
+			ep->mrecv_tail = pp;
+		return;
+	}
+}
+
+/*
+ * A receive into an FI_MULTI_RECV buffer completed: the bytes are used,
+ * and the buffer is released (FI_MULTI_RECV added to @flags) when what is
+ * left is below FI_OPT_MIN_MULTI_RECV or nothing, or the receive failed
+ * (truncated into the rest of the buffer, or cancelled).  True when
+ * released: the caller reports it and frees @m.
+ */
+static bool mrecv_done(struct dpf_ep *ep, struct dpf_mrecv *m, int status,
+		       size_t len, uint64_t *flags)
+{
+	m->req = NULL;
+	if (!status)
+		m->off += len;
+	if (!status && m->off < m->len && m->len - m->off >= ep->min_multi_recv)
+		return false;
+	*flags |= FI_MULTI_RECV;
+	mrecv_unlink(ep, m);
+	return true;
+}
+
 static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
 {
 	struct dpf_req *req = (struct dpf_req *)(uintptr_t)cqe->ctx;
+	struct dpf_mrecv *m = req->mrecv;
+	bool released = false;
 	struct dpf_cq *cq;
 	struct dpf_cntr *cntr;
 	struct dpf_cq_slot *s;
@@ -261,6 +301,8 @@ static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
 	    (req->cq_flags & FI_DISCARD))
 		status = 0;
 	flags &= ~FI_DISCARD;
+	if (m)
+		released = mrecv_done(ep, m, status, cqe->len, &flags);
 
 	if (cntr) {
 		if (status)
@@ -268,7 +310,7 @@ static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
 		else
 			cntr->value++;
 	}
-	if (!cq || (!status && !req->comp))
+	if (!cq || (!status && !req->comp && !released))
 		goto out;
 	s = dpf_cq_push(cq);	/* room was checked by the caller */
 	s->op_context = req->context;
@@ -290,6 +332,10 @@ static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
 			s->len = 0;
 	}
 out:
+	if (released)
+		free(m);
+	if (m)
+		mrecv_post(ep);	/* the rest of this buffer, or the next one */
 	req_put(ep, req);
 }
 
@@ -318,15 +364,16 @@ void dpf_ep_progress(struct dpf_ep *ep)
 		if (room > DPF_POLL_BATCH)
 			room = DPF_POLL_BATCH;
 		if (!room)
-			return;
+			break;
 		n = dp_poll(ep->kep, cqes, room);
 		if (n <= 0)
-			return;
+			break;
 		for (i = 0; i < n; i++)
 			ep_complete(ep, &cqes[i]);
 		if ((size_t)n < room)
-			return;
+			break;
 	}
+	mrecv_post(ep);	/* a buffer whose receive could not be posted */
 }
 
 /* ---- posting ---------------------------------------------------------------- */
@@ -455,7 +502,7 @@ static ssize_t ep_abort(struct dpf_ep *ep, struct dpf_req *req, ssize_t ret)
 static void ep_desc_region(struct dpf_ep *ep, void *desc, bool write,
 			   struct dmaplane_op *op)
 {
-	struct dpf_mr *mr = desc;
+	struct dpf_mr *mr = dpf_mr_of_desc(desc);
 	uintptr_t base, addr = (uintptr_t)op->addr;
 
 	if (!mr || !ep->region_buf || mr->ep != ep || !mr->kmr ||
@@ -536,6 +583,89 @@ static ssize_t ep_send(struct dpf_ep *ep, const struct iovec *iov, void *desc,
 	return 0;
 }
 
+/*
+ * mrecv_post - give the oldest FI_MULTI_RECV buffer a kernel receive for
+ * the rest of its space, unless it has one.  A failure (no ring credit, no
+ * memory) leaves the buffer waiting for the next progress or post to try
+ * again.  Domain lock held.
+ */
+static int mrecv_post(struct dpf_ep *ep)
+{
+	struct dpf_mrecv *m = ep->mrecvs;
+	struct dmaplane_op op;
+	struct dpf_req *req;
+	int ret;
+
+	if (!m || m->req)
+		return 0;
+	req = ep_req(ep, DPF_REQ_RECV, m->context, FI_RECV | FI_MSG, m->flags, false);
+	if (!req)
+		return -FI_ENOMEM;
+	req->mrecv = m;
+	req->buf = m->base + m->off;
+	dp_prep_recv(&op, m->src, ep->tag_split ? DPF_MSG_TAG_BIT : 0, 0,
+		     req->buf, m->len - m->off, (uintptr_t)req);
+	ep_desc_region(ep, m->desc, true, &op);
+	ret = dp_submit(ep->kep, &op, 1);
+	if (ret < 0) {
+		req_put(ep, req);
+		return dpf_errno(ret);
+	}
+	recv_link(ep, req);
+	m->req = req;
+	return 0;
+}
+
+/*
+ * FI_MULTI_RECV: queue the buffer (struct dpf_mrecv); the oldest one gets
+ * its kernel receive at once.  One buffer only: the messages are packed
+ * into it.
+ */
+static ssize_t ep_mrecv(struct dpf_ep *ep, const struct iovec *iov, void *desc,
+			size_t count, fi_addr_t src, void *context, uint64_t flags)
+{
+	struct dpf_mrecv *m;
+	uint32_t h = DP_ANY_SRC;
+	ssize_t ret;
+
+	if (!(ep->caps & FI_MULTI_RECV) || count != 1 || !iov)
+		return -FI_EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -FI_ENOMEM;
+	ret = ep_enter(ep);
+	if (ret)
+		goto err_free;
+	if ((ep->caps & FI_DIRECTED_RECV) && src != FI_ADDR_UNSPEC) {
+		ret = ep_peer(ep, src, &h);
+		if (ret)
+			goto err_unlock;
+	}
+	m->context = context;
+	m->base = iov[0].iov_base;
+	m->len = iov[0].iov_len;
+	m->desc = desc;
+	m->src = h;
+	m->flags = flags;
+	*ep->mrecv_tail = m;
+	ep->mrecv_tail = &m->next;
+	if (ep->mrecvs == m) {
+		ret = mrecv_post(ep);
+		if (ret) {
+			mrecv_unlink(ep, m);
+			goto err_unlock;
+		}
+	}
+	dpf_unlock(ep->dom);
+	return 0;
+
+err_unlock:
+	dpf_unlock(ep->dom);
+err_free:
+	free(m);
+	return ret;
+}
+
 static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, void *desc,
 		       size_t count, fi_addr_t src, uint64_t tag, uint64_t ignore, bool tagged,
 		       void *context, uint64_t flags)
@@ -547,8 +677,13 @@ static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, void *desc,
 
 	if (count > DPF_IOV_LIMIT || (count && !iov))
 		return -FI_EINVAL;
-	if (flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD))
-		return -FI_EINVAL;	/* not offered / handled by ep_trecvmsg */
+	if (flags & (FI_PEEK | FI_CLAIM | FI_DISCARD))
+		return -FI_EINVAL;	/* handled by ep_trecvmsg */
+	if (flags & FI_MULTI_RECV) {
+		if (tagged)
+			return -FI_EINVAL;	/* untagged only, as fi_msg(3) */
+		return ep_mrecv(ep, iov, desc, count, src, context, flags);
+	}
 	if (tagged) {
 		if (!(ep->caps & FI_TAGGED))
 			return -FI_EOPNOTSUPP;
@@ -848,7 +983,7 @@ static ssize_t dpf_trecv(struct fid_ep *fep, void *buf, size_t len, void *desc,
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
 	return ep_recv(to_ep(fep), &iov, desc, 1, src, tag, ignore, true, context,
-		       to_ep(fep)->rx_op_flags);
+		       to_ep(fep)->rx_op_flags & ~FI_MULTI_RECV);
 }
 
 static ssize_t dpf_trecvv(struct fid_ep *fep, const struct iovec *iov,
@@ -856,7 +991,7 @@ static ssize_t dpf_trecvv(struct fid_ep *fep, const struct iovec *iov,
 			  uint64_t ignore, void *context)
 {
 	return ep_recv(to_ep(fep), iov, DESC0(desc, count), count, src, tag, ignore, true, context,
-		       to_ep(fep)->rx_op_flags);
+		       to_ep(fep)->rx_op_flags & ~FI_MULTI_RECV);
 }
 
 static ssize_t dpf_trecvmsg(struct fid_ep *fep, const struct fi_msg_tagged *msg,
@@ -1132,6 +1267,39 @@ static struct fi_ops_cm dpf_cm_ops = {
 
 /* ---- fi_ops_ep ------------------------------------------------------------- */
 
+/*
+ * An FI_MULTI_RECV buffer that has no kernel receive (one queued behind
+ * the oldest, or one whose receive could not be posted) is cancelled here:
+ * FI_ECANCELED with FI_MULTI_RECV on the receive CQ.  Domain lock held.
+ */
+static ssize_t mrecv_cancel(struct dpf_ep *ep, void *context)
+{
+	struct dpf_cq_slot *s;
+	struct dpf_mrecv *m;
+
+	for (m = ep->mrecvs; m; m = m->next)
+		if (m->context == context && !m->req)
+			break;
+	if (!m)
+		return -FI_ENOENT;
+	if (ep->rx_cq && dpf_cq_full(ep->rx_cq))
+		return -FI_EAGAIN;
+	mrecv_unlink(ep, m);
+	if (ep->recv_cntr)
+		ep->recv_cntr->err++;
+	if (ep->rx_cq) {
+		s = dpf_cq_push(ep->rx_cq);
+		s->op_context = context;
+		s->flags = FI_RECV | FI_MSG | FI_MULTI_RECV;
+		s->buf = m->base + m->off;
+		s->err = FI_ECANCELED;
+		s->prov_errno = ECANCELED;
+	}
+	free(m);
+	mrecv_post(ep);
+	return 0;
+}
+
 /* fi_cancel(): a posted receive that nothing matched yet (FI_ECANCELED). */
 static ssize_t dpf_cancel(fid_t fid, void *context)
 {
@@ -1147,22 +1315,42 @@ static ssize_t dpf_cancel(fid_t fid, void *context)
 		ret = ret == -ENOENT ? -FI_ENOENT : dpf_errno(ret);
 		break;
 	}
+	if (!req)
+		ret = mrecv_cancel(ep, context);
 	dpf_unlock(ep->dom);
 	return ret;
 }
 
+/* FI_OPT_ENDPOINT's FI_OPT_MIN_MULTI_RECV (a size_t); no other option. */
 static int dpf_getopt(fid_t fid, int level, int optname, void *optval,
 		      size_t *optlen)
 {
-	(void)fid; (void)level; (void)optname; (void)optval; (void)optlen;
-	return -FI_ENOPROTOOPT;
+	struct dpf_ep *ep = container_of(fid, struct dpf_ep, ep.fid);
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || !optlen || *optlen < sizeof(size_t))
+		return -FI_ETOOSMALL;
+	dpf_lock(ep->dom);
+	*(size_t *)optval = ep->min_multi_recv;
+	dpf_unlock(ep->dom);
+	*optlen = sizeof(size_t);
+	return 0;
 }
 
 static int dpf_setopt(fid_t fid, int level, int optname, const void *optval,
 		      size_t optlen)
 {
-	(void)fid; (void)level; (void)optname; (void)optval; (void)optlen;
-	return -FI_ENOPROTOOPT;
+	struct dpf_ep *ep = container_of(fid, struct dpf_ep, ep.fid);
+
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (!optval || optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	dpf_lock(ep->dom);
+	ep->min_multi_recv = *(const size_t *)optval;
+	dpf_unlock(ep->dom);
+	return 0;
 }
 
 static int dpf_no_ctx(struct fid_ep *sep, int index, void *attr,
@@ -1366,6 +1554,7 @@ static int dpf_ep_close(struct fid *fid)
 	struct dpf_ep *ep = container_of(fid, struct dpf_ep, ep.fid);
 	struct dpf_domain *dom = ep->dom;
 	struct dpf_cntr *cntrs[4];
+	struct dpf_mrecv *m;
 	struct dpf_mr *mr;
 	size_t i;
 	int k;
@@ -1400,6 +1589,10 @@ static int dpf_ep_close(struct fid *fid)
 
 	/* Closing the kernel endpoint ends whatever is still in flight. */
 	dp_close(ep->kep);
+	while ((m = ep->mrecvs)) {
+		ep->mrecvs = m->next;
+		free(m);
+	}
 	for (i = 0; i < ep->nchunks; i++)
 		free(ep->req_chunks[i]);
 	free(ep->req_chunks);
@@ -1459,6 +1652,8 @@ int dpf_ep_open(struct fid_domain *domain, struct fi_info *info,
 	ep->rx_size = info->rx_attr->size ? info->rx_attr->size : DPF_DEF_CTX_SIZE;
 	ep->tx_op_flags = info->tx_attr->op_flags;
 	ep->rx_op_flags = info->rx_attr->op_flags;
+	ep->mrecv_tail = &ep->mrecvs;
+	ep->min_multi_recv = DPF_DEF_MIN_MULTI_RECV;
 	ep->ep.fid.fclass = FI_CLASS_EP;
 	ep->ep.fid.context = context;
 	ep->ep.fid.ops = &dpf_ep_fi_ops;

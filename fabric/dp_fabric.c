@@ -379,7 +379,7 @@ int dpf_getinfo_caps(uint32_t version, const struct fi_info *hints,
 	caps = dev_caps;
 	if (hints && hints->caps) {
 		if (hints->caps & ~dev_caps)
-			return nodata("caps (no FI_HMEM, FI_ATOMIC, FI_MULTI_RECV ... yet)");
+			return nodata("caps (no FI_HMEM, FI_ATOMIC, FI_RMA_EVENT ... yet)");
 		caps = hints->caps | (dev_caps & DPF_DOM_CAPS);
 	}
 	ret = choose_mr_mode(version, hints, caps, &mr_mode);

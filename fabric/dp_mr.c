@@ -172,7 +172,8 @@ static int dpf_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	mr->mr.fid.fclass = FI_CLASS_MR;
 	mr->mr.fid.context = attr->context;
 	mr->mr.fid.ops = &dpf_mr_fi_ops;
-	mr->mr.mem_desc = mr;
+	mr->self = &mr->self;
+	mr->mr.mem_desc = &mr->self;
 	mr->mr.key = (dom->mr_mode & FI_MR_ENDPOINT) ? FI_KEY_NOTAVAIL : 0;
 	dpf_lock(dom);
 	dom->refs++;

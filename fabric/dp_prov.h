@@ -53,6 +53,8 @@
 #define DPF_DEF_CQ_SIZE		1024
 #define DPF_MAX_CQ_SIZE		(1 << 20)
 #define DPF_ADDRLEN		sizeof(struct dmaplane_name)
+/* FI_OPT_MIN_MULTI_RECV until the application sets it */
+#define DPF_DEF_MIN_MULTI_RECV	64
 
 /*
  * With both FI_MSG and FI_TAGGED, untagged messages travel with the top
@@ -65,7 +67,7 @@
 #define DPF_TX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE)
 /* FI_RMA on the receive side: the endpoint is the target of RMA. */
 #define DPF_RX_CAPS	(FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ | \
-			 FI_REMOTE_WRITE | FI_DIRECTED_RECV)
+			 FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_MULTI_RECV)
 #define DPF_DOM_CAPS	(FI_LOCAL_COMM | FI_REMOTE_COMM)
 /*
  * Remote CQ data of sends (DMAPLANE_CAP_CQ_DATA) and the sender as an AV
@@ -250,7 +252,21 @@ struct dpf_mr {
 	struct dpf_ep *ep;		/* FI_MR_ENDPOINT: bound endpoint */
 	struct dp_mr *kmr;		/* the kernel region, once enabled */
 	struct dpf_mr *ep_next;		/* on ep->mrs */
+	/*
+	 * fi_mr_desc() points here, and this holds its own address: an
+	 * application that passes fi_mr_desc() itself where libfabric wants
+	 * an array of descriptors (fabtests 1.17's fi_multi_recv -M does)
+	 * names the same region instead of a pointer read from the region's
+	 * first bytes.
+	 */
+	void *self;
 };
+
+/* The region of a descriptor of fi_mr_desc(), or NULL. */
+static inline struct dpf_mr *dpf_mr_of_desc(void *desc)
+{
+	return desc ? container_of(desc, struct dpf_mr, self) : NULL;
+}
 
 extern struct fi_ops_mr dpf_domain_mr_ops;
 int dpf_mr_enable(struct dpf_mr *mr);
@@ -267,16 +283,38 @@ enum dpf_req_kind {
 	DPF_REQ_DISCARD,	/* FI_PEEK|FI_DISCARD: nobody is told */
 };
 
+struct dpf_mrecv;
+
 struct dpf_req {
 	struct dpf_req *next;		/* free list, or the ep's recv list */
 	struct dpf_req *prev;
 	void *context;
 	void *buf;
+	struct dpf_mrecv *mrecv;	/* a receive into an FI_MULTI_RECV buffer */
 	uint64_t cq_flags;		/* FI_SEND | FI_TAGGED ... */
 	enum dpf_req_kind kind;
 	bool comp;			/* report success on the CQ */
 	bool posted;			/* on ep->recvs (cancellable) */
 	char inject[DPF_INJECT_SIZE];
+};
+
+/*
+ * An FI_MULTI_RECV buffer: messages are packed into it one after the other
+ * (no alignment).  Only the oldest buffer of the endpoint has a kernel
+ * receive posted, for the rest of its space, so buffers fill in the order
+ * they were posted; the receive's completion advances @off and posts the
+ * next receive, or releases the buffer (FI_MULTI_RECV on that completion)
+ * once less than FI_OPT_MIN_MULTI_RECV bytes are left.
+ */
+struct dpf_mrecv {
+	struct dpf_mrecv *next;		/* ep->mrecvs, oldest first */
+	void *context;
+	char *base;
+	size_t len, off;		/* the buffer, and the bytes used */
+	void *desc;			/* fi_mr_desc() the application gave */
+	uint32_t src;			/* kernel handle or DP_ANY_SRC */
+	uint64_t flags;			/* the post's flags (FI_COMPLETION) */
+	struct dpf_req *req;		/* its kernel receive, or NULL */
 };
 
 struct dpf_ep {
@@ -301,6 +339,9 @@ struct dpf_ep {
 	size_t nrpeers;
 	struct dpf_req *free_reqs;
 	struct dpf_req *recvs;		/* posted receives, for fi_cancel() */
+	struct dpf_mrecv *mrecvs;	/* FI_MULTI_RECV buffers, oldest first */
+	struct dpf_mrecv **mrecv_tail;
+	size_t min_multi_recv;		/* FI_OPT_MIN_MULTI_RECV */
 	void **req_chunks;
 	size_t nchunks;
 	struct dpf_mr *mrs;		/* FI_MR_ENDPOINT regions bound here */

@@ -260,10 +260,12 @@ fabric_vms() {
 	# runfabtests.sh's cases beyond those (tests/vm/jobs/fabtests.sh), a
 	# few (~25 s each under TCG, and this step is lane b's longest):
 	# FI_DELIVERY_COMPLETE with data verification, AV insertion during
-	# traffic, ten clients, the counter unit test, and two of the cases
-	# that must end "not offered"; make soak runs the whole list.
+	# traffic, ten clients, the counter unit test, one case that must
+	# end "not offered" (atomics) and FI_MULTI_RECV (packing 4-byte
+	# messages into two halves of a buffer, reposted as they fill); make
+	# soak runs the whole list.
 	checks=$checks,fi_rdm.U,fi_rdm_tagged_bw.v-U,fi_av_xfer,fi_rdm_multi_client
-	checks=$checks,fi_cntr_test,fi_rdm_atomic,fi_multi_recv
+	checks=$checks,fi_cntr_test,fi_rdm_atomic,fi_multi_recv,fi_multi_recv.v-M-S4,mrecv_test
 	# Open MPI over the provider (fabric/tests/mpi_*.c; they skip without
 	# mpirun/mpicc), np 4: several minutes of guest time under TCG, mostly
 	# mpirun's start.  The np 2 mpi_ping_pong (which mpi_p2p covers) and

@@ -31,7 +31,8 @@ rm -rf "$out"
 mkdir -p "$out"
 
 KSRC=$(tests/vm/build-kernel.sh "$kver") || exit 1
-make -s BUILD="$BUILD" lib tools examples fabric >"$out/build.log" 2>&1 ||
+make -s BUILD="$BUILD" KSFT_DIR="$KSRC/tools/testing/selftests" \
+	lib tools examples fabric fabric-tests >"$out/build.log" 2>&1 ||
 	{ tail -30 "$out/build.log"; exit 1; }
 fabric/build-fabtests.sh >"$out/fabtests.log" 2>&1 ||
 	echo "fabtests not built (see $out/fabtests.log): their checks are skipped"

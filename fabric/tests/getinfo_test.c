@@ -50,8 +50,10 @@ TEST(no_hints_offers_everything_it_has)
 	EXPECT_EQ(FI_ORDER_SAS, fi->tx_attr->msg_order & FI_ORDER_SAS);
 	EXPECT_EQ(DPF_INJECT_SIZE, fi->tx_attr->inject_size);
 	EXPECT_EQ(FI_THREAD_SAFE, fi->domain_attr->threading);
-	EXPECT_EQ(FI_SOURCE | FI_REMOTE_CQ_DATA,
+	EXPECT_EQ(FI_SOURCE | FI_REMOTE_CQ_DATA | FI_MULTI_RECV,
 		  fi->caps & (FI_SOURCE | FI_REMOTE_CQ_DATA | FI_HMEM | FI_ATOMIC | FI_MULTI_RECV));
+	EXPECT_EQ(FI_MULTI_RECV, fi->rx_attr->caps & FI_MULTI_RECV);
+	EXPECT_EQ(0, fi->tx_attr->caps & FI_MULTI_RECV);
 	EXPECT_EQ(0, strcmp(fi->fabric_attr->name, DPF_NAME));
 	fi_freeinfo(fi);
 }
@@ -133,12 +135,37 @@ TEST(not_yet_in_the_abi_is_refused)
 
 	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_TAGGED | FI_HMEM), DPF_CAPS, &fi));
 	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_ATOMIC), DPF_CAPS, &fi));
-	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_MSG | FI_MULTI_RECV), DPF_CAPS, &fi));
 	EXPECT_EQ(-FI_ENODATA, ask(hints_rdm(FI_RMA | FI_RMA_EVENT), DPF_CAPS, &fi));
 	h = hints_rdm(FI_TAGGED);
 	ASSERT_NE(NULL, h);
 	h->domain_attr->cq_data_size = 16;
 	EXPECT_EQ(-FI_ENODATA, ask(h, DPF_CAPS, &fi));
+}
+
+/*
+ * FI_MULTI_RECV as MPICH's ch4:ofi asks for it (with FI_MSG for its active
+ * messages) and as fi_multi_recv does (rx op_flags FI_MULTI_RECV): offered,
+ * on the receive side, and the op flags come back as asked.
+ */
+TEST(multi_recv_is_offered_on_the_receive_side)
+{
+	struct fi_info *h, *fi;
+
+	h = hints_rdm(FI_MSG | FI_TAGGED | FI_MULTI_RECV | FI_DIRECTED_RECV);
+	ASSERT_NE(NULL, h);
+	h->rx_attr->op_flags = FI_MULTI_RECV;
+	ASSERT_EQ(0, ask(h, DPF_CAPS, &fi));
+	ASSERT_NE(NULL, fi);
+	EXPECT_EQ(FI_MULTI_RECV, fi->caps & FI_MULTI_RECV);
+	EXPECT_EQ(FI_MULTI_RECV, fi->rx_attr->caps & FI_MULTI_RECV);
+	EXPECT_EQ(FI_MULTI_RECV, fi->rx_attr->op_flags);
+	fi_freeinfo(fi);
+	/* Not asked for, not given. */
+	ASSERT_EQ(0, ask(hints_rdm(FI_MSG), DPF_CAPS, &fi));
+	ASSERT_NE(NULL, fi);
+	EXPECT_EQ(0, fi->caps & FI_MULTI_RECV);
+	EXPECT_EQ(0, fi->rx_attr->caps & FI_MULTI_RECV);
+	fi_freeinfo(fi);
 }
 
 /*

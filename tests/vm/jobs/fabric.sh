@@ -167,6 +167,15 @@ else
 	skip fi_av_test "addresses are dmaplane names, fi_av_test takes FI_SOCKADDR host names"
 fi
 
+# The provider's own tests that need the module (fabric/tests/*_test.c,
+# kselftest harness, built by tests/run-fabric.sh): FI_MULTI_RECV.  On the
+# host they skip; here DMAPLANE_REQUIRE_DEVICE makes a missing device fail.
+if [ -x "$H$B/fabric/tests/mrecv_test" ]; then
+	one mrecv_test /usr/bin/env DMAPLANE_REQUIRE_DEVICE=1 $B/fabric/tests/mrecv_test
+elif want mrecv_test; then
+	case_result mrecv_test 1 "not built: $B/fabric/tests/mrecv_test"
+fi
+
 # Open MPI 4.1 (Debian's, built with the ofi MTL) over the provider, when
 # installed on the host and the test programs were built (tests/run-fabric.sh):
 # the MTL's default tag mode, which puts the source rank into remote CQ

@@ -75,6 +75,8 @@ fi_rma_bw.writedata-U|-e rdm -o writedata -I 5 -U -W 16
 fi_rdm_atomic|-I 5 -o all
 fi_rdm_cntr_pingpong|-I 5
 fi_multi_recv|-e rdm -I 5
+fi_multi_recv.v-M-S4|-e rdm -v -M -I 300 -S 4
+fi_multi_recv.v-S1024|-e rdm -v -I 200 -S 1024
 fi_rdm_pingpong.U|-I 5 -U
 fi_rdm_pingpong.v|-I 5 -v
 fi_rdm_pingpong.v-U|-I 5 -v -U
@@ -91,11 +93,11 @@ fi_rdm_tagged_bw.k|-I 5 -k
 
 # The cases for what the provider does not offer (fabric/README.md):
 # FI_RMA_EVENT, triggered operations, shared and scalable contexts, named
-# AVs, RMA without FI_MR_ENDPOINT (fi_multi_mr), atomics, FI_MULTI_RECV,
-# FI_MSG_PREFIX (-k).
+# AVs, RMA without FI_MR_ENDPOINT (fi_multi_mr), atomics, FI_MSG_PREFIX
+# (-k).
 FABTESTS_NOTRUN="fi_rdm_rma_event fi_rdm_rma_trigger fi_shared_ctx
 fi_shared_ctx.no-tx fi_shared_ctx.no-rx fi_scalable_ep fi_rdm_shared_av
-fi_multi_mr fi_rdm_atomic fi_multi_recv fi_rdm_pingpong.k
+fi_multi_mr fi_rdm_atomic fi_rdm_pingpong.k
 fi_rdm_tagged_pingpong.k fi_rdm_tagged_bw.k"
 
 # notrun NAME SERVER-RC CLIENT-RC: runfabtests.sh's "notrun", both sides
