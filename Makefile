@@ -62,7 +62,8 @@ KSFT_DIR   ?=
 # uring rows.
 HAVE_URING := $(shell pkg-config --exists liburing 2>/dev/null && echo y)
 URING_LIBS := $(if $(HAVE_URING),$(shell pkg-config --libs liburing))
-TEST_SRCS  := $(wildcard tests/*_test.c)
+# evil_frames_test is a host test (built into $(BUILD)/tests/host/, below).
+TEST_SRCS  := $(filter-out tests/evil_frames_test.c,$(wildcard tests/*_test.c))
 ifneq ($(HAVE_URING),y)
 TEST_SRCS  := $(filter-out tests/uring_test.c,$(TEST_SRCS))
 endif
@@ -205,16 +206,19 @@ $(BUILD)/fabric/tests/%: fabric/tests/%.c $(FABRIC_SRCS) fabric/dp_prov.h $(LIB_
 		-Wall -Werror -o $@ $< $(FABRIC_SRCS) $(USER_LDFLAGS) \
 		-Wl,-rpath,$(CURDIR)/$(BUILD) -ldmaplane $(shell pkg-config --libs libfabric) -lpthread
 
-# A malicious peer node (tests/vm/jobs/evil.sh), when librdmacm is there.
+# A malicious peer node (tests/vm/jobs/evil.sh), when librdmacm is there,
+# and the host test of its --random frame generator (ASan+UBSan).
 RDMACM_LIBS := $(shell pkg-config --libs librdmacm libibverbs 2>/dev/null)
 ifneq ($(RDMACM_LIBS),)
 EVIL_PEER := $(BUILD)/tests/evil_peer
+EVIL_FRAMES_TEST := $(BUILD)/tests/host/evil_frames_test
 endif
+EVIL_SAN   := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 # In-VM tests: kselftest harness programs linked against libdmaplane, and
 # the programs of the fault-injection, kill-loop and fuzz jobs.
 VM_PROGS   := $(BUILD)/tests/faults $(BUILD)/tests/killloop $(BUILD)/tests/fuzz
-tests: $(TESTS) $(HOST_TESTS) $(EVIL_PEER) $(VM_PROGS)
+tests: $(TESTS) $(HOST_TESTS) $(EVIL_PEER) $(EVIL_FRAMES_TEST) $(VM_PROGS)
 
 $(BUILD)/tests/%: tests/%.c tests/dp_test.h $(LIB_LINKS)
 	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }
@@ -230,6 +234,13 @@ $(BUILD)/tests/fuzz: TEST_LIBS := $(URING_LIBS)
 $(BUILD)/tests/evil_peer: tests/evil_peer.c kmod/ib_wire.h uapi/linux/dmaplane.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -Werror -o $@ $< $(RDMACM_LIBS)
+
+# evil_peer.c's frames for many seeds, no RDMA device: it includes the
+# peer's source, so it is a host test although its source is in tests/.
+$(BUILD)/tests/host/evil_frames_test: tests/evil_frames_test.c tests/evil_peer.c \
+		kmod/ib_wire.h uapi/linux/dmaplane.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS_U) $(CFLAGS) $(WARN) -Werror $(EVIL_SAN) -o $@ $< $(RDMACM_LIBS)
 
 $(BUILD)/tests/host/%: tests/host/%.c $(LIB_LINKS)
 	@test -n "$(KSFT_DIR)" || { echo "KSFT_DIR= not set (see tests/run-check.sh)" >&2; exit 1; }

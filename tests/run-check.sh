@@ -9,7 +9,8 @@
 #     stock 6.1 and 6.12 kernels (W=1, warnings are errors)
 #  3. checkpatch --strict on kernel and uapi sources
 #  4. host tests: the library without a module, install + pkg-config,
-#     dmaplaned without a module, the dedup engine,
+#     dmaplaned without a module, the dedup engine, evil_peer's --random
+#     frame generator under ASan+UBSan (when librdmacm is there),
 #     the documentation (scripts/check-docs.py, with the 6.12 test
 #     kernel's kernel-doc), dkms build for both stock kernels
 #  5. test kernel VMs, 6.1 and 6.12 (KASAN, lockdep, kmemleak): KUnit +
@@ -160,6 +161,9 @@ done
 section "host tests (and beside them: dkms build for $stock and $stock612)"
 sh tests/host/dkms_test.sh "$stock" "$stock612" >"$out/host-dkms.log" 2>&1 &
 dkms_pid=$!
+# The kselftest programs of tests/host/, the dedup engine's test and
+# evil_frames_test (built only with librdmacm: evil_peer's frames for
+# seeds 1..2000, ASan+UBSan), each when built.
 for t in "$BUILD"/tests/host/*_test; do
 	[ -x "$t" ] || continue
 	"$t" >"$out/host-$(basename "$t").log" 2>&1
