@@ -14,6 +14,9 @@
 # Usage: tests/run-fabric.sh [KVER [KERNEL-ARGS]]   (6.1 by default; the
 # kernel is built by tests/vm/build-kernel.sh unless cached; KERNEL-ARGS
 # such as dmaplane.fabric_only=fi_pingpong,fi_rdm reach the job)
+# FABRIC_MPICH=1 also builds MPICH over libfabric (fabric/build-mpich.sh,
+# cached) and runs the MPI programs under it too (the job's mpich-* checks);
+# FABRIC_MPICH=cached does so only when that build is cached already.
 
 set -u
 cd "$(dirname "$0")/.."
@@ -43,11 +46,28 @@ if command -v mpicc >/dev/null; then
 			echo "$p not built (see $out/mpicc.log)"
 	done
 fi
+# MPICH over the provider (fabric/build-mpich.sh, ~40 min the first time,
+# cached) with FABRIC_MPICH=1: the same programs built with its mpicc.
+mpich=
+if [ -n "${FABRIC_MPICH:-}" ]; then
+	if [ "$FABRIC_MPICH" = cached ]; then
+		mpich=$(fabric/build-mpich.sh --cached) || mpich=
+	else
+		mpich=$(fabric/build-mpich.sh) || { echo "MPICH not built"; mpich=; }
+	fi
+	mkdir -p "$BUILD/fabric/mpich"
+	for p in mpi_ping_pong mpi_p2p mpi_coll mpi_osc; do
+		[ -n "$mpich" ] || break
+		"$mpich/bin/mpicc" -Wall -Wextra -O2 -o "$BUILD/fabric/mpich/$p" \
+			fabric/tests/$p.c >>"$out/mpicc.log" 2>&1 ||
+			echo "$p not built with MPICH (see $out/mpicc.log)"
+	done
+fi
 build_ko $run "$KSRC" >"$out/ko.log" 2>&1 || { tail -30 "$out/ko.log"; exit 1; }
 make_initramfs "$out/i.cpio.gz" "$BUILD/ko-$run" \
 	tests/vm/bench:/dmaplane/bench >"$out/initramfs.log" 2>&1 ||
 	{ tail -20 "$out/initramfs.log"; exit 1; }
 tests/vm/run-vm.sh -k "$KSRC/arch/x86/boot/bzImage" -i "$out/i.cpio.gz" \
 	-j $job -n $nodes -t "${FABRIC_VM_TIMEOUT:-1800}" -m 3072 -o "$out/vm" -R \
-	-a "dmaplane.fabric_build=$(pwd)/$BUILD ${2:-}"
+	-a "dmaplane.fabric_build=$(pwd)/$BUILD${mpich:+ dmaplane.mpich=$mpich} ${2:-}"
 python3 tests/vm/results.py --ksrc "$KSRC" --label $label "$out/vm" $nodes

@@ -8,7 +8,8 @@
 
 FABTESTS_PAIRS="fi_rdm_tagged_pingpong fi_rdm_tagged_bw fi_rdm_tagged_peek
 fi_recv_cancel fi_unexpected_msg fi_rdm fi_cq_data fi_rdm_pingpong
-fi_msg_inject fi_rma_bw-write fi_rma_bw-read fi_rma_bw-writedata"
+fi_msg_inject fi_rma_bw-write fi_rma_bw-read fi_rma_bw-writedata
+fi_multi_recv.v"
 
 fabtests_pairs() {
 	if [ ! -x "$H$FT/fi_rdm_tagged_pingpong" ]; then
@@ -34,6 +35,9 @@ fabtests_pairs() {
 	# fi_writedata: the target's CQ gets the data (DMAPLANE_CAP_PUT_DATA).
 	pair fi_rma_bw-writedata $OOB $FT/fi_rma_bw -p dmaplane -e rdm -E -o writedata \
 		-I 5 -W $WINDOW -S $SIZES
+	# FI_MULTI_RECV: two halves of a 128 KiB buffer, 64 messages each,
+	# filled in order and reposted; every byte checked (-v).
+	pair fi_multi_recv.v $OOB $FT/fi_multi_recv -p dmaplane -e rdm -E -v -I 200 -S 1024
 }
 
 # runfabtests.sh's functional, short and standard cases for an RDM
@@ -76,7 +80,6 @@ fi_rdm_atomic|-I 5 -o all
 fi_rdm_cntr_pingpong|-I 5
 fi_multi_recv|-e rdm -I 5
 fi_multi_recv.v-M-S4|-e rdm -v -M -I 300 -S 4
-fi_multi_recv.v-S1024|-e rdm -v -I 200 -S 1024
 fi_rdm_pingpong.U|-I 5 -U
 fi_rdm_pingpong.v|-I 5 -v
 fi_rdm_pingpong.v-U|-I 5 -v -U
