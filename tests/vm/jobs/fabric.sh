@@ -185,6 +185,27 @@ fi
 # printed "<program>: ok" and every rank's ofi MTL chose dmaplane and no
 # other provider (mtl_base_verbose's "mtl:ofi:provider: NAME" lines).
 # (/usr/bin/mpirun is a link through /etc/alternatives: test it in the chroot)
+# mpi_run LAUNCHER...: the launcher of $name's $prog (bounded by
+# dmaplane.mpi_timeout), its output in /tmp/mpi.$$ and printed; sets rc
+# (its exit status, or 1 when rank 0 did not print "$prog: ok"), why and
+# secs for mpi_result, which reports the check.
+mpi_run() {
+	t0=$(date +%s)
+	tmo=$MPI_TMO
+	fab "$@" >/tmp/mpi.$$ 2>&1
+	rc=$?
+	tmo=
+	secs=$(($(date +%s) - t0))
+	sed 's/^/#   /' /tmp/mpi.$$
+	echo "# fabric/$name: $secs s"
+	why=
+	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
+}
+
+mpi_result() {
+	case_result "$name" $rc "rc=$rc $why$secs s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+}
+
 # mpi NAME NP PROGRAM [MPIRUN-OPTIONS...]
 mpi() {
 	name=$1
@@ -201,22 +222,12 @@ mpi() {
 		return 0
 	fi
 	echo "# fabric/$name: mpirun -np $np --mca pml cm --mca mtl ofi (dmaplane) $* $prog"
-	t0=$(date +%s)
-	tmo=$MPI_TMO
-	fab mpirun --allow-run-as-root --oversubscribe -np "$np" \
+	mpi_run mpirun --allow-run-as-root --oversubscribe -np "$np" \
 		-x FI_PROVIDER_PATH -x LD_LIBRARY_PATH -x FI_LOG_LEVEL \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
-		--mca mtl_base_verbose 10 "$@" \
-		"$B/fabric/$prog" >/tmp/mpi.$$ 2>&1
-	rc=$?
-	tmo=
-	t1=$(date +%s)
-	sed 's/^/#   /' /tmp/mpi.$$
-	why=
-	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
+		--mca mtl_base_verbose 10 "$@" "$B/fabric/$prog"
 	provs=$(mpi_providers "$np" /tmp/mpi.$$) || { rc=1; why="$why$provs; "; }
-	echo "# fabric/$name: $((t1 - t0)) s"
-	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+	mpi_result
 }
 
 mpi openmpi 2 mpi_ping_pong
@@ -251,23 +262,14 @@ mpich() {
 		return 0
 	fi
 	echo "# fabric/$name: $MPICH/bin/mpiexec -n $np (FI_PROVIDER=dmaplane, MPIR_CVAR_NOLOCAL=1) $prog"
-	t0=$(date +%s)
-	tmo=$MPI_TMO
-	fab "$MPICH/bin/mpiexec" -n "$np" -genv FI_PROVIDER dmaplane \
+	mpi_run "$MPICH/bin/mpiexec" -n "$np" -genv FI_PROVIDER dmaplane \
 		-genv MPIR_CVAR_NOLOCAL 1 -genv MPIR_CVAR_DEBUG_SUMMARY 1 \
-		"$B/fabric/mpich/$prog" >/tmp/mpi.$$ 2>&1
-	rc=$?
-	tmo=
-	t1=$(date +%s)
-	sed 's/^/#   /' /tmp/mpi.$$
-	why=
-	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
+		"$B/fabric/mpich/$prog"
 	grep -q "^libfabric provider: dmaplane" /tmp/mpi.$$ ||
 		{ rc=1; why="${why}rank 0 did not say 'libfabric provider: dmaplane'; "; }
 	grep -q "^MPIDI_OFI_ENABLE_AM: 1" /tmp/mpi.$$ ||
 		{ rc=1; why="${why}active messages off; "; }
-	echo "# fabric/$name: $((t1 - t0)) s"
-	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+	mpi_result
 }
 
 mpich mpich 2 mpi_ping_pong
