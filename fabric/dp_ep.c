@@ -276,7 +276,7 @@ static bool mrecv_done(struct dpf_ep *ep, struct dpf_mrecv *m, int status,
 static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
 {
 	struct dpf_req *req = (struct dpf_req *)(uintptr_t)cqe->ctx;
-	struct dpf_mrecv *m = req->mrecv;
+	struct dpf_mrecv *m;
 	bool released = false;
 	struct dpf_cq *cq;
 	struct dpf_cntr *cntr;
@@ -285,9 +285,10 @@ static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
 	uint64_t flags;
 
 	if (cqe->flags & DMAPLANE_CQE_F_REMOTE) {
-		ep_complete_remote_write(ep, cqe);
+		ep_complete_remote_write(ep, cqe);	/* no request: ctx is not ours */
 		return;
 	}
+	m = req->mrecv;
 	cq = req_cq(ep, req);
 	cntr = req_cntr(ep, req);
 	flags = req->cq_flags;
