@@ -303,6 +303,8 @@ if pkg-config --exists libfabric; then
 	step build/fabric make -s BUILD="$BUILD" KSFT_DIR="$KSFT" fabric fabric-tests
 	for t in "$BUILD"/fabric/tests/*_test; do
 		[ -x "$t" ] || continue
+		# it needs the module: the fabric VM job runs it (check mrecv_test)
+		[ "$(basename "$t")" != mrecv_test ] || continue
 		"$t" >"$out/host-fabric-$(basename "$t").log" 2>&1
 		judge --label "host/fabric-$(basename "$t")" \
 			--tap "$out/host-fabric-$(basename "$t").log" --rc $?
