@@ -39,30 +39,24 @@ make -s BUILD="$BUILD" KSFT_DIR="$KSRC/tools/testing/selftests" \
 	{ tail -30 "$out/build.log"; exit 1; }
 fabric/build-fabtests.sh >"$out/fabtests.log" 2>&1 ||
 	echo "fabtests not built (see $out/fabtests.log): their checks are skipped"
-if command -v mpicc >/dev/null; then
+# mpi_progs MPICC DIR: the MPI programs of fabric/tests/ built into DIR
+mpi_progs() {
+	mkdir -p "$2"
 	for p in mpi_ping_pong mpi_p2p mpi_coll mpi_osc; do
-		mpicc -Wall -Wextra -O2 -o "$BUILD/fabric/$p" fabric/tests/$p.c \
-			>>"$out/mpicc.log" 2>&1 ||
-			echo "$p not built (see $out/mpicc.log)"
+		"$1" -Wall -Wextra -O2 -o "$2/$p" fabric/tests/$p.c >>"$out/mpicc.log" 2>&1 ||
+			echo "$p not built with $1 (see $out/mpicc.log)"
 	done
-fi
+}
+! command -v mpicc >/dev/null || mpi_progs mpicc "$BUILD/fabric"
 # MPICH over the provider (fabric/build-mpich.sh, ~40 min the first time,
 # cached) with FABRIC_MPICH=1: the same programs built with its mpicc.
 mpich=
-if [ -n "${FABRIC_MPICH:-}" ]; then
-	if [ "$FABRIC_MPICH" = cached ]; then
-		mpich=$(fabric/build-mpich.sh --cached) || mpich=
-	else
-		mpich=$(fabric/build-mpich.sh) || { echo "MPICH not built"; mpich=; }
-	fi
-	mkdir -p "$BUILD/fabric/mpich"
-	for p in mpi_ping_pong mpi_p2p mpi_coll mpi_osc; do
-		[ -n "$mpich" ] || break
-		"$mpich/bin/mpicc" -Wall -Wextra -O2 -o "$BUILD/fabric/mpich/$p" \
-			fabric/tests/$p.c >>"$out/mpicc.log" 2>&1 ||
-			echo "$p not built with MPICH (see $out/mpicc.log)"
-	done
+if [ "${FABRIC_MPICH:-}" = cached ]; then
+	mpich=$(fabric/build-mpich.sh --cached) || mpich=
+elif [ -n "${FABRIC_MPICH:-}" ]; then
+	mpich=$(fabric/build-mpich.sh) || { echo "MPICH not built"; mpich=; }
 fi
+[ -z "$mpich" ] || mpi_progs "$mpich/bin/mpicc" "$BUILD/fabric/mpich"
 build_ko $run "$KSRC" >"$out/ko.log" 2>&1 || { tail -30 "$out/ko.log"; exit 1; }
 make_initramfs "$out/i.cpio.gz" "$BUILD/ko-$run" \
 	tests/vm/bench:/dmaplane/bench >"$out/initramfs.log" 2>&1 ||
