@@ -123,7 +123,7 @@ static ssize_t dpf_eq_sread(struct fid_eq *feq, uint32_t *event, void *buf,
 	struct timespec ts;
 	ssize_t ret;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	if (timeout >= 0) {
 		ts.tv_sec += timeout / 1000;
 		ts.tv_nsec += (long)(timeout % 1000) * 1000000;
@@ -221,6 +221,7 @@ int dpf_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		struct fid_eq **eqp, void *context)
 {
 	struct dpf_fabric *fab = container_of(fabric, struct dpf_fabric, fabric);
+	pthread_condattr_t ca;
 	struct dpf_eq *eq;
 
 	if (attr->flags & ~FI_WRITE)
@@ -247,7 +248,11 @@ int dpf_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr,
 		}
 	}
 	pthread_mutex_init(&eq->lock, NULL);
-	pthread_cond_init(&eq->cond, NULL);
+	/* fi_eq_sread()'s timeout runs on the monotonic clock. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&eq->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	eq->tailp = &eq->head;
 	eq->fab = fab;
 	eq->eq.fid.fclass = FI_CLASS_EQ;

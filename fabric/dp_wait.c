@@ -2,7 +2,8 @@
 /*
  * libdmaplane-fi: what the waitable objects share.  CQs and EQs answer
  * fi_control(FI_GETWAIT/FI_GETWAITOBJ) alike; fi_cq_sread() and
- * fi_cntr_wait() count their timeouts down on the monotonic clock.
+ * fi_cntr_wait() count their timeouts down on the monotonic clock (and
+ * fi_eq_sread() waits on a condition variable set to that clock).
  */
 #include <time.h>
 

@@ -62,6 +62,18 @@ one() {
 	fab "$@" >/tmp/out.$$ 2>&1
 	rc=$?
 	sed 's/^/#   /' /tmp/out.$$
+	# fabtests' unit tests hold waits to wall-clock bounds (fi_eq_test:
+	# an sread with an event queued returns within 5 ms).  A TCG vCPU
+	# that the host deschedules misses those with nothing wrong in the
+	# provider, so a failure that is only such a bound ("slept N ms")
+	# runs once more; both outputs stay in the log.
+	if [ $rc -ne 0 ] && grep -q 'slept [0-9]* ms' /tmp/out.$$ &&
+	   ! grep -v 'slept [0-9]* ms' /tmp/out.$$ | grep -q 'FAIL\|FATAL'; then
+		echo "# fabric/$name: a wall-clock bound missed; once more"
+		fab "$@" >/tmp/out.$$ 2>&1
+		rc=$?
+		sed 's/^/#   /' /tmp/out.$$
+	fi
 	case_result "$name" $rc "rc=$rc: $(tail -3 /tmp/out.$$ | tr '\n' ' ')"
 }
 
