@@ -64,7 +64,7 @@ static void arena_count_chunk(struct dmaplane_arena *arena, unsigned int order,
 		arena->bytes_mid += bytes;
 	else
 		arena->bytes_base += bytes;
-	atomic_long_add(pages, &dmaplane_stats.arena_pages);
+	dmaplane_stat_add(arena_pages, pages);
 }
 
 /* Free the first @nr_alloc pages of @arena, chunk by chunk. */
@@ -166,7 +166,7 @@ static void arena_release(struct dmaplane_region *r)
 		dmaplane_uncharge_pages(arena->charged_mm, arena->npages);
 		mmdrop(arena->charged_mm);
 	}
-	atomic_long_dec(&dmaplane_stats.arenas);
+	dmaplane_stat_dec(arenas);
 }
 
 static int arena_pages(struct dmaplane_region *r, u64 off, u64 len,
@@ -263,7 +263,7 @@ int dmaplane_arena_create(struct dmaplane_ep *ep, struct dmaplane_arena_create *
 
 	dmaplane_region_init(&arena->region, &arena_region_ops,
 			     DMAPLANE_REGION_ARENA, args->access, args->size);
-	atomic_long_inc(&dmaplane_stats.arenas);
+	dmaplane_stat_inc(arenas);
 	ret = dmaplane_region_publish(ep, &arena->region);
 	if (ret) {
 		/* The arena is whole now: its release undoes everything. */

@@ -219,7 +219,7 @@ static void dmaplane_dmabuf_release(struct dma_buf *dmabuf)
 	dmaplane_region_put(&buf->arena->region);
 	mutex_destroy(&buf->lock);
 	kfree(buf);
-	atomic_long_dec(&dmaplane_stats.dmabufs);
+	dmaplane_stat_dec(dmabufs);
 }
 
 static const struct dma_buf_ops dmaplane_dmabuf_ops = {
@@ -289,7 +289,7 @@ struct dma_buf *dmaplane_dmabuf_export(struct dmaplane_ep *ep,
 		goto err_free_buf;
 	}
 	/* From here on the dma-buf owns buf and the arena reference. */
-	atomic_long_inc(&dmaplane_stats.dmabufs);
+	dmaplane_stat_inc(dmabufs);
 	return dmabuf;
 
 err_free_buf:
@@ -443,7 +443,7 @@ static void dmaplane_import_release(struct dmaplane_region *r)
 	dma_buf_detach(imp->dmabuf, imp->attach);
 	dma_buf_put(imp->dmabuf);
 	mutex_destroy(&imp->lock);
-	atomic_long_dec(&dmaplane_stats.imports);
+	dmaplane_stat_dec(imports);
 }
 
 static const struct dmaplane_region_ops dmaplane_import_region_ops = {
@@ -500,7 +500,7 @@ int dmaplane_import_dmabuf(struct dmaplane_ep *ep, struct dma_buf *dmabuf,
 
 	dmaplane_region_init(&imp->region, &dmaplane_import_region_ops,
 			     DMAPLANE_REGION_DMABUF, args->access, args->len);
-	atomic_long_inc(&dmaplane_stats.imports);
+	dmaplane_stat_inc(imports);
 	ret = dmaplane_region_publish(ep, &imp->region);
 	if (ret) {
 		/* Whole now: the release undoes everything. */

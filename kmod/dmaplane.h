@@ -13,6 +13,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/mm_types.h>
+#include <linux/percpu.h>
 #include <linux/rcupdate.h>
 #include <linux/rhashtable-types.h>
 #include <linux/spinlock.h>
@@ -108,35 +109,38 @@ enum dmaplane_stat {
 };
 
 /**
- * struct dmaplane_stats - the counters of &enum dmaplane_stat
+ * struct dmaplane_stats - one CPU's share of the counters of &enum dmaplane_stat
  * @counters: every counter, indexed by &enum dmaplane_stat
  *
  * The named fields alias @counters[DMAPLANE_STAT_<NAME>] (checked at
- * build time in main.c), so that call sites read
- * atomic_long_inc(&dmaplane_stats.regions).
+ * build time in main.c).  Each CPU counts in its own copy
+ * (dmaplane_stat_inc(regions) and the like, this_cpu operations: sends
+ * and receives on every CPU of a node would otherwise all write one
+ * cache line); a counter's value is the sum over the CPUs
+ * (dmaplane_stat_read()), exact whenever nothing is changing it.
  */
 struct dmaplane_stats {
 	union {
 		struct {
-			atomic_long_t endpoints;
-			atomic_long_t regions;
-			atomic_long_t arenas;
-			atomic_long_t arena_pages;
-			atomic_long_t user_mrs;
-			atomic_long_t pinned_pages;
-			atomic_long_t charged_pages;
-			atomic_long_t dmabufs;
-			atomic_long_t imports;
-			atomic_long_t invalidations;
-			atomic_long_t posted_recvs;
-			atomic_long_t unexp_msgs;
-			atomic_long_t deliveries;
-			atomic_long_t xfer_pages;
-			atomic_long_t copies_cached;
-			atomic_long_t copies_pinned;
-			atomic_long_t recv_pins;
+			long endpoints;
+			long regions;
+			long arenas;
+			long arena_pages;
+			long user_mrs;
+			long pinned_pages;
+			long charged_pages;
+			long dmabufs;
+			long imports;
+			long invalidations;
+			long posted_recvs;
+			long unexp_msgs;
+			long deliveries;
+			long xfer_pages;
+			long copies_cached;
+			long copies_pinned;
+			long recv_pins;
 		};
-		atomic_long_t counters[DMAPLANE_NUM_STATS];
+		long counters[DMAPLANE_NUM_STATS];
 	};
 };
 
@@ -636,13 +640,14 @@ struct dmaplane_peer_info {
 };
 
 /* main.c */
-extern struct dmaplane_stats dmaplane_stats;
+DECLARE_PER_CPU(struct dmaplane_stats, dmaplane_stats);
 extern const char * const dmaplane_stat_names[];
 
-static inline long dmaplane_stat_read(enum dmaplane_stat stat)
-{
-	return atomic_long_read(&dmaplane_stats.counters[stat]);
-}
+#define dmaplane_stat_add(name, n)	this_cpu_add(dmaplane_stats.name, n)
+#define dmaplane_stat_sub(name, n)	this_cpu_sub(dmaplane_stats.name, n)
+#define dmaplane_stat_inc(name)		this_cpu_inc(dmaplane_stats.name)
+#define dmaplane_stat_dec(name)		this_cpu_dec(dmaplane_stats.name)
+long dmaplane_stat_read(enum dmaplane_stat stat);
 
 extern struct miscdevice dmaplane_misc;
 

@@ -23,6 +23,9 @@
  * it; ids are handed out cyclically so a reopened endpoint gets a new one.
  * An entry does not hold a reference: it is erased before the file's
  * reference is dropped, so an endpoint found under the xa lock is alive.
+ * Endpoints are freed after a grace period (ep_free()): a look-up under
+ * RCU alone may find one whose last reference is gone, and takes a
+ * reference only while the count is not zero.
  */
 static DEFINE_XARRAY_ALLOC1(dmaplane_ep_ids);
 static u32 dmaplane_ep_next_id;	/* cursor of xa_alloc_cyclic(), under the xa lock */
@@ -115,7 +118,7 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 		     ep->id;
 	xa_store(&dmaplane_ep_ids, ep->id, ep, GFP_KERNEL);
 
-	atomic_long_inc(&dmaplane_stats.endpoints);
+	dmaplane_stat_inc(endpoints);
 	return ep;
 
 err_drop_mm:
@@ -146,7 +149,7 @@ static void ep_free(struct kref *ref)
 	mutex_destroy(&ep->match_lock);
 	mutex_destroy(&ep->setup_lock);
 	kfree_rcu(ep, rcu);
-	atomic_long_dec(&dmaplane_stats.endpoints);
+	dmaplane_stat_dec(endpoints);
 }
 
 /** dmaplane_ep_put() - drop a reference to an endpoint */
@@ -235,11 +238,15 @@ struct dmaplane_ep *dmaplane_ep_get_by_uid(u64 ep_uid)
 {
 	struct dmaplane_ep *ep;
 
-	xa_lock(&dmaplane_ep_ids);
+	/*
+	 * Every send looks its receiver up: under RCU, not the table's
+	 * spinlock, which all senders of the node would share.
+	 */
+	rcu_read_lock();
 	ep = ep_lookup_uid(ep_uid);
-	if (ep)
-		kref_get(&ep->ref);
-	xa_unlock(&dmaplane_ep_ids);
+	if (ep && !kref_get_unless_zero(&ep->ref))
+		ep = NULL;
+	rcu_read_unlock();
 	return ep;
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_ep_get_by_uid);

@@ -275,7 +275,7 @@ static void sreg_release(struct dmaplane_conn *c, struct dmaplane_sreg *s)
 	} else if (s->pages) {
 		unpin_user_pages_dirty_lock(s->pages, s->npages,
 					    s->opcode == DMAPLANE_OP_GET);
-		atomic_long_sub(s->npages, &dmaplane_stats.xfer_pages);
+		dmaplane_stat_sub(xfer_pages, s->npages);
 		kvfree(s->pages);
 	}
 	if (s->mm) {
@@ -426,7 +426,7 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 					     s->pages + pos);
 		if (pinned > 0) {
 			s->npages += pinned;
-			atomic_long_add(pinned, &dmaplane_stats.xfer_pages);
+			dmaplane_stat_add(xfer_pages, pinned);
 		}
 		if (pinned != np)
 			return pinned < 0 ? pinned : -EFAULT;

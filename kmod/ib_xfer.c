@@ -29,7 +29,7 @@ void dmaplane_xfer_free(struct dmaplane_xfer *x)
 	if (x->pages) {
 		if (x->user) {
 			unpin_user_pages_dirty_lock(x->pages, x->npages, !x->write);
-			atomic_long_sub(x->npages, &dmaplane_stats.xfer_pages);
+			dmaplane_stat_sub(xfer_pages, x->npages);
 		} else {
 			for (i = 0; i < x->npages; i++)
 				put_page(x->pages[i]);
@@ -298,7 +298,7 @@ static int xfer_pin_user(struct dmaplane_xfer *x, struct mm_struct *mm,
 		mmap_read_unlock(mm);
 		if (pinned > 0) {
 			x->npages += pinned;
-			atomic_long_add(pinned, &dmaplane_stats.xfer_pages);
+			dmaplane_stat_add(xfer_pages, pinned);
 		}
 		if (pinned != np) {
 			ret = pinned < 0 ? pinned : -EFAULT;

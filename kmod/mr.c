@@ -424,8 +424,8 @@ static void mr_entry_teardown(struct dmaplane_mr_entry *e)
 		mr_release_pages(pages, e->npages, e->pinned, e->write);
 		kvfree(pages);
 		if (e->pinned) {
-			atomic_long_sub(e->npages, &dmaplane_stats.pinned_pages);
-			atomic_long_dec(&dmaplane_stats.user_mrs);
+			dmaplane_stat_sub(pinned_pages, e->npages);
+			dmaplane_stat_dec(user_mrs);
 		}
 	}
 	if (e->charged)
@@ -1321,8 +1321,8 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 	if (locked)
 		mmap_write_unlock(c->mm);
 
-	atomic_long_inc(&dmaplane_stats.user_mrs);
-	atomic_long_add(npages, &dmaplane_stats.pinned_pages);
+	dmaplane_stat_inc(user_mrs);
+	dmaplane_stat_add(pinned_pages, npages);
 	/* @mr holds the entry now; keep the pin reference only. */
 	return 0;
 

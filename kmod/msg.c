@@ -327,14 +327,14 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 	ret = dmaplane_mr_cache_copy(mm, uaddr, len, iter, to_remote);
 	if (ret != -ENOENT) {
 		if (!ret)
-			atomic_long_inc(&dmaplane_stats.copies_cached);
+			dmaplane_stat_inc(copies_cached);
 		goto out_mmput;
 	}
 	if (mm == current->mm && len <= COPY_SELF_MAX) {
 		ret = copy_self(uaddr, len, iter, to_remote);
 		goto out_mmput;
 	}
-	atomic_long_inc(&dmaplane_stats.copies_pinned);
+	dmaplane_stat_inc(copies_pinned);
 	ret = 0;
 	while (len) {
 		unsigned long off = offset_in_page(uaddr);
@@ -678,7 +678,7 @@ static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
 	if (!PageAnon(r->page))
 		goto err_unpin;
 	r->page_off = offset_in_page(a);
-	atomic_long_inc(&dmaplane_stats.recv_pins);
+	dmaplane_stat_inc(recv_pins);
 	return;
 
 err_unpin:
@@ -715,7 +715,7 @@ static void recv_free(struct dmaplane_recv *r)
 		unpin_user_pages_dirty_lock(&r->page, 1, r->dirty);
 		dmaplane_uncharge_pages(r->owner->mm, 1);
 		atomic_dec(&r->owner->recv_pins);
-		atomic_long_dec(&dmaplane_stats.recv_pins);
+		dmaplane_stat_dec(recv_pins);
 	}
 	ubuf_free(&r->buf);
 	kfree(r);
@@ -804,7 +804,7 @@ static void unexp_uncount(struct dmaplane_ep *ep, struct dmaplane_msg *msg)
 	if (msg->data)
 		ep->unexp_bytes -= msg->len;
 	ep->unexp_msgs--;
-	atomic_long_dec(&dmaplane_stats.unexp_msgs);
+	dmaplane_stat_dec(unexp_msgs);
 }
 
 /*
@@ -824,7 +824,7 @@ static void deliver_add_locked(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	ep->deliver_pending++;
 	if (msg->data)
 		ep->deliver_bytes += msg->len;
-	atomic_long_inc(&dmaplane_stats.deliveries);
+	dmaplane_stat_inc(deliveries);
 }
 
 /* Queue @msg, matched to @r, for delivery to @ep. */
@@ -903,7 +903,7 @@ static void deliver_work(struct work_struct *work)
 		ep->deliver_pending--;
 		ep->deliver_bytes -= bytes;
 		spin_unlock(&ep->deliver_lock);
-		atomic_long_dec(&dmaplane_stats.deliveries);
+		dmaplane_stat_dec(deliveries);
 		done++;
 	}
 	if (use_mm) {
@@ -1025,7 +1025,7 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	mm = dmaplane_match_post_recv(&ep->matcher, &r->m);
 	if (mm)
 		goto take_locked;
-	atomic_long_inc(&dmaplane_stats.posted_recvs);
+	dmaplane_stat_inc(posted_recvs);
 	mutex_unlock(&ep->match_lock);
 	return 0;
 
@@ -1218,7 +1218,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
 	}
 	if (mr) {
-		atomic_long_dec(&dmaplane_stats.posted_recvs);
+		dmaplane_stat_dec(posted_recvs);
 		mutex_unlock(&dest->match_lock);
 		send_expected(ep, dest, container_of(mr, struct dmaplane_recv, m), msg,
 			      &sbuf, op);
@@ -1245,7 +1245,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	kref_get(&ep->ref);
 	msg->sender = ep;
 	dest->unexp_msgs++;
-	atomic_long_inc(&dmaplane_stats.unexp_msgs);
+	dmaplane_stat_inc(unexp_msgs);
 	mutex_unlock(&dest->match_lock);
 
 	if (msg->data) {
@@ -1346,7 +1346,7 @@ int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
 	}
 	mr = dmaplane_match_arrive(&dest->matcher, &msg->m);
 	if (mr) {
-		atomic_long_dec(&dmaplane_stats.posted_recvs);
+		dmaplane_stat_dec(posted_recvs);
 		mutex_unlock(&dest->match_lock);
 		/* Copied by the receiver's delivery work, not here. */
 		deliver_queue(dest, container_of(mr, struct dmaplane_recv, m), msg);
@@ -1359,7 +1359,7 @@ int dmaplane_msg_arrive_remote(u64 dst, u32 uid, u64 auth_key, u64 src,
 	if (data)
 		dest->unexp_bytes += len;
 	dest->unexp_msgs++;
-	atomic_long_inc(&dmaplane_stats.unexp_msgs);
+	dmaplane_stat_inc(unexp_msgs);
 	mutex_unlock(&dest->match_lock);
 	goto out_put_dest;
 
@@ -1664,19 +1664,19 @@ void dmaplane_ep_drain_messages(struct dmaplane_ep *ep)
 	while ((mm = dmaplane_match_probe(&ep->matcher, DMAPLANE_ANY_SRC, 0,
 					  ~0ULL, true))) {
 		msg_drop(container_of(mm, struct dmaplane_msg, m));
-		atomic_long_dec(&dmaplane_stats.unexp_msgs);
+		dmaplane_stat_dec(unexp_msgs);
 	}
 	xa_for_each(&ep->claims, handle, msg) {
 		xa_erase(&ep->claims, handle);
 		msg_drop(msg);
-		atomic_long_dec(&dmaplane_stats.unexp_msgs);
+		dmaplane_stat_dec(unexp_msgs);
 	}
 	ep->unexp_bytes = 0;
 	ep->unexp_msgs = 0;
 	while ((mr = dmaplane_match_first_recv(&ep->matcher))) {
 		dmaplane_match_cancel_recv(&ep->matcher, mr);
 		recv_free(container_of(mr, struct dmaplane_recv, m));
-		atomic_long_dec(&dmaplane_stats.posted_recvs);
+		dmaplane_stat_dec(posted_recvs);
 	}
 	mutex_unlock(&ep->match_lock);
 }
@@ -1763,7 +1763,7 @@ int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg)
 	mr = dmaplane_match_find_recv(&ep->matcher, recv_has_ctx, &arg.ctx);
 	if (mr) {
 		dmaplane_match_cancel_recv(&ep->matcher, mr);
-		atomic_long_dec(&dmaplane_stats.posted_recvs);
+		dmaplane_stat_dec(posted_recvs);
 	}
 	mutex_unlock(&ep->match_lock);
 	if (!mr)

@@ -59,7 +59,7 @@ void dmaplane_region_init(struct dmaplane_region *r,
 	r->len = len;
 	r->uid = current_euid();
 	INIT_HLIST_NODE(&r->rkey_node);
-	atomic_long_inc(&dmaplane_stats.regions);
+	dmaplane_stat_inc(regions);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_init);
 
@@ -207,7 +207,7 @@ static void region_release(struct kref *ref)
 
 	region_unhash(r);
 	r->ops->release(r);
-	atomic_long_dec(&dmaplane_stats.regions);
+	dmaplane_stat_dec(regions);
 	/*
 	 * The region must be the first member of the kind's structure
 	 * (checked at build time by each kind) so that this frees it all.
@@ -240,7 +240,7 @@ EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_put);
 void dmaplane_region_invalidate(struct dmaplane_region *r)
 {
 	if (!xchg(&r->invalid, true)) {
-		atomic_long_inc(&dmaplane_stats.invalidations);
+		dmaplane_stat_inc(invalidations);
 		dmaplane_nl_notify_region_invalidated(r);
 	}
 }
@@ -446,7 +446,7 @@ static int charge_pages(struct mm_struct *mm, unsigned long npages, bool may_cap
 	if (new > lock_limit && (!may_cap || !capable(CAP_IPC_LOCK)))
 		goto err_uncharge_mm;
 
-	atomic_long_add(npages, &dmaplane_stats.charged_pages);
+	dmaplane_stat_add(charged_pages, npages);
 	return 0;
 
 err_uncharge_mm:
@@ -497,6 +497,6 @@ void dmaplane_uncharge_pages(struct mm_struct *mm, unsigned long npages)
 {
 	atomic64_sub(npages, &mm->pinned_vm);
 	atomic_long_sub(npages, &dmaplane_charged);
-	atomic_long_sub(npages, &dmaplane_stats.charged_pages);
+	dmaplane_stat_sub(charged_pages, npages);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_uncharge_pages);

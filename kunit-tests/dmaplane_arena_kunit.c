@@ -28,10 +28,10 @@ struct arena_stats {
 
 static void stats_read(struct arena_stats *s)
 {
-	s->arenas = atomic_long_read(&dmaplane_stats.arenas);
-	s->arena_pages = atomic_long_read(&dmaplane_stats.arena_pages);
-	s->regions = atomic_long_read(&dmaplane_stats.regions);
-	s->charged = atomic_long_read(&dmaplane_stats.charged_pages);
+	s->arenas = dmaplane_stat_read(DMAPLANE_STAT_ARENAS);
+	s->arena_pages = dmaplane_stat_read(DMAPLANE_STAT_ARENA_PAGES);
+	s->regions = dmaplane_stat_read(DMAPLANE_STAT_REGIONS);
+	s->charged = dmaplane_stat_read(DMAPLANE_STAT_CHARGED_PAGES);
 }
 
 static void expect_stats_at(struct kunit *test, const struct arena_stats *base)
@@ -58,7 +58,7 @@ static void wait_dmabufs(long want)
 
 	for (i = 0; i < 500; i++) {
 		flush_delayed_fput();
-		if (atomic_long_read(&dmaplane_stats.dmabufs) == want)
+		if (dmaplane_stat_read(DMAPLANE_STAT_DMABUFS) == want)
 			return;
 		msleep(20);
 	}
@@ -351,8 +351,8 @@ static void import_of_exported_slice_copies(struct kunit *test)
 	struct dmaplane_mr_import_dmabuf m = { };
 	struct dmaplane_dmabuf_export e = { };
 	struct dmaplane_arena_create args = { };
-	long dmabufs = atomic_long_read(&dmaplane_stats.dmabufs);
-	long imports = atomic_long_read(&dmaplane_stats.imports);
+	long dmabufs = dmaplane_stat_read(DMAPLANE_STAT_DMABUFS);
+	long imports = dmaplane_stat_read(DMAPLANE_STAT_IMPORTS);
 	struct dmaplane_region *arena, *imp;
 	size_t len = 3 * PAGE_SIZE + 5;
 	struct arena_stats base;
@@ -378,7 +378,7 @@ static void import_of_exported_slice_copies(struct kunit *test)
 	e.len = 8 * PAGE_SIZE;
 	dmabuf = dmaplane_dmabuf_export(ep, &e);
 	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, dmabuf);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.dmabufs), dmabufs + 1);
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_DMABUFS), dmabufs + 1);
 	e.len = 0;
 	KUNIT_EXPECT_PTR_EQ(test, dmaplane_dmabuf_export(ep, &e), ERR_PTR(-EINVAL));
 	e.len = args.size;
@@ -388,7 +388,7 @@ static void import_of_exported_slice_copies(struct kunit *test)
 	m.len = 4 * PAGE_SIZE;
 	m.access = DMAPLANE_ACCESS_ALL;
 	KUNIT_ASSERT_EQ(test, dmaplane_import_dmabuf(ep, dmabuf, &m), 0);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.imports), imports + 1);
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_IMPORTS), imports + 1);
 	/* The import holds its own reference to the dma-buf. */
 	dma_buf_put(dmabuf);
 	imp = dmaplane_region_get(ep, m.handle, DMAPLANE_REGION_DMABUF);
@@ -411,7 +411,7 @@ static void import_of_exported_slice_copies(struct kunit *test)
 	/* The arena's handle goes; the import keeps the memory. */
 	dmaplane_region_put(arena);
 	arena_destroy(ep, args.handle);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.arenas), base.arenas + 1);
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_ARENAS), base.arenas + 1);
 	memset(out, 0, len);
 	KUNIT_EXPECT_EQ(test, region_copy_kbuf(imp, 0, out, len, false), 0);
 	KUNIT_EXPECT_EQ(test, memcmp(in, out, len), 0);
@@ -427,8 +427,8 @@ static void import_of_exported_slice_copies(struct kunit *test)
 
 	dmaplane_ep_destroy(ep);
 	wait_dmabufs(dmabufs);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.dmabufs), dmabufs);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.imports), imports);
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_DMABUFS), dmabufs);
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_IMPORTS), imports);
 	expect_stats_at(test, &base);
 }
 

@@ -74,7 +74,7 @@ static void info_fill_rejects_padding(struct kunit *test)
 
 static void ep_ids_unique_and_counted(struct kunit *test)
 {
-	long base = atomic_long_read(&dmaplane_stats.endpoints);
+	long base = dmaplane_stat_read(DMAPLANE_STAT_ENDPOINTS);
 	struct dmaplane_ep **eps;
 	unsigned int i, j;
 
@@ -83,7 +83,7 @@ static void ep_ids_unique_and_counted(struct kunit *test)
 
 	for (i = 0; i < NR_EPS; i++)
 		eps[i] = ep_create_or_fail(test);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.endpoints),
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_ENDPOINTS),
 			base + NR_EPS);
 
 	for (i = 0; i < NR_EPS; i++) {
@@ -94,7 +94,7 @@ static void ep_ids_unique_and_counted(struct kunit *test)
 
 	for (i = 0; i < NR_EPS; i++)
 		dmaplane_ep_destroy(eps[i]);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.endpoints), base);
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_ENDPOINTS), base);
 }
 
 static void ep_id_not_reused_at_once(struct kunit *test)

@@ -319,7 +319,7 @@ static struct dmaplane_region *fake_region(struct kunit *test, u64 len)
 static void rkeys_unique_and_resolvable(struct kunit *test)
 {
 	struct dmaplane_ep *ep = dmaplane_ep_create();
-	long base = atomic_long_read(&dmaplane_stats.regions);
+	long base = dmaplane_stat_read(DMAPLANE_STAT_REGIONS);
 	struct dmaplane_region **rs, *r;
 	unsigned int i, j;
 
@@ -331,7 +331,7 @@ static void rkeys_unique_and_resolvable(struct kunit *test)
 		KUNIT_ASSERT_EQ(test, dmaplane_region_publish(ep, rs[i]), 0);
 		KUNIT_EXPECT_NE(test, rs[i]->rkey, 0ull);
 	}
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.regions),
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_REGIONS),
 			base + NR_REGIONS);
 	for (i = 0; i < NR_REGIONS; i++) {
 		for (j = i + 1; j < NR_REGIONS; j++) {
@@ -355,7 +355,7 @@ static void rkeys_unique_and_resolvable(struct kunit *test)
 			-EINVAL);
 	dmaplane_region_put(r);
 	dmaplane_ep_destroy(ep);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.regions), base);
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_REGIONS), base);
 }
 
 static void region_copy_bounds(struct kunit *test)

@@ -71,7 +71,7 @@ static struct dmaplane_ep *ep_new(struct kunit *test)
 
 static void rkeys_unique_and_resolvable(struct kunit *test)
 {
-	long base = atomic_long_read(&dmaplane_stats.regions);
+	long base = dmaplane_stat_read(DMAPLANE_STAT_REGIONS);
 	struct dmaplane_ep *ep = ep_new(test);
 	struct fake_region **f;
 	int released = 0;
@@ -85,7 +85,7 @@ static void rkeys_unique_and_resolvable(struct kunit *test)
 		KUNIT_EXPECT_NE(test, f[i]->region.rkey, 0ull);
 		KUNIT_EXPECT_NE(test, f[i]->region.handle, 0u);
 	}
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.regions),
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_REGIONS),
 			base + NR_REGIONS);
 
 	for (i = 0; i < NR_REGIONS; i++) {
@@ -104,7 +104,7 @@ static void rkeys_unique_and_resolvable(struct kunit *test)
 	dmaplane_ep_destroy(ep);
 	rcu_barrier();
 	KUNIT_EXPECT_EQ(test, released, NR_REGIONS);
-	KUNIT_EXPECT_EQ(test, atomic_long_read(&dmaplane_stats.regions), base);
+	KUNIT_EXPECT_EQ(test, dmaplane_stat_read(DMAPLANE_STAT_REGIONS), base);
 }
 
 static void get_checks_handle_and_kind(struct kunit *test)
