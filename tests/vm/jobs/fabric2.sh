@@ -193,19 +193,43 @@ fabtests_pairs
 # checks; ~25 minutes under TCG): openmpi (mpi_ping_pong, which takes
 # exactly two ranks: one per node), openmpi-p2p, openmpi-coll and openmpi-osc (mpi_p2p, mpi_coll,
 # mpi_osc with 4 ranks, 2 per node: ranks on one node talk through the
-# module on that node, across the nodes over its transport).  mpirun runs
-# on node 0.  There is no ssh in the VMs: mpirun's rsh launcher runs
-# /tmp/rsh-agent HOST ORTED-COMMAND..., which hands the command line to a
-# listener on node 1 (busybox nc on port $MPIPORT) that runs it with sh in
-# the chroot, as sshd would; node 0 says "done" to the listener at the end
-# of the last mpirun.  dmaplane.mpi_timeout=S bounds each mpirun (900 s).
+# module on that node, across the nodes over its transport).  Then MPICH
+# (fabric/build-mpich.sh, given by tests/run-fabric.sh as dmaplane.mpich):
+# mpich, mpich-p2p and mpich-coll, the same programs built with its
+# mpicc, the same ranks (MPIR_CVAR_NOLOCAL=1: the ranks of one node
+# through dmaplane, not MPICH's shared memory).  mpirun and mpiexec run
+# on node 0.  There is no ssh in the VMs: their rsh launchers run
+# /tmp/rsh-agent HOST DAEMON-COMMAND... (Open MPI's orted, MPICH's
+# hydra_pmi_proxy), which hands the command line to a listener on node 1
+# (busybox nc on port $MPIPORT) that runs it with sh in the chroot, as
+# sshd would; node 0 says "done" to the listener at the end of the last
+# run.  dmaplane.mpi_timeout=S bounds each run (900 s).
 MPIPORT=19190
 MPI_TMO=$(cmdline dmaplane.mpi_timeout 900)
+MPICH=$(cmdline dmaplane.mpich "")
 MPI_CHECKS="openmpi:2:1:mpi_ping_pong openmpi-p2p:4:2:mpi_p2p"
 MPI_CHECKS="$MPI_CHECKS openmpi-coll:4:2:mpi_coll openmpi-osc:4:2:mpi_osc"
+MPI_CHECKS="$MPI_CHECKS mpich:2:1:mpi_ping_pong mpich-p2p:4:2:mpi_p2p mpich-coll:4:2:mpi_coll"
+# The checks both nodes run (each node decides alike: same host root,
+# same command line); the others are SKIP lines.
 mpi_wanted=
 for c in $MPI_CHECKS; do
-	want "${c%%:*}" && mpi_wanted="$mpi_wanted $c"
+	name=${c%%:*}
+	want "$name" || continue
+	case $name in
+	mpich*)
+		if [ -z "$MPICH" ] || [ ! -x "$H$MPICH/bin/mpiexec" ]; then
+			skip "$name" "no MPICH (FABRIC_MPICH=1 tests/run-fabric2.sh builds one)"
+			continue
+		fi ;;
+	*)
+		# (/usr/bin/mpirun is a link through /etc/alternatives)
+		if ! chroot $H test -x /usr/bin/mpirun; then
+			skip "$name" "no mpirun on the host"
+			continue
+		fi ;;
+	esac
+	mpi_wanted="$mpi_wanted $c"
 done
 
 # mpi_node1 N: run the orted command lines node 0's mpiruns send (one per
@@ -219,31 +243,51 @@ mpi_node1() {
 		[ -z "$cmd" ] && continue
 		[ "$cmd" = "done" ] && break
 		n=$((n + 1))
-		# orted in the foreground: its output in /tmp/orted.N, its
-		# life bounded by timeout
+		# orted in the foreground (hydra_pmi_proxy is): its output
+		# in /tmp/orted.N, its life bounded by timeout
 		cmd=$(echo "$cmd" | sed 's/ --daemonize//')
-		echo "# fabric2/openmpi: node 1 runs: $cmd"
+		echo "# fabric2/mpi: node 1 runs: $cmd"
 		chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
 			TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
 			FI_LOG_LEVEL="$LOG" \
 			timeout -k 5 $MPI_TMO sh -c "$cmd" >/tmp/orted.$n 2>&1 </dev/null &
 	done
-	[ "$cmd" = "done" ] || echo "# fabric2/openmpi: node 0 never said done"
+	[ "$cmd" = "done" ] || echo "# fabric2/mpi: node 0 never said done"
 	for i in $(seq 60); do
-		pgrep -x orted >/dev/null 2>&1 || break
+		pgrep -x 'orted|hydra_pmi_proxy' >/dev/null 2>&1 || break
 		sleep 1
 	done
-	pgrep -x orted >/dev/null 2>&1 && { echo "# orted still running: killed"; pkill -x orted; }
+	pgrep -x 'orted|hydra_pmi_proxy' >/dev/null 2>&1 &&
+		{ echo "# orted or hydra_pmi_proxy still running: killed"; pkill -x 'orted|hydra_pmi_proxy'; }
 	for i in $(seq $n); do
-		sed "s/^/#   orted $i: /" /tmp/orted.$i
+		sed "s/^/#   daemon $i: /" /tmp/orted.$i
 	done
 	[ $n -gt 0 ]
-	case_result openmpi-node1 $? "no orted command came from node 0"
+	case_result mpi-node1 $? "no orted or hydra_pmi_proxy command came from node 0"
+}
+
+# peer_msgs: "TX RX", the messages this node's transport sent to and got
+# from the other node so far (dpctl peer list; one peer)
+peer_msgs() {
+	$D/dpctl -j peer list 2>/dev/null |
+		sed -n 's/.*"tx_msgs":\([0-9]*\),"rx_msgs":\([0-9]*\).*/\1 \2/p'
+}
+
+# crossed BEFORE: true when messages went both ways between the nodes
+# since peer_msgs said BEFORE ("TX RX"); else false, saying why.
+crossed() {
+	was=$1
+	now=$(peer_msgs)
+	set -- $was $now
+	[ $# -eq 4 ] && [ "$3" -gt "$1" ] && [ "$4" -gt "$2" ] && return 0
+	echo "no messages both ways over dmaplane's transport (tx rx before: ${was:-none}, after: ${now:-none}); "
+	return 1
 }
 
 # mpi_node0 NAME NP PER-NODE PROGRAM: one mpirun, NP ranks, PER-NODE on
 # each node; passes when mpirun exits 0, rank 0 printed "PROGRAM: ok" and
-# every rank's ofi MTL chose dmaplane and no other provider
+# every rank's ofi MTL chose dmaplane and no other provider, and messages
+# crossed between the nodes over dmaplane's transport both ways
 mpi_node0() {
 	name=$1
 	np=$2
@@ -254,6 +298,7 @@ mpi_node0() {
 		return 0
 	fi
 	echo "# fabric2/$name: mpirun -np $np --host 10.77.0.1:$per,10.77.0.2:$per (dmaplane) $prog"
+	before=$(peer_msgs)
 	t0=$(date +%s)
 	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
 		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
@@ -275,16 +320,54 @@ mpi_node0() {
 	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
 	# node 0's mpirun prints every rank's lines, node 1's included
 	provs=$(mpi_providers "$np" /tmp/mpi.$$) || { rc=1; why="$why$provs; "; }
-	echo "# fabric2/$name: $((t1 - t0)) s"
+	x=$(crossed "$before") || { rc=1; why="$why$x"; }
+	echo "# fabric2/$name: $((t1 - t0)) s, transport messages (tx rx) $before -> $(peer_msgs)"
+	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+}
+
+# mpich_node0 NAME NP PER-NODE PROGRAM: one mpiexec of MPICH, NP ranks,
+# PER-NODE on each node; passes when mpiexec exits 0, rank 0 printed
+# "PROGRAM: ok" and MPICH's debug summary names dmaplane with active
+# messages on (tests/vm/jobs/fabric.sh's mpich checks), and messages
+# crossed between the nodes over dmaplane's transport.  Hydra forks the
+# proxy of node 0 (a local address) and launches node 1's through the
+# agent; -iface eth0 gives the proxies node 0's address to call back.
+mpich_node0() {
+	name=$1
+	np=$2
+	per=$3
+	prog=$4
+	if [ ! -x "$H$B/fabric/mpich/$prog" ]; then
+		case_result "$name" 1 "no build/fabric/mpich/$prog (tests/run-fabric.sh)"
+		return 0
+	fi
+	echo "# fabric2/$name: $MPICH/bin/mpiexec -n $np -ppn $per -hosts 10.77.0.1,10.77.0.2 (dmaplane) $prog"
+	before=$(peer_msgs)
+	t0=$(date +%s)
+	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
+		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
+		FI_LOG_LEVEL="$LOG" \
+		timeout -k 5 $MPI_TMO "$MPICH/bin/mpiexec" -n $np -ppn $per \
+		-hosts 10.77.0.1,10.77.0.2 -launcher rsh -launcher-exec /tmp/rsh-agent \
+		-iface eth0 -genv FI_PROVIDER dmaplane -genv MPIR_CVAR_NOLOCAL 1 \
+		-genv MPIR_CVAR_DEBUG_SUMMARY 1 \
+		"$B/fabric/mpich/$prog" >/tmp/mpi.$$ 2>&1
+	rc=$?
+	t1=$(date +%s)
+	sed 's/^/#   /' /tmp/mpi.$$
+	why=
+	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
+	grep -q "^libfabric provider: dmaplane" /tmp/mpi.$$ ||
+		{ rc=1; why="${why}rank 0 did not say 'libfabric provider: dmaplane'; "; }
+	grep -q "^MPIDI_OFI_ENABLE_AM: 1" /tmp/mpi.$$ ||
+		{ rc=1; why="${why}active messages off; "; }
+	x=$(crossed "$before") || { rc=1; why="$why$x"; }
+	echo "# fabric2/$name: $((t1 - t0)) s, transport messages (tx rx) $before -> $(peer_msgs)"
 	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
 }
 
 if [ -n "$mpi_wanted" ]; then
-	if ! chroot $H test -x /usr/bin/mpirun; then
-		for c in $mpi_wanted; do
-			skip "${c%%:*}" "no mpirun on the host"
-		done
-	elif [ "$DMAPLANE_NODE" = 1 ]; then
+	if [ "$DMAPLANE_NODE" = 1 ]; then
 		mpi_node1 $(echo $mpi_wanted | wc -w)
 	else
 		mpi_rsh_agent $MPIPORT
@@ -292,7 +375,10 @@ if [ -n "$mpi_wanted" ]; then
 			IFS=: read -r name np per prog <<-EOF
 			$c
 			EOF
-			mpi_node0 "$name" "$np" "$per" "$prog"
+			case $name in
+			mpich*) mpich_node0 "$name" "$np" "$per" "$prog" ;;
+			*) mpi_node0 "$name" "$np" "$per" "$prog" ;;
+			esac
 		done
 		for i in $(seq 30); do
 			echo "done" | nc -w 5 $SRV $MPIPORT >/dev/null 2>&1 && break
