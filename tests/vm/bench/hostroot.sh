@@ -75,3 +75,16 @@ mpi_providers() {
 	echo "providers: $(sort /tmp/prov.$$ | uniq -c | tr -s ' \n' '  '), want $1 x dmaplane"
 	return 1
 }
+
+# mpich_summary LOG: true when LOG (mpiexec's output with
+# MPIR_CVAR_DEBUG_SUMMARY=1) says that rank 0's MPICH chose the dmaplane
+# provider with its active messages on (they need FI_MULTI_RECV); else
+# false, with what is missing on stdout.
+mpich_summary() {
+	ok=0
+	grep -q "^libfabric provider: dmaplane" "$1" ||
+		{ printf '%s' "rank 0 did not say 'libfabric provider: dmaplane'; "; ok=1; }
+	grep -q "^MPIDI_OFI_ENABLE_AM: 1" "$1" ||
+		{ printf '%s' "active messages off; "; ok=1; }
+	return $ok
+}

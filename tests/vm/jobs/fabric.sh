@@ -277,10 +277,7 @@ mpich() {
 	mpi_run "$MPICH/bin/mpiexec" -n "$np" -genv FI_PROVIDER dmaplane \
 		-genv MPIR_CVAR_NOLOCAL 1 -genv MPIR_CVAR_DEBUG_SUMMARY 1 \
 		"$B/fabric/mpich/$prog"
-	grep -q "^libfabric provider: dmaplane" /tmp/mpi.$$ ||
-		{ rc=1; why="${why}rank 0 did not say 'libfabric provider: dmaplane'; "; }
-	grep -q "^MPIDI_OFI_ENABLE_AM: 1" /tmp/mpi.$$ ||
-		{ rc=1; why="${why}active messages off; "; }
+	x=$(mpich_summary /tmp/mpi.$$) || { rc=1; why="$why$x"; }
 	mpi_result
 }
 

@@ -284,8 +284,34 @@ crossed() {
 	return 1
 }
 
+# mpi_run LAUNCHER...: $name's launcher of $prog on node 0 (bounded by
+# dmaplane.mpi_timeout), its output in /tmp/mpi.$$ and printed; sets rc
+# (its exit status, or 1 when rank 0 did not print "$prog: ok"), why, secs
+# and before (the transport's counters) for mpi_result.
+mpi_run() {
+	before=$(peer_msgs)
+	t0=$(date +%s)
+	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
+		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
+		FI_LOG_LEVEL="$LOG" \
+		timeout -k 5 $MPI_TMO "$@" >/tmp/mpi.$$ 2>&1
+	rc=$?
+	secs=$(($(date +%s) - t0))
+	sed 's/^/#   /' /tmp/mpi.$$
+	why=
+	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
+}
+
+# mpi_result: the check, which also needs messages both ways between the
+# nodes over dmaplane's transport during the run
+mpi_result() {
+	x=$(crossed "$before") || { rc=1; why="$why$x"; }
+	echo "# fabric2/$name: $secs s, transport messages (tx rx) $before -> $(peer_msgs)"
+	case_result "$name" $rc "rc=$rc $why$secs s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+}
+
 # mpi_node0 NAME NP PER-NODE PROGRAM: one mpirun, NP ranks, PER-NODE on
-# each node; passes when mpirun exits 0, rank 0 printed "PROGRAM: ok" and
+# each node; passes when mpirun exits 0, rank 0 printed "PROGRAM: ok",
 # every rank's ofi MTL chose dmaplane and no other provider, and messages
 # crossed between the nodes over dmaplane's transport both ways
 mpi_node0() {
@@ -298,12 +324,7 @@ mpi_node0() {
 		return 0
 	fi
 	echo "# fabric2/$name: mpirun -np $np --host 10.77.0.1:$per,10.77.0.2:$per (dmaplane) $prog"
-	before=$(peer_msgs)
-	t0=$(date +%s)
-	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
-		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
-		FI_LOG_LEVEL="$LOG" \
-		timeout -k 5 $MPI_TMO mpirun --allow-run-as-root -np $np \
+	mpi_run mpirun --allow-run-as-root -np $np \
 		--host 10.77.0.1:$per,10.77.0.2:$per \
 		--mca plm_rsh_agent /tmp/rsh-agent --mca plm_rsh_no_tree_spawn 1 \
 		--mca oob_tcp_if_include eth0 --mca btl self,tcp \
@@ -312,17 +333,10 @@ mpi_node0() {
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include dmaplane \
 		--mca osc pt2pt \
 		--mca mtl_base_verbose 10 --mca plm_base_verbose 5 \
-		"$B/fabric/$prog" >/tmp/mpi.$$ 2>&1
-	rc=$?
-	t1=$(date +%s)
-	sed 's/^/#   /' /tmp/mpi.$$
-	why=
-	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
+		"$B/fabric/$prog"
 	# node 0's mpirun prints every rank's lines, node 1's included
 	provs=$(mpi_providers "$np" /tmp/mpi.$$) || { rc=1; why="$why$provs; "; }
-	x=$(crossed "$before") || { rc=1; why="$why$x"; }
-	echo "# fabric2/$name: $((t1 - t0)) s, transport messages (tx rx) $before -> $(peer_msgs)"
-	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+	mpi_result
 }
 
 # mpich_node0 NAME NP PER-NODE PROGRAM: one mpiexec of MPICH, NP ranks,
@@ -342,28 +356,13 @@ mpich_node0() {
 		return 0
 	fi
 	echo "# fabric2/$name: $MPICH/bin/mpiexec -n $np -ppn $per -hosts 10.77.0.1,10.77.0.2 (dmaplane) $prog"
-	before=$(peer_msgs)
-	t0=$(date +%s)
-	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
-		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
-		FI_LOG_LEVEL="$LOG" \
-		timeout -k 5 $MPI_TMO "$MPICH/bin/mpiexec" -n $np -ppn $per \
+	mpi_run "$MPICH/bin/mpiexec" -n $np -ppn $per \
 		-hosts 10.77.0.1,10.77.0.2 -launcher rsh -launcher-exec /tmp/rsh-agent \
 		-iface eth0 -genv FI_PROVIDER dmaplane -genv MPIR_CVAR_NOLOCAL 1 \
 		-genv MPIR_CVAR_DEBUG_SUMMARY 1 \
-		"$B/fabric/mpich/$prog" >/tmp/mpi.$$ 2>&1
-	rc=$?
-	t1=$(date +%s)
-	sed 's/^/#   /' /tmp/mpi.$$
-	why=
-	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
-	grep -q "^libfabric provider: dmaplane" /tmp/mpi.$$ ||
-		{ rc=1; why="${why}rank 0 did not say 'libfabric provider: dmaplane'; "; }
-	grep -q "^MPIDI_OFI_ENABLE_AM: 1" /tmp/mpi.$$ ||
-		{ rc=1; why="${why}active messages off; "; }
-	x=$(crossed "$before") || { rc=1; why="$why$x"; }
-	echo "# fabric2/$name: $((t1 - t0)) s, transport messages (tx rx) $before -> $(peer_msgs)"
-	case_result "$name" $rc "rc=$rc $why$((t1 - t0)) s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
+		"$B/fabric/mpich/$prog"
+	x=$(mpich_summary /tmp/mpi.$$) || { rc=1; why="$why$x"; }
+	mpi_result
 }
 
 if [ -n "$mpi_wanted" ]; then
