@@ -147,6 +147,17 @@ static int nl_put_entry(struct sk_buff *skb, const char *name, u64 val)
 }
 
 /* Every counter: by number where it has one, and in the named list. */
+/*
+ * A counter as netlink reports it (u64): a sum of the CPUs' shares taken
+ * while messages flow may be briefly below zero (a receive posted on one
+ * CPU, taken on another between the two reads), which is 0 here.
+ * debugfs prints the signed sum.
+ */
+static u64 nl_stat(enum dmaplane_stat stat)
+{
+	return max(dmaplane_stat_read(stat), 0L);
+}
+
 static int nl_put_counters(struct sk_buff *skb)
 {
 	struct nlattr *nest;
@@ -157,7 +168,7 @@ static int nl_put_counters(struct sk_buff *skb)
 		if (!dmaplane_nl_stat_attrs[i])
 			continue;
 		ret = nla_put_u64_64bit(skb, dmaplane_nl_stat_attrs[i],
-					dmaplane_stat_read(i), DMAPLANE_ATTR_PAD);
+					nl_stat(i), DMAPLANE_ATTR_PAD);
 		if (ret)
 			return ret;
 	}
@@ -166,7 +177,7 @@ static int nl_put_counters(struct sk_buff *skb)
 	if (!nest)
 		return -EMSGSIZE;
 	for (i = 0; i < DMAPLANE_NUM_STATS; i++) {
-		ret = nl_put_entry(skb, dmaplane_stat_names[i], dmaplane_stat_read(i));
+		ret = nl_put_entry(skb, dmaplane_stat_names[i], nl_stat(i));
 		if (ret)
 			return ret;
 	}
