@@ -69,11 +69,11 @@ chmod 0666 /dev/dmaplane
 check peer-add $D/dpctl peer add "$DMAPLANE_PEER_IP"
 peer_up peer-up 60
 
-fab() {	# as jobs/fabric.sh: a host program, bounded by $TMO
+fab() {	# as jobs/fabric.sh: a host program, bounded by $TMO (or $tmo)
 	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
 		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
 		FI_LOG_LEVEL="$LOG" \
-		timeout -k 5 $TMO "$@"
+		timeout -k 5 "${tmo:-$TMO}" "$@"
 }
 
 # fab_bg COMMAND...: fab in the background, $srv its pid (chroot's, which
@@ -291,11 +291,10 @@ crossed() {
 mpi_run() {
 	before=$(peer_msgs)
 	t0=$(date +%s)
-	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
-		TMPDIR=/tmp FI_PROVIDER_PATH="$B/fabric" LD_LIBRARY_PATH="$B" \
-		FI_LOG_LEVEL="$LOG" \
-		timeout -k 5 $MPI_TMO "$@" >/tmp/mpi.$$ 2>&1
+	tmo=$MPI_TMO
+	fab "$@" >/tmp/mpi.$$ 2>&1
 	rc=$?
+	tmo=
 	secs=$(($(date +%s) - t0))
 	sed 's/^/#   /' /tmp/mpi.$$
 	why=
