@@ -146,7 +146,6 @@ static int nl_put_entry(struct sk_buff *skb, const char *name, u64 val)
 	return 0;
 }
 
-/* Every counter: by number where it has one, and in the named list. */
 /*
  * A counter as netlink reports it (u64): a sum of the CPUs' shares taken
  * while messages flow may be briefly below zero (a receive posted on one
@@ -158,17 +157,24 @@ static u64 nl_stat(enum dmaplane_stat stat)
 	return max(dmaplane_stat_read(stat), 0L);
 }
 
+/*
+ * Every counter: by number where it has one, and in the named list; each
+ * summed once, so that both lists give the same values.
+ */
 static int nl_put_counters(struct sk_buff *skb)
 {
+	u64 val[DMAPLANE_NUM_STATS];
 	struct nlattr *nest;
 	unsigned int i;
 	int ret;
 
+	for (i = 0; i < DMAPLANE_NUM_STATS; i++)
+		val[i] = nl_stat(i);
 	for (i = 0; i < DMAPLANE_NUM_STATS; i++) {
 		if (!dmaplane_nl_stat_attrs[i])
 			continue;
-		ret = nla_put_u64_64bit(skb, dmaplane_nl_stat_attrs[i],
-					nl_stat(i), DMAPLANE_ATTR_PAD);
+		ret = nla_put_u64_64bit(skb, dmaplane_nl_stat_attrs[i], val[i],
+					DMAPLANE_ATTR_PAD);
 		if (ret)
 			return ret;
 	}
@@ -177,7 +183,7 @@ static int nl_put_counters(struct sk_buff *skb)
 	if (!nest)
 		return -EMSGSIZE;
 	for (i = 0; i < DMAPLANE_NUM_STATS; i++) {
-		ret = nl_put_entry(skb, dmaplane_stat_names[i], nl_stat(i));
+		ret = nl_put_entry(skb, dmaplane_stat_names[i], val[i]);
 		if (ret)
 			return ret;
 	}
