@@ -72,12 +72,16 @@ struct seq_file;
  *	until the FIN, receivers while they pull)
  * @DMAPLANE_STAT_COPIES_CACHED: copies to or from a buffer of another
  *	process on this node (a posted receive's, a rendezvous sender's: one
- *	per piece) made through the pinned pages of its registration cache
+ *	per piece, or per chunk of a split copy) made through the pinned pages of its registration cache
  *	(mr.c); cumulative
  * @DMAPLANE_STAT_COPIES_PINNED: such copies that pinned the pages
  *	themselves (msg.c: copy_remote()); cumulative
  * @DMAPLANE_STAT_RECV_PINS: posted receives holding the page of their
  *	buffer pinned since they were posted (msg.c: recv_pin())
+ * @DMAPLANE_STAT_COPIES_SPLIT: copies between two processes shared with
+ *	a helper on another CPU (msg.c: copy_split_start()); cumulative
+ * @DMAPLANE_STAT_COPIES_SPLIT_REDONE: such copies whose helper's part
+ *	the caller copied again itself (a page not present); cumulative
  * @DMAPLANE_NUM_STATS: number of counters
  *
  * Every object the module creates is counted and uncounted when it is
@@ -105,6 +109,8 @@ enum dmaplane_stat {
 	DMAPLANE_STAT_COPIES_CACHED,
 	DMAPLANE_STAT_COPIES_PINNED,
 	DMAPLANE_STAT_RECV_PINS,
+	DMAPLANE_STAT_COPIES_SPLIT,
+	DMAPLANE_STAT_COPIES_SPLIT_REDONE,
 	DMAPLANE_NUM_STATS
 };
 
@@ -139,6 +145,8 @@ struct dmaplane_stats {
 			long copies_cached;
 			long copies_pinned;
 			long recv_pins;
+			long copies_split;
+			long copies_split_redone;
 		};
 		long counters[DMAPLANE_NUM_STATS];
 	};

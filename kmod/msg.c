@@ -65,6 +65,15 @@ module_param(recv_pins_max, uint, 0644);
 MODULE_PARM_DESC(recv_pins_max,
 		 "Posted receives of an endpoint that may keep their buffer's page pinned (0: none)");
 
+/*
+ * A copy between two address spaces of at least copy_split_min bytes is
+ * shared with a helper on another CPU: copy_split_start().
+ */
+static unsigned long copy_split_min = SZ_512K;
+module_param(copy_split_min, ulong, 0644);
+MODULE_PARM_DESC(copy_split_min,
+		 "Bytes from which a copy between two processes is shared with a helper on another CPU (0: never)");
+
 #define MAX_SUBMIT	256
 /*
  * Remote copies pin COPY_PAGES pages per pin_user_pages_remote() call
@@ -84,6 +93,8 @@ MODULE_PARM_DESC(recv_pins_max,
 
 /* Runs the endpoints' delivery work (unbound: one stuck endpoint blocks one worker). */
 static struct workqueue_struct *deliver_wq;
+/* Runs the helpers of split copies (unbound: on whichever CPU is free). */
+static struct workqueue_struct *copy_wq;
 
 /**
  * struct dmaplane_msg - a message queued as unexpected at its receiver
@@ -313,10 +324,11 @@ static noinline int copy_self(u64 uaddr, u64 len, struct iov_iter *iter,
  * unpin_user_pages_dirty_lock().  The CPU is offered to others every
  * COPY_RESCHED bytes rather than every batch: often enough for a large
  * copy, and a receiver polling its ring on the same CPU gets it less
- * often while the copy it waits for is still running.
+ * often while the copy it waits for is still running.  @foll adds
+ * FOLL_NOFAULT for a helper of a split copy (copy_split_work()).
  */
 static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
-		       struct iov_iter *iter, bool to_remote)
+		       struct iov_iter *iter, bool to_remote, unsigned int foll)
 {
 	struct page *pages[COPY_PAGES];
 	u64 copied = 0;
@@ -344,7 +356,7 @@ static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 
 		mmap_read_lock(mm);
 		pinned = dmaplane_pin_user_pages_remote(mm, uaddr & PAGE_MASK, nr,
-							to_remote ? FOLL_WRITE : 0,
+							foll | (to_remote ? FOLL_WRITE : 0),
 							pages);
 		mmap_read_unlock(mm);
 		if (pinned <= 0) {
@@ -587,9 +599,180 @@ static int copy_remote_ubuf(struct mm_struct *mm, struct dmaplane_ubuf *b,
 
 		if (n)
 			ret = copy_remote(mm, (u64)(uintptr_t)b->segs[i].iov_base,
-					  n, iter, to_remote);
+					  n, iter, to_remote, 0);
 	}
 	return ret;
+}
+
+/**
+ * struct copy_split - a copy between two address spaces shared by its
+ *	caller and a helper
+ * @work: the helper, on copy_wq
+ * @next: offset of the next chunk (COPY_PAGES pages) not yet claimed;
+ *	each side claims one at a time, at least @len once all are claimed
+ * @src_mm: the address space copied from (mmgrab()ed by its owner)
+ * @dst_mm: the address space copied to (likewise)
+ * @src: user address in @src_mm
+ * @dst: user address in @dst_mm
+ * @len: bytes
+ * @failed: the offset of the chunk the helper could not copy (it then
+ *	claims no more), or @len
+ * @pages: @src_mm's pages of the helper's chunk, pinned (one more than
+ *	COPY_PAGES when the chunk does not start at a page boundary)
+ * @bv: the same pages as the iterator the chunk is copied from
+ */
+struct copy_split {
+	struct work_struct work;
+	atomic64_t next;
+	struct mm_struct *src_mm;
+	struct mm_struct *dst_mm;
+	u64 src;
+	u64 dst;
+	u64 len;
+	u64 failed;
+	struct page *pages[COPY_PAGES + 1];
+	struct bio_vec bv[COPY_PAGES + 1];
+};
+
+#define COPY_CHUNK	(COPY_PAGES * PAGE_SIZE)
+
+/* Claim the next chunk of @s: its offset, or @s->len when none is left. */
+static u64 copy_split_claim(struct copy_split *s)
+{
+	return min_t(u64, atomic64_fetch_add(COPY_CHUNK, &s->next), s->len);
+}
+
+/* The helper's copy of the chunk at @off: pin the source, copy_remote(). */
+static int copy_split_chunk(struct copy_split *s, u64 off)
+{
+	u64 src = s->src + off, n = min_t(u64, COPY_CHUNK, s->len - off);
+	unsigned long poff = offset_in_page(src);
+	unsigned long nr = DIV_ROUND_UP(poff + n, PAGE_SIZE);
+	struct iov_iter iter;
+	long pinned, i;
+	int ret;
+
+	mmap_read_lock(s->src_mm);
+	pinned = dmaplane_pin_user_pages_remote(s->src_mm, src & PAGE_MASK, nr,
+						FOLL_NOFAULT, s->pages);
+	mmap_read_unlock(s->src_mm);
+	if (pinned < 0)
+		return pinned;
+	if (pinned != nr) {
+		unpin_user_pages(s->pages, pinned);
+		return -EFAULT;
+	}
+	for (i = 0; i < pinned; i++) {
+		s->bv[i].bv_page = s->pages[i];
+		s->bv[i].bv_offset = i ? 0 : poff;
+		s->bv[i].bv_len = min_t(u64, PAGE_SIZE - s->bv[i].bv_offset,
+					n - (i ? i * PAGE_SIZE - poff : 0));
+	}
+	iov_iter_bvec(&iter, ITER_SOURCE, s->bv, pinned, n);
+	ret = copy_remote(s->dst_mm, s->dst + off, n, &iter, true, FOLL_NOFAULT);
+	unpin_user_pages(s->pages, pinned);
+	return ret;
+}
+
+/*
+ * The helper: claim chunks and copy them, in neither address space of
+ * the copy.  It pins only pages that are present (FOLL_NOFAULT on both
+ * sides): it never waits for a fault (a userfaultfd handler, I/O), which
+ * its caller, who waits for it, could not interrupt.  At the first chunk
+ * it cannot copy it stops; the caller copies that chunk itself.
+ */
+static void copy_split_work(struct work_struct *work)
+{
+	struct copy_split *s = container_of(work, struct copy_split, work);
+	u64 off;
+
+	if (!mmget_not_zero(s->src_mm))
+		return;
+	while ((off = copy_split_claim(s)) < s->len) {
+		if (copy_split_chunk(s, off)) {
+			s->failed = off;
+			break;
+		}
+	}
+	mmput(s->src_mm);
+}
+
+/*
+ * Copy @n bytes between @raddr in @mm and @iter (over @laddr in the
+ * caller's own address space), @to_remote as for copy_remote(), with a
+ * helper on copy_wq: both claim chunks of COPY_PAGES pages from one
+ * cursor and copy them, each at its own speed, so a waiting receiver's
+ * idle CPU copies part of the message.  When no CPU is free the helper
+ * starts late or never; the caller then claims every chunk, and cancels
+ * the helper if it has not started.  The caller returns when every chunk
+ * has landed.
+ *
+ * Return: 0, or as copy_remote() (the helper's failures are not errors:
+ * the caller copies the chunk again).
+ */
+static int copy_split(struct mm_struct *mm, u64 raddr, struct mm_struct *lmm,
+		      u64 laddr, u64 n, struct iov_iter *iter, bool to_remote)
+{
+	struct copy_split *s;
+	u64 off, pos = 0;
+	int ret = 0;
+
+	s = kmalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return copy_remote(mm, raddr, n, iter, to_remote, 0);
+	INIT_WORK(&s->work, copy_split_work);
+	atomic64_set(&s->next, 0);
+	s->src_mm = to_remote ? lmm : mm;
+	s->dst_mm = to_remote ? mm : lmm;
+	s->src = to_remote ? laddr : raddr;
+	s->dst = to_remote ? raddr : laddr;
+	s->len = n;
+	s->failed = n;
+	dmaplane_stat_inc(copies_split);
+	queue_work(copy_wq, &s->work);
+
+	while (!ret && (off = copy_split_claim(s)) < n) {
+		iov_iter_advance(iter, off - pos);
+		pos = min_t(u64, COPY_CHUNK, n - off);
+		ret = copy_remote(mm, raddr + off, pos, iter, to_remote, 0);
+		pos += off;
+	}
+	if (ret)	/* the helper claims no more */
+		atomic64_set(&s->next, n);
+	cancel_work_sync(&s->work);
+	if (!ret && s->failed < n) {
+		off = s->failed;
+		dmaplane_stat_inc(copies_split_redone);
+		if (off >= pos)
+			iov_iter_advance(iter, off - pos);
+		else
+			iov_iter_revert(iter, pos - off);
+		ret = copy_remote(mm, raddr + off, min_t(u64, COPY_CHUNK, n - off),
+				  iter, to_remote, 0);
+	}
+	kfree(s);
+	return ret;
+}
+
+/*
+ * As copy_remote_ubuf(), @iter being over @lb, a buffer of the caller's
+ * own address space @lmm (NULL when it is not a user buffer: a payload
+ * copied in).  A copy of at least copy_split_min bytes between two single
+ * ranges of user memory is shared with a helper: copy_split().
+ */
+static int copy_remote_split(struct mm_struct *mm, struct dmaplane_ubuf *b,
+			     struct mm_struct *lmm, struct dmaplane_ubuf *lb,
+			     struct iov_iter *iter, bool to_remote)
+{
+	u64 n = min_t(u64, b->len, iov_iter_count(iter));
+	unsigned long min = READ_ONCE(copy_split_min);
+
+	if (!min || n < max_t(u64, min, 2 * COPY_CHUNK) || !lmm ||
+	    lmm != current->mm || b->region || b->nsegs != 1 || lb->region ||
+	    lb->nsegs != 1)
+		return copy_remote_ubuf(mm, b, iter, to_remote);
+	return copy_split(mm, (u64)(uintptr_t)b->segs[0].iov_base, lmm,
+			  (u64)(uintptr_t)lb->segs[0].iov_base, n, iter, to_remote);
 }
 
 /*
@@ -771,8 +954,11 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 				ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;
 			else if (READ_ONCE(msg->sender->dead))
 				ret = -ECONNRESET;
-			else
+			else if (r->page || map.r)
 				ret = copy_remote_ubuf(msg->mm, &msg->buf, &iter, false);
+			else
+				ret = copy_remote_split(msg->mm, &msg->buf, ep->mm,
+							&r->buf, &iter, false);
 		}
 		end = dmaplane_ubuf_iter_end(&map);
 		ret = ret ?: end;
@@ -1109,7 +1295,8 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 		ret = dmaplane_ubuf_iter(sbuf, ITER_SOURCE, n, &iter, &map);
 	if (n && !ret)
 		ret = r->page ? recv_page_copy(r, n, &iter) :
-		      copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
+		      copy_remote_split(dest->mm, &r->buf, msg->data ? NULL : ep->mm,
+					sbuf, &iter, true);
 	end = dmaplane_ubuf_iter_end(&map);
 	ret = ret ?: end;
 	ubuf_free(&r->buf);
@@ -1619,7 +1806,16 @@ int dmaplane_ioctl_submit(struct dmaplane_ep *ep, void __user *uarg)
 int dmaplane_msg_init(void)
 {
 	deliver_wq = alloc_workqueue("dmaplane_deliver", WQ_UNBOUND, 0);
-	return deliver_wq ? 0 : -ENOMEM;
+	if (!deliver_wq)
+		return -ENOMEM;
+	copy_wq = alloc_workqueue("dmaplane_copy", WQ_UNBOUND, 0);
+	if (!copy_wq)
+		goto err_destroy_deliver;
+	return 0;
+
+err_destroy_deliver:
+	destroy_workqueue(deliver_wq);
+	return -ENOMEM;
 }
 
 /**
@@ -1631,6 +1827,8 @@ int dmaplane_msg_init(void)
 void dmaplane_msg_exit(void)
 {
 	destroy_workqueue(deliver_wq);
+	/* Empty: every split copy waited for its helper. */
+	destroy_workqueue(copy_wq);
 }
 
 /* A message dropped undelivered: its rendezvous sender learns so. */

@@ -1977,4 +1977,160 @@ TEST_F(pair, dontneed_back_to_back_during_cached_receives)
 	munmap(race.buf, RC_LEN);
 }
 
+/*
+ * A copy between two address spaces of at least copy_split_min bytes is
+ * shared with a helper on another CPU (kmod/msg.c copy_split_start()):
+ * "copies_split" counts them, "copies_split_redone" those whose helper's
+ * part the caller copied again (the helper pins only pages already
+ * present).  Random data at odd offsets arrives intact whichever side
+ * copied it; the bytes around the buffer are untouched.
+ */
+#define SPLIT_LEN	((4UL << 20) + 4321)
+#define FRESH_LEN	(32UL << 20)
+
+struct split_counts {
+	long split, redone;
+};
+
+static void split_counts(struct split_counts *c)
+{
+	c->split = dp_test_stat("copies_split");
+	c->redone = dp_test_stat("copies_split_redone");
+}
+
+static int set_param(const char *name, const char *val)
+{
+	char path[128];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "/sys/module/dmaplane/parameters/%s", name);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, val, strlen(val)) == (ssize_t)strlen(val) ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
+/* One message of @len from @src to @dst (receive posted first when @expected). */
+static void split_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
+		      unsigned char *src, unsigned char *dst, size_t len,
+		      int expected, uint64_t seed)
+{
+	struct dmaplane_cqe c;
+
+	dp_test_fill(src, len, seed);
+	if (expected)
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, seed, 0, dst, len, 1));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, seed, src, len, 2));
+	if (!expected)
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, seed, 0, dst, len, 1));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(1, c.ctx);
+	EXPECT_EQ(len, c.len);
+	EXPECT_EQ(len, c.msg_len);
+	EXPECT_EQ(-1, dp_test_check(dst, len, seed)) TH_LOG("%zu bytes, expected %d", len, expected);
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(2, c.ctx);
+	EXPECT_EQ(len, c.len);
+}
+
+TEST_F(pair, large_copies_are_split_with_a_helper)
+{
+	size_t map_len = SPLIT_LEN + 2 * 4096 + 64;
+	long old = read_param("copy_split_min");
+	unsigned char *src, *dst, *fresh, *big;
+	struct split_counts c0, c1;
+	char val[32];
+
+	if (old < 0)
+		SKIP(return, "no copy_split_min parameter");
+	src = malloc(SPLIT_LEN + 7);
+	dst = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(MAP_FAILED, dst);
+	memset(dst, 0xa5, map_len);
+
+	/* Posted and unexpected (rendezvous), at odd offsets: split, intact. */
+	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
+	for (int expected = 0; expected < 2; expected++) {
+		split_counts(&c0);
+		split_one(_metadata, self, src + 7, dst + 33, SPLIT_LEN, expected, 11 + expected);
+		split_counts(&c1);
+		EXPECT_EQ(1, c1.split - c0.split) TH_LOG("expected %d", expected);
+		EXPECT_EQ(0, c1.redone - c0.redone) TH_LOG("expected %d", expected);
+		for (int i = 0; i < 33; i++)
+			ASSERT_EQ(0xa5, dst[i]);
+		for (size_t i = 33 + SPLIT_LEN; i < map_len; i++)
+			ASSERT_EQ(0xa5, dst[i]);
+	}
+
+	/* From copy_split_min bytes on, not below. */
+	ASSERT_EQ(0, set_param("copy_split_min", "1048576"));
+	split_counts(&c0);
+	split_one(_metadata, self, src, dst, (1 << 20) - 1, 1, 21);
+	split_counts(&c1);
+	EXPECT_EQ(0, c1.split - c0.split);
+	split_one(_metadata, self, src, dst, 1 << 20, 1, 22);
+	split_counts(&c0);
+	EXPECT_EQ(1, c0.split - c1.split);
+
+	/* 0: never. */
+	ASSERT_EQ(0, set_param("copy_split_min", "0"));
+	split_counts(&c0);
+	split_one(_metadata, self, src, dst, SPLIT_LEN, 1, 23);
+	split_one(_metadata, self, src, dst, SPLIT_LEN, 0, 24);
+	split_counts(&c1);
+	EXPECT_EQ(0, c1.split - c0.split);
+
+	/*
+	 * A receive buffer never touched: its pages are not there, the
+	 * helper cannot pin them; it stops at its first chunk, which the
+	 * sender copies again.  (32 MiB: the sender's own chunks take long
+	 * enough for the helper to have started.)
+	 */
+	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
+	big = malloc(FRESH_LEN);
+	ASSERT_NE(NULL, big);
+	fresh = mmap(NULL, FRESH_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		     -1, 0);
+	ASSERT_NE(MAP_FAILED, fresh);
+	ASSERT_EQ(0, madvise(fresh, FRESH_LEN, MADV_NOHUGEPAGE));
+	split_counts(&c0);
+	split_one(_metadata, self, big, fresh, FRESH_LEN, 1, 25);
+	split_counts(&c1);
+	EXPECT_EQ(1, c1.split - c0.split);
+	EXPECT_EQ(1, c1.redone - c0.redone);
+	munmap(fresh, FRESH_LEN);
+	free(big);
+
+	/* An iovec buffer is copied by the caller alone. */
+	{
+		struct iovec riov[2] = {
+			{ dst, SPLIT_LEN / 2 }, { dst + SPLIT_LEN / 2, SPLIT_LEN - SPLIT_LEN / 2 },
+		};
+		struct dmaplane_cqe c;
+
+		dp_test_fill(src, SPLIT_LEN, 26);
+		split_counts(&c0);
+		ASSERT_EQ(0, dp_recvv(self->b, self->b2a, 26, 0, riov, 2, 1));
+		ASSERT_EQ(0, dp_send(self->a, self->a2b, 26, src, SPLIT_LEN, 2));
+		ASSERT_EQ(1, wait1(self->b, &c));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(SPLIT_LEN, c.len);
+		EXPECT_EQ(-1, dp_test_check(dst, SPLIT_LEN, 26));
+		ASSERT_EQ(1, wait1(self->a, &c));
+		EXPECT_EQ(0, c.status);
+		split_counts(&c1);
+		EXPECT_EQ(0, c1.split - c0.split);
+	}
+
+	snprintf(val, sizeof(val), "%ld", old);
+	EXPECT_EQ(0, set_param("copy_split_min", val));
+	munmap(dst, map_len);
+	free(src);
+}
+
 TEST_HARNESS_MAIN

@@ -172,6 +172,27 @@ profile() {
 	case_result "profile-$1" $rc "perf record rc=$rc"
 }
 
+# split_ab: only when asked for (DMAPLANE_BENCH_ONLY=bwsplit): dp-bench bw
+# with copies split with a helper (copy_split_min's default) and not
+# (0), alternately A B A B in this one boot, so that the host's drift
+# between two VM runs does not decide the comparison.
+split_ab() {
+	[ -n "$ONLY" ] && want bwsplit || return 0
+	p=/sys/module/dmaplane/parameters/copy_split_min
+	def=$(cat $p)
+	rc=0
+	for round in 1 2; do
+		for v in 0 "$def"; do
+			echo "$v" >$p
+			echo "# bwsplit round $round: copy_split_min=$v"
+			timeout "$TMO" $D/dp-bench bw -n 50 || rc=1
+			grep '^copies_split' /sys/kernel/debug/dmaplane/stats | sed 's/^/# /'
+		done
+	done
+	echo "$def" >$p
+	case_result bwsplit $rc "rc=$rc"
+}
+
 echo "# kernel $(uname -r), $(nproc) CPUs, QEMU TCG"
 # dmaplane.bench_profile=NAME,NAME (DMAPLANE_BENCH_PROFILE=): only these
 # profiles, not the bench
@@ -240,6 +261,7 @@ else
 	# of sleeping: one server and one worker on the 2 vCPUs
 	kvstore dmaplane-poll dmaplane --busy-poll
 	kvstore zmq-ipc-poll zmq-ipc --busy-poll
+	split_ab
 fi
 if want peers; then
 	sh $D/bench/peers.sh
