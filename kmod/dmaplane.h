@@ -72,8 +72,8 @@ struct seq_file;
  *	until the FIN, receivers while they pull)
  * @DMAPLANE_STAT_COPIES_CACHED: copies to or from a buffer of another
  *	process on this node (a posted receive's, a rendezvous sender's: one
- *	per piece, or per chunk of a split copy) made through the pinned pages of its registration cache
- *	(mr.c); cumulative
+ *	per piece, or per chunk of a split copy) made through the pinned
+ *	pages of its registration cache (mr.c); cumulative
  * @DMAPLANE_STAT_COPIES_PINNED: such copies that pinned the pages
  *	themselves (msg.c: copy_remote()); cumulative
  * @DMAPLANE_STAT_RECV_PINS: posted receives holding the page of their
