@@ -645,7 +645,7 @@ static u64 copy_split_claim(struct copy_split *s)
 /* The helper's copy of the chunk at @off: pin the source, copy_remote(). */
 static int copy_split_chunk(struct copy_split *s, u64 off)
 {
-	u64 src = s->src + off, n = min_t(u64, COPY_CHUNK, s->len - off);
+	u64 src = s->src + off, n = min_t(u64, COPY_CHUNK, s->len - off), left = n;
 	unsigned long poff = offset_in_page(src);
 	unsigned long nr = DIV_ROUND_UP(poff + n, PAGE_SIZE);
 	struct iov_iter iter;
@@ -663,10 +663,11 @@ static int copy_split_chunk(struct copy_split *s, u64 off)
 		return -EFAULT;
 	}
 	for (i = 0; i < pinned; i++) {
-		s->bv[i].bv_page = s->pages[i];
-		s->bv[i].bv_offset = i ? 0 : poff;
-		s->bv[i].bv_len = min_t(u64, PAGE_SIZE - s->bv[i].bv_offset,
-					n - (i ? i * PAGE_SIZE - poff : 0));
+		u32 bytes = min_t(u64, PAGE_SIZE - poff, left);
+
+		bvec_set_page(&s->bv[i], s->pages[i], bytes, poff);
+		left -= bytes;
+		poff = 0;
 	}
 	iov_iter_bvec(&iter, ITER_SOURCE, s->bv, pinned, n);
 	ret = copy_remote(s->dst_mm, s->dst + off, n, &iter, true, FOLL_NOFAULT);
