@@ -67,7 +67,7 @@ MODULE_PARM_DESC(recv_pins_max,
 
 /*
  * A copy between two address spaces of at least copy_split_min bytes is
- * shared with a helper on another CPU: copy_split_start().
+ * shared with a helper on another CPU: copy_split().
  */
 static unsigned long copy_split_min = SZ_512K;
 module_param(copy_split_min, ulong, 0644);
@@ -325,7 +325,7 @@ static noinline int copy_self(u64 uaddr, u64 len, struct iov_iter *iter,
  * COPY_RESCHED bytes rather than every batch: often enough for a large
  * copy, and a receiver polling its ring on the same CPU gets it less
  * often while the copy it waits for is still running.  @foll adds
- * FOLL_NOFAULT for a helper of a split copy (copy_split_work()).
+ * FOLL_NOFAULT for a helper of a split copy (copy_split_chunk()).
  */
 static int copy_remote(struct mm_struct *mm, u64 uaddr, u64 len,
 		       struct iov_iter *iter, bool to_remote, unsigned int foll)

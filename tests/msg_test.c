@@ -1979,7 +1979,7 @@ TEST_F(pair, dontneed_back_to_back_during_cached_receives)
 
 /*
  * A copy between two address spaces of at least copy_split_min bytes is
- * shared with a helper on another CPU (kmod/msg.c copy_split_start()):
+ * shared with a helper on another CPU (kmod/msg.c copy_split()):
  * "copies_split" counts them, "copies_split_redone" those whose helper's
  * part the caller copied again (the helper pins only pages already
  * present).  Random data at odd offsets arrives intact whichever side
