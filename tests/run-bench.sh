@@ -27,6 +27,8 @@ cd "$(dirname "$0")/.."
 . tests/vm/common.sh
 
 stock=$(stock_version)
+# Which code: taken before the build (an edit during the run is not in it).
+rev=$(git describe --always --dirty 2>/dev/null || echo '?')
 # The bench VM's CPU has no ERMS and FSRM: with them the guest kernel
 # copies between address spaces with "rep movsb", which QEMU's TCG runs
 # at a quarter of memcpy()'s speed and, on large buffers, at a fiftieth
@@ -65,6 +67,16 @@ for m in crypto/crc32_generic net/ipv4/udp_tunnel net/ipv6/ip6_udp_tunnel \
 	net/9p/9pnet net/9p/9pnet_virtio fs/9p/9p; do
 	set -- "$@" "$mods/$m.ko:/dmaplane/kmods/$(basename "$m").ko"
 done
+# DMAPLANE_BENCH_AB=DIR: instead of the bench, an A/B in one boot
+# (jobs/bench.sh: ab): DIR's dmaplane.ko (built for the stock kernel, as
+# another checkout's build/ko-stock) and this tree's, loaded in turn
+# DMAPLANE_BENCH_AB_ROUNDS times (default 3), each running the dp-bench
+# modes of DMAPLANE_BENCH_ONLY (default rate,path); in build/bench/ab.txt
+if [ -n "${DMAPLANE_BENCH_AB:-}" ]; then
+	[ -e "$DMAPLANE_BENCH_AB/dmaplane.ko" ] ||
+		{ echo "$0: no $DMAPLANE_BENCH_AB/dmaplane.ko" >&2; exit 2; }
+	set -- "$@" "$DMAPLANE_BENCH_AB/dmaplane.ko:/dmaplane/ab/dmaplane.ko"
+fi
 prov=$(ls /usr/lib/*/libibverbs/librxe-rdmav*.so 2>/dev/null | head -1)
 [ -n "$prov" ] && set -- "$@" "$prov:$prov" /etc/libibverbs.d/rxe.driver:/etc/libibverbs.d/rxe.driver
 set -- "$@" tests/vm/bench:/dmaplane/bench
@@ -82,6 +94,10 @@ table=bench.txt
 if [ -n "${DMAPLANE_BENCH_PROFILE:-}" ]; then
 	args="$args dmaplane.bench_profile=$DMAPLANE_BENCH_PROFILE"
 	table=profile.txt
+fi
+if [ -n "${DMAPLANE_BENCH_AB:-}" ]; then
+	args="$args dmaplane.bench_ab=${DMAPLANE_BENCH_AB_ROUNDS:-3}"
+	table=ab.txt
 fi
 if [ "$mode" = 2node ]; then
 	# ~15 minutes under TCG on 2 host cores (NetPIPE: mpirun across the VMs);
@@ -106,7 +122,7 @@ tests/vm/run-vm.sh -k "/boot/vmlinuz-$stock" -i "$out/bench.cpio.gz" -j bench \
 # Which code, when and where: runs on different hosts differ by more
 # than noise under TCG (Documentation/bench/2026-12-04-63a648d.rst).
 {
-	echo "# $(git describe --always --dirty 2>/dev/null || echo '?') at" \
+	echo "# $rev at" \
 		"$(date -u '+%Y-%m-%d %H:%M') UTC; host: $(sed -n \
 		's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1), $(nproc) CPUs;" \
 		"guest:$(sed -n 's/^# kernel//p' "$out/vm/results-0.log" | head -1)"

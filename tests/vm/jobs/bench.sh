@@ -214,6 +214,40 @@ if [ -n "$PROFILE" ]; then
 	check rmmod rmmod dmaplane
 	exit $fails
 fi
+# dmaplane.bench_ab=ROUNDS (DMAPLANE_BENCH_AB=DIR): instead of the bench,
+# module A ($D/ab/dmaplane.ko) and module B (this tree's) loaded in turn,
+# A B A B ..., each running the dp-bench modes of dmaplane.bench_only
+# (default rate,path): a change measured in one boot, where the host's
+# drift between two VM runs cannot decide it.
+AB=$(cmdline dmaplane.bench_ab 0)
+if [ "$AB" != 0 ]; then
+	echo "DMAPLANE-BENCH-BEGIN"
+	TMO=1800
+	rc=0
+	for round in $(seq "$AB"); do
+		for m in A B; do
+			ko=$D/dmaplane.ko
+			[ $m = A ] && ko=$D/ab/dmaplane.ko
+			if ! rmmod dmaplane || ! insmod "$ko"; then
+				rc=1
+				break 2
+			fi
+			echo "# ab round $round: module $m"
+			for mode in $(echo "${ONLY:-rate,path}" | tr , ' '); do
+				case $mode in
+				bw) n=50 ;;
+				path) n=2000 ;;
+				*) n=200 ;;
+				esac
+				timeout "$TMO" $D/dp-bench "$mode" -n $n || rc=1
+			done
+		done
+	done
+	case_result ab $rc "rc=$rc"
+	echo "DMAPLANE-BENCH-END"
+	check rmmod rmmod dmaplane
+	exit $fails
+fi
 echo "DMAPLANE-BENCH-BEGIN"
 if [ "$SMOKE" = 1 ]; then
 	# make check: every mode, a few iterations, small messages (the
