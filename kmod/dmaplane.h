@@ -78,9 +78,9 @@ struct seq_file;
  *	themselves (msg.c: copy_remote()); cumulative
  * @DMAPLANE_STAT_RECV_PINS: posted receives holding the page of their
  *	buffer pinned since they were posted (msg.c: recv_pin())
- * @DMAPLANE_STAT_COPIES_SPLIT: copies between two processes offered to a
- *	helper on another CPU (msg.c: copy_split(); a late helper finds
- *	nothing left to copy); cumulative
+ * @DMAPLANE_STAT_COPIES_SPLIT: large copies on this node (a message's, a
+ *	put's, a get's) offered to a helper on another CPU (msg.c:
+ *	copy_split(); a late helper finds nothing left to copy); cumulative
  * @DMAPLANE_STAT_COPIES_SPLIT_REDONE: such copies with a chunk the helper
  *	could not copy (a page not present), copied again by the caller;
  *	cumulative

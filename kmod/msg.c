@@ -66,13 +66,13 @@ MODULE_PARM_DESC(recv_pins_max,
 		 "Posted receives of an endpoint that may keep their buffer's page pinned (0: none)");
 
 /*
- * A copy between two address spaces of at least copy_split_min bytes is
- * shared with a helper on another CPU: copy_split().
+ * A copy on this node of at least copy_split_min bytes is shared with a
+ * helper on another CPU: copy_split().
  */
 static unsigned long copy_split_min = SZ_512K;
 module_param(copy_split_min, ulong, 0644);
 MODULE_PARM_DESC(copy_split_min,
-		 "Bytes from which a copy between two processes is shared with a helper on another CPU (0: never)");
+		 "Bytes from which a copy on this node (message, put, get) is shared with a helper on another CPU (0: never)");
 
 #define MAX_SUBMIT	256
 /*
@@ -605,29 +605,37 @@ static int copy_remote_ubuf(struct mm_struct *mm, struct dmaplane_ubuf *b,
 }
 
 /**
- * struct copy_split - a copy between two address spaces shared by its
- *	caller and a helper
+ * struct copy_side - one side of a split copy
+ * @mm: user memory of this address space (mmgrab()ed by its owner), or
+ *	NULL for a region
+ * @region: a region with pages (referenced by the caller), or NULL
+ * @addr: the user address in @mm, or the offset in @region
+ */
+struct copy_side {
+	struct mm_struct *mm;
+	struct dmaplane_region *region;
+	u64 addr;
+};
+
+/**
+ * struct copy_split - a copy shared by its caller and a helper
  * @work: the helper, on copy_wq
  * @next: offset of the next chunk (COPY_PAGES pages) not yet claimed;
  *	each side claims one at a time, at least @len once all are claimed
- * @src_mm: the address space copied from (mmgrab()ed by its owner)
- * @dst_mm: the address space copied to (likewise)
- * @src: user address in @src_mm
- * @dst: user address in @dst_mm
+ * @src: the side copied from
+ * @dst: the side copied to
  * @len: bytes
  * @failed: the offset of the chunk the helper could not copy (it then
  *	claims no more), or @len
- * @pages: @src_mm's pages of the helper's chunk, pinned (one more than
- *	COPY_PAGES when the chunk does not start at a page boundary)
+ * @pages: the source's user pages of the helper's chunk, pinned (one more
+ *	than COPY_PAGES when the chunk does not start at a page boundary)
  * @bv: the same pages as the iterator the chunk is copied from
  */
 struct copy_split {
 	struct work_struct work;
 	atomic64_t next;
-	struct mm_struct *src_mm;
-	struct mm_struct *dst_mm;
-	u64 src;
-	u64 dst;
+	struct copy_side src;
+	struct copy_side dst;
 	u64 len;
 	u64 failed;
 	struct page *pages[COPY_PAGES + 1];
@@ -642,20 +650,21 @@ static u64 copy_split_claim(struct copy_split *s)
 	return min_t(u64, atomic64_fetch_add(COPY_CHUNK, &s->next), s->len);
 }
 
-/* The helper's copy of the chunk at @off: pin the source, copy_remote(). */
-static int copy_split_chunk(struct copy_split *s, u64 off)
+/*
+ * Pin the source's user pages under [@src, @src + @n) (present ones only)
+ * and make @iter over them.  Return: the number pinned, or -errno.
+ */
+static long copy_split_pin(struct copy_split *s, u64 src, u64 n, struct iov_iter *iter)
 {
-	u64 src = s->src + off, n = min_t(u64, COPY_CHUNK, s->len - off), left = n;
 	unsigned long poff = offset_in_page(src);
 	unsigned long nr = DIV_ROUND_UP(poff + n, PAGE_SIZE);
-	struct iov_iter iter;
+	u64 left = n;
 	long pinned, i;
-	int ret;
 
-	mmap_read_lock(s->src_mm);
-	pinned = dmaplane_pin_user_pages_remote(s->src_mm, src & PAGE_MASK, nr,
+	mmap_read_lock(s->src.mm);
+	pinned = dmaplane_pin_user_pages_remote(s->src.mm, src & PAGE_MASK, nr,
 						FOLL_NOFAULT, s->pages);
-	mmap_read_unlock(s->src_mm);
+	mmap_read_unlock(s->src.mm);
 	if (pinned < 0)
 		return pinned;
 	if (pinned != nr) {
@@ -669,25 +678,55 @@ static int copy_split_chunk(struct copy_split *s, u64 off)
 		left -= bytes;
 		poff = 0;
 	}
-	iov_iter_bvec(&iter, ITER_SOURCE, s->bv, pinned, n);
-	ret = copy_remote(s->dst_mm, s->dst + off, n, &iter, true, FOLL_NOFAULT);
-	unpin_user_pages(s->pages, pinned);
+	iov_iter_bvec(iter, ITER_SOURCE, s->bv, pinned, n);
+	return pinned;
+}
+
+/* The helper's copy of the chunk at @off. */
+static int copy_split_chunk(struct copy_split *s, u64 off)
+{
+	struct dmaplane_region_map map = { .r = NULL };
+	u64 n = min_t(u64, COPY_CHUNK, s->len - off);
+	struct iov_iter iter;
+	long pinned = 0;
+	int ret, end;
+
+	if (s->src.region) {
+		ret = dmaplane_region_iter(s->src.region, s->src.addr + off, n, false,
+					   &iter, &map);
+		if (ret)
+			return ret;
+	} else {
+		pinned = copy_split_pin(s, s->src.addr + off, n, &iter);
+		if (pinned < 0)
+			return pinned;
+	}
+	if (s->dst.region)
+		ret = dmaplane_region_copy(s->dst.region, s->dst.addr + off, n, &iter, true);
+	else
+		ret = copy_remote(s->dst.mm, s->dst.addr + off, n, &iter, true, FOLL_NOFAULT);
+	if (s->src.region) {
+		end = dmaplane_region_iter_end(&map);
+		ret = ret ?: end;
+	} else {
+		unpin_user_pages(s->pages, pinned);
+	}
 	return ret;
 }
 
 /*
  * The helper: claim chunks and copy them, in neither address space of
- * the copy.  It pins only pages that are present (FOLL_NOFAULT on both
- * sides): it never waits for a fault (a userfaultfd handler, I/O), which
- * its caller, who waits for it, could not interrupt.  At the first chunk
- * it cannot copy it stops; the caller copies that chunk itself.
+ * the copy.  It pins only user pages that are present (FOLL_NOFAULT on
+ * both sides): it never waits for a fault (a userfaultfd handler, I/O),
+ * which its caller, who waits for it, could not interrupt.  At the first
+ * chunk it cannot copy it stops; the caller copies that chunk itself.
  */
 static void copy_split_work(struct work_struct *work)
 {
 	struct copy_split *s = container_of(work, struct copy_split, work);
 	u64 off;
 
-	if (!mmget_not_zero(s->src_mm))
+	if (s->src.mm && !mmget_not_zero(s->src.mm))
 		return;
 	while ((off = copy_split_claim(s)) < s->len) {
 		if (copy_split_chunk(s, off)) {
@@ -695,24 +734,43 @@ static void copy_split_work(struct work_struct *work)
 			break;
 		}
 	}
-	mmput(s->src_mm);
+	if (s->src.mm)
+		mmput(s->src.mm);
 }
 
 /*
- * Copy @n bytes between @raddr in @mm and @iter (over @laddr in the
- * caller's own address space), @to_remote as for copy_remote(), with a
- * helper on copy_wq: both claim chunks of COPY_PAGES pages from one
- * cursor and copy them, each at its own speed, so a waiting receiver's
- * idle CPU copies part of the message.  When no CPU is free the helper
- * starts late or never; the caller then claims every chunk, and cancels
- * the helper if it has not started.  The caller returns when every chunk
- * has landed.
- *
- * Return: 0, or as copy_remote() (the helper's failures are not errors:
- * the caller copies the chunk again).
+ * The caller's copy of @n bytes at @off between @iter and the remote side
+ * @rem (@to_remote: into it): as copy_remote(), or a region's copy, which
+ * leaves the rest of @iter to come.
  */
-static int copy_split(struct mm_struct *mm, u64 raddr, struct mm_struct *lmm,
-		      u64 laddr, u64 n, struct iov_iter *iter, bool to_remote)
+static int copy_split_own(const struct copy_side *rem, u64 off, u64 n,
+			  struct iov_iter *iter, bool to_remote)
+{
+	size_t count = iov_iter_count(iter);
+	int ret;
+
+	if (!rem->region)
+		return copy_remote(rem->mm, rem->addr + off, n, iter, to_remote, 0);
+	ret = dmaplane_region_copy(rem->region, rem->addr + off, n, iter, to_remote);
+	iov_iter_reexpand(iter, count - n);
+	return ret;
+}
+
+/*
+ * Copy @n bytes between the remote side @rem and @iter (over the local
+ * side @loc: the caller's own memory, or one of its regions), @to_remote
+ * as for copy_remote(), with a helper on copy_wq: both claim chunks of
+ * COPY_PAGES pages from one cursor and copy them, each at its own speed,
+ * so a waiting receiver's idle CPU copies part of the message.  When no
+ * CPU is free the helper starts late or never; the caller then claims
+ * every chunk, and cancels the helper if it has not started.  The caller
+ * returns when every chunk has landed.
+ *
+ * Return: 0, or as copy_remote() and dmaplane_region_copy() (the
+ * helper's failures are not errors: the caller copies the chunk again).
+ */
+static int copy_split(const struct copy_side *rem, const struct copy_side *loc,
+		      u64 n, struct iov_iter *iter, bool to_remote)
 {
 	struct copy_split *s;
 	u64 off, pos = 0;
@@ -720,13 +778,11 @@ static int copy_split(struct mm_struct *mm, u64 raddr, struct mm_struct *lmm,
 
 	s = kmalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
-		return copy_remote(mm, raddr, n, iter, to_remote, 0);
+		return copy_split_own(rem, 0, n, iter, to_remote);
 	INIT_WORK(&s->work, copy_split_work);
 	atomic64_set(&s->next, 0);
-	s->src_mm = to_remote ? lmm : mm;
-	s->dst_mm = to_remote ? mm : lmm;
-	s->src = to_remote ? laddr : raddr;
-	s->dst = to_remote ? raddr : laddr;
+	s->src = to_remote ? *loc : *rem;
+	s->dst = to_remote ? *rem : *loc;
 	s->len = n;
 	s->failed = n;
 	dmaplane_stat_inc(copies_split);
@@ -735,7 +791,7 @@ static int copy_split(struct mm_struct *mm, u64 raddr, struct mm_struct *lmm,
 	while (!ret && (off = copy_split_claim(s)) < n) {
 		iov_iter_advance(iter, off - pos);
 		pos = min_t(u64, COPY_CHUNK, n - off);
-		ret = copy_remote(mm, raddr + off, pos, iter, to_remote, 0);
+		ret = copy_split_own(rem, off, pos, iter, to_remote);
 		pos += off;
 	}
 	if (ret)	/* the helper claims no more */
@@ -748,18 +804,40 @@ static int copy_split(struct mm_struct *mm, u64 raddr, struct mm_struct *lmm,
 			iov_iter_advance(iter, off - pos);
 		else
 			iov_iter_revert(iter, pos - off);
-		ret = copy_remote(mm, raddr + off, min_t(u64, COPY_CHUNK, n - off),
-				  iter, to_remote, 0);
+		ret = copy_split_own(rem, off, min_t(u64, COPY_CHUNK, n - off), iter,
+				     to_remote);
 	}
 	kfree(s);
 	return ret;
 }
 
 /*
+ * @b as a side of a split copy: a single range of user memory of @mm, or
+ * a range of a region with pages (an arena, registered memory; not an
+ * imported dma-buf, which is mapped rather than paged).  Return: whether
+ * it can be.
+ */
+static bool copy_side_of(struct dmaplane_ubuf *b, struct mm_struct *mm,
+			 struct copy_side *side)
+{
+	if (b->region) {
+		if (!b->region->ops->pages)
+			return false;
+		*side = (struct copy_side){ .region = b->region, .addr = b->roff };
+		return true;
+	}
+	if (!mm || b->nsegs != 1)
+		return false;
+	*side = (struct copy_side){ .mm = mm, .addr = (u64)(uintptr_t)b->segs[0].iov_base };
+	return true;
+}
+
+/*
  * As copy_remote_ubuf(), @iter being over @lb, a buffer of the caller's
- * own address space @lmm (NULL when it is not a user buffer: a payload
- * copied in).  A copy of at least copy_split_min bytes between two single
- * ranges of user memory is shared with a helper: copy_split().
+ * own (@lmm, its address space; @lb NULL when the other side is not a
+ * user's buffer: a payload copied in).  A copy of at least copy_split_min
+ * bytes between two single ranges (of user memory, of regions with
+ * pages) is shared with a helper: copy_split().
  */
 static int copy_remote_split(struct mm_struct *mm, struct dmaplane_ubuf *b,
 			     struct mm_struct *lmm, struct dmaplane_ubuf *lb,
@@ -767,13 +845,13 @@ static int copy_remote_split(struct mm_struct *mm, struct dmaplane_ubuf *b,
 {
 	u64 n = min_t(u64, b->len, iov_iter_count(iter));
 	unsigned long min = READ_ONCE(copy_split_min);
+	struct copy_side rem, loc;
 
-	if (!min || n < max_t(u64, min, 2 * COPY_CHUNK) || !lmm ||
-	    lmm != current->mm || b->region || b->nsegs != 1 || lb->region ||
-	    lb->nsegs != 1)
+	if (!min || n < max_t(u64, min, 2 * COPY_CHUNK) || !lb ||
+	    lmm != current->mm || !copy_side_of(b, mm, &rem) ||
+	    !copy_side_of(lb, lmm, &loc))
 		return copy_remote_ubuf(mm, b, iter, to_remote);
-	return copy_split(mm, (u64)(uintptr_t)b->segs[0].iov_base, lmm,
-			  (u64)(uintptr_t)lb->segs[0].iov_base, n, iter, to_remote);
+	return copy_split(&rem, &loc, n, iter, to_remote);
 }
 
 /*
@@ -955,11 +1033,10 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 				ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;
 			else if (READ_ONCE(msg->sender->dead))
 				ret = -ECONNRESET;
-			else if (r->page || map.r)
-				ret = copy_remote_ubuf(msg->mm, &msg->buf, &iter, false);
 			else
 				ret = copy_remote_split(msg->mm, &msg->buf, ep->mm,
-							&r->buf, &iter, false);
+							r->page ? NULL : &r->buf, &iter,
+							false);
 		}
 		end = dmaplane_ubuf_iter_end(&map);
 		ret = ret ?: end;
@@ -1296,8 +1373,8 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 		ret = dmaplane_ubuf_iter(sbuf, ITER_SOURCE, n, &iter, &map);
 	if (n && !ret)
 		ret = r->page ? recv_page_copy(r, n, &iter) :
-		      copy_remote_split(dest->mm, &r->buf, msg->data ? NULL : ep->mm,
-					sbuf, &iter, true);
+		      copy_remote_split(dest->mm, &r->buf, ep->mm,
+					msg->data ? NULL : sbuf, &iter, true);
 	end = dmaplane_ubuf_iter_end(&map);
 	ret = ret ?: end;
 	ubuf_free(&r->buf);
@@ -1664,7 +1741,16 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		status = dmaplane_ubuf_iter(&b, put ? ITER_SOURCE : ITER_DEST,
 					    op->len, &iter, &map);
 	if (!status) {
-		status = dmaplane_region_copy(r, op->roffset, op->len, &iter, put);
+		/* The target's range, as a buffer (not freed: @r is put below). */
+		struct dmaplane_ubuf rb = {
+			.segs = &rb.one, .len = op->len, .region = r, .roff = op->roffset,
+		};
+		u64 end;
+
+		if (check_add_overflow(op->roffset, op->len, &end) || end > r->len)
+			status = -ERANGE;
+		else
+			status = copy_remote_split(NULL, &rb, ep->mm, &b, &iter, put);
 		ret = dmaplane_ubuf_iter_end(&map);
 		status = status ?: ret;
 		ret = 0;

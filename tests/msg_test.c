@@ -1983,7 +1983,8 @@ TEST_F(pair, dontneed_back_to_back_during_cached_receives)
  * "copies_split" counts them, "copies_split_redone" those whose helper's
  * part the caller copied again (the helper pins only pages already
  * present).  Random data at odd offsets arrives intact whichever side
- * copied it; the bytes around the buffer are untouched.
+ * copied it; the bytes around the buffer are untouched.  A region with
+ * pages (registered memory) can be either side, as in a put or a get.
  */
 #define SPLIT_LEN	((4UL << 20) + 4321)
 #define FRESH_LEN	(32UL << 20)
@@ -2125,6 +2126,36 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 		EXPECT_EQ(0, c.status);
 		split_counts(&c1);
 		EXPECT_EQ(0, c1.split - c0.split);
+	}
+
+	/*
+	 * One-sided: a put into and a get out of registered memory of b's
+	 * (a region's pages on one side, a's user memory on the other).
+	 */
+	{
+		struct dp_mr *mr;
+
+		ASSERT_EQ(0, dp_mr_reg(self->b, dst, map_len, DMAPLANE_ACCESS_ALL, &mr));
+		dp_test_fill(src, SPLIT_LEN, 27);
+		split_counts(&c0);
+		EXPECT_EQ(0, dp_test_rma(self->a, 1, self->a2b, dp_mr_key(mr), 61, src,
+					 SPLIT_LEN, 10000));
+		split_counts(&c1);
+		EXPECT_EQ(1, c1.split - c0.split);
+		EXPECT_EQ(-1, dp_test_check(dst + 61, SPLIT_LEN, 27));
+		dp_test_fill(dst + 5, SPLIT_LEN, 28);
+		memset(src, 0, SPLIT_LEN);
+		EXPECT_EQ(0, dp_test_rma(self->a, 0, self->a2b, dp_mr_key(mr), 5, src,
+					 SPLIT_LEN, 10000));
+		split_counts(&c0);
+		EXPECT_EQ(1, c0.split - c1.split);
+		EXPECT_EQ(-1, dp_test_check(src, SPLIT_LEN, 28));
+		/* Beyond the region: refused as before, nothing split. */
+		EXPECT_EQ(-ERANGE, dp_test_rma(self->a, 1, self->a2b, dp_mr_key(mr),
+					       map_len - SPLIT_LEN + 1, src, SPLIT_LEN, 10000));
+		split_counts(&c1);
+		EXPECT_EQ(0, c1.split - c0.split);
+		EXPECT_EQ(0, dp_mr_dereg(mr));
 	}
 
 	snprintf(val, sizeof(val), "%ld", old);
