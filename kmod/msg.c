@@ -93,7 +93,10 @@ MODULE_PARM_DESC(copy_split_min,
 
 /* Runs the endpoints' delivery work (unbound: one stuck endpoint blocks one worker). */
 static struct workqueue_struct *deliver_wq;
-/* Runs the helpers of split copies (unbound: on whichever CPU is free). */
+/*
+ * Runs the helpers of split copies (unbound: on whichever CPU is free; at
+ * most one per CPU at a time).
+ */
 static struct workqueue_struct *copy_wq;
 
 /**
@@ -776,7 +779,7 @@ static int copy_split(const struct copy_side *rem, const struct copy_side *loc,
 	u64 off, pos = 0;
 	int ret = 0;
 
-	s = kmalloc(sizeof(*s), GFP_KERNEL);
+	s = kmalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return copy_split_own(rem, 0, n, iter, to_remote);
 	INIT_WORK(&s->work, copy_split_work);
@@ -1895,7 +1898,11 @@ int dmaplane_msg_init(void)
 	deliver_wq = alloc_workqueue("dmaplane_deliver", WQ_UNBOUND, 0);
 	if (!deliver_wq)
 		return -ENOMEM;
-	copy_wq = alloc_workqueue("dmaplane_copy", WQ_UNBOUND, 0);
+	/*
+	 * A helper is worth a CPU of its own and no more: beyond one per
+	 * CPU, helpers wait, and their callers cancel them when done.
+	 */
+	copy_wq = alloc_workqueue("dmaplane_copy", WQ_UNBOUND, num_possible_cpus());
 	if (!copy_wq)
 		goto err_destroy_deliver;
 	return 0;
