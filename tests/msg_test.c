@@ -1310,13 +1310,16 @@ TEST(stalled_sender_source_holds_up_only_itself)
 #define RC_LEN	(256UL << 10)
 
 struct rc_counts {
-	long cached, pinned;
+	long cached, pinned, split, redone;
 };
 
+/* The copies_* counters (the split ones: large_copies_are_split_with_a_helper). */
 static void rc_counts(struct rc_counts *c)
 {
 	c->cached = dp_test_stat("copies_cached");
 	c->pinned = dp_test_stat("copies_pinned");
+	c->split = dp_test_stat("copies_split");
+	c->redone = dp_test_stat("copies_split_redone");
 }
 
 static unsigned char *rc_map(void *at)
@@ -1978,26 +1981,16 @@ TEST_F(pair, dontneed_back_to_back_during_cached_receives)
 }
 
 /*
- * A copy between two address spaces of at least copy_split_min bytes is
- * shared with a helper on another CPU (kmod/msg.c copy_split()):
- * "copies_split" counts them, "copies_split_redone" those whose helper's
- * part the caller copied again (the helper pins only pages already
- * present).  Random data at odd offsets arrives intact whichever side
+ * A copy on one node of at least copy_split_min bytes is shared with a
+ * helper on another CPU (kmod/msg.c copy_split()): "copies_split" counts
+ * them (rc_counts()), "copies_split_redone" those with a chunk the
+ * helper could not copy (it pins only pages already present), which the
+ * caller copied again.  Random data at odd offsets arrives intact whichever side
  * copied it; the bytes around the buffer are untouched.  A region with
  * pages (registered memory) can be either side, as in a put or a get.
  */
 #define SPLIT_LEN	((4UL << 20) + 4321)
 #define FRESH_LEN	(32UL << 20)
-
-struct split_counts {
-	long split, redone;
-};
-
-static void split_counts(struct split_counts *c)
-{
-	c->split = dp_test_stat("copies_split");
-	c->redone = dp_test_stat("copies_split_redone");
-}
 
 static int set_param(const char *name, const char *val)
 {
@@ -2043,7 +2036,7 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 	size_t map_len = SPLIT_LEN + 2 * 4096 + 64;
 	long old = read_param("copy_split_min");
 	unsigned char *src, *dst, *fresh, *big;
-	struct split_counts c0, c1;
+	struct rc_counts c0, c1;
 	char val[32];
 
 	if (old < 0)
@@ -2057,9 +2050,9 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 	/* Posted and unexpected (rendezvous), at odd offsets: split, intact. */
 	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
 	for (int expected = 0; expected < 2; expected++) {
-		split_counts(&c0);
+		rc_counts(&c0);
 		split_one(_metadata, self, src + 7, dst + 33, SPLIT_LEN, expected, 11 + expected);
-		split_counts(&c1);
+		rc_counts(&c1);
 		EXPECT_EQ(1, c1.split - c0.split) TH_LOG("expected %d", expected);
 		EXPECT_EQ(0, c1.redone - c0.redone) TH_LOG("expected %d", expected);
 		for (int i = 0; i < 33; i++)
@@ -2070,20 +2063,20 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 
 	/* From copy_split_min bytes on, not below. */
 	ASSERT_EQ(0, set_param("copy_split_min", "1048576"));
-	split_counts(&c0);
+	rc_counts(&c0);
 	split_one(_metadata, self, src, dst, (1 << 20) - 1, 1, 21);
-	split_counts(&c1);
+	rc_counts(&c1);
 	EXPECT_EQ(0, c1.split - c0.split);
 	split_one(_metadata, self, src, dst, 1 << 20, 1, 22);
-	split_counts(&c0);
+	rc_counts(&c0);
 	EXPECT_EQ(1, c0.split - c1.split);
 
 	/* 0: never. */
 	ASSERT_EQ(0, set_param("copy_split_min", "0"));
-	split_counts(&c0);
+	rc_counts(&c0);
 	split_one(_metadata, self, src, dst, SPLIT_LEN, 1, 23);
 	split_one(_metadata, self, src, dst, SPLIT_LEN, 0, 24);
-	split_counts(&c1);
+	rc_counts(&c1);
 	EXPECT_EQ(0, c1.split - c0.split);
 
 	/*
@@ -2099,9 +2092,9 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 		     -1, 0);
 	ASSERT_NE(MAP_FAILED, fresh);
 	ASSERT_EQ(0, madvise(fresh, FRESH_LEN, MADV_NOHUGEPAGE));
-	split_counts(&c0);
+	rc_counts(&c0);
 	split_one(_metadata, self, big, fresh, FRESH_LEN, 1, 25);
-	split_counts(&c1);
+	rc_counts(&c1);
 	EXPECT_EQ(1, c1.split - c0.split);
 	EXPECT_EQ(1, c1.redone - c0.redone);
 	munmap(fresh, FRESH_LEN);
@@ -2115,7 +2108,7 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 		struct dmaplane_cqe c;
 
 		dp_test_fill(src, SPLIT_LEN, 26);
-		split_counts(&c0);
+		rc_counts(&c0);
 		ASSERT_EQ(0, dp_recvv(self->b, self->b2a, 26, 0, riov, 2, 1));
 		ASSERT_EQ(0, dp_send(self->a, self->a2b, 26, src, SPLIT_LEN, 2));
 		ASSERT_EQ(1, wait1(self->b, &c));
@@ -2124,7 +2117,7 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 		EXPECT_EQ(-1, dp_test_check(dst, SPLIT_LEN, 26));
 		ASSERT_EQ(1, wait1(self->a, &c));
 		EXPECT_EQ(0, c.status);
-		split_counts(&c1);
+		rc_counts(&c1);
 		EXPECT_EQ(0, c1.split - c0.split);
 	}
 
@@ -2137,23 +2130,23 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 
 		ASSERT_EQ(0, dp_mr_reg(self->b, dst, map_len, DMAPLANE_ACCESS_ALL, &mr));
 		dp_test_fill(src, SPLIT_LEN, 27);
-		split_counts(&c0);
+		rc_counts(&c0);
 		EXPECT_EQ(0, dp_test_rma(self->a, 1, self->a2b, dp_mr_key(mr), 61, src,
 					 SPLIT_LEN, 10000));
-		split_counts(&c1);
+		rc_counts(&c1);
 		EXPECT_EQ(1, c1.split - c0.split);
 		EXPECT_EQ(-1, dp_test_check(dst + 61, SPLIT_LEN, 27));
 		dp_test_fill(dst + 5, SPLIT_LEN, 28);
 		memset(src, 0, SPLIT_LEN);
 		EXPECT_EQ(0, dp_test_rma(self->a, 0, self->a2b, dp_mr_key(mr), 5, src,
 					 SPLIT_LEN, 10000));
-		split_counts(&c0);
+		rc_counts(&c0);
 		EXPECT_EQ(1, c0.split - c1.split);
 		EXPECT_EQ(-1, dp_test_check(src, SPLIT_LEN, 28));
 		/* Beyond the region: refused as before, nothing split. */
 		EXPECT_EQ(-ERANGE, dp_test_rma(self->a, 1, self->a2b, dp_mr_key(mr),
 					       map_len - SPLIT_LEN + 1, src, SPLIT_LEN, 10000));
-		split_counts(&c1);
+		rc_counts(&c1);
 		EXPECT_EQ(0, c1.split - c0.split);
 		EXPECT_EQ(0, dp_mr_dereg(mr));
 	}
