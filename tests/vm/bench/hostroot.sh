@@ -88,3 +88,19 @@ mpich_summary() {
 		{ printf '%s' "active messages off; "; ok=1; }
 	return $ok
 }
+
+# mpi_run LAUNCHER...: an MPI launcher of the job's $name and $prog, run
+# on the host by the job's fab() and bounded by $MPI_TMO; its output in
+# /tmp/mpi.$$ and printed; sets rc (its exit status, or 1 when rank 0 did
+# not print "$prog: ok"), why and secs for the job's mpi_result.
+mpi_run() {
+	t0=$(date +%s)
+	tmo=$MPI_TMO
+	fab "$@" >/tmp/mpi.$$ 2>&1
+	rc=$?
+	tmo=
+	secs=$(($(date +%s) - t0))
+	sed 's/^/#   /' /tmp/mpi.$$
+	why=
+	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
+}

@@ -197,24 +197,9 @@ fi
 # printed "<program>: ok" and every rank's ofi MTL chose dmaplane and no
 # other provider (mtl_base_verbose's "mtl:ofi:provider: NAME" lines).
 # (/usr/bin/mpirun is a link through /etc/alternatives: test it in the chroot)
-# mpi_run LAUNCHER...: the launcher of $name's $prog (bounded by
-# dmaplane.mpi_timeout), its output in /tmp/mpi.$$ and printed; sets rc
-# (its exit status, or 1 when rank 0 did not print "$prog: ok"), why and
-# secs for mpi_result, which reports the check.
-mpi_run() {
-	t0=$(date +%s)
-	tmo=$MPI_TMO
-	fab "$@" >/tmp/mpi.$$ 2>&1
-	rc=$?
-	tmo=
-	secs=$(($(date +%s) - t0))
-	sed 's/^/#   /' /tmp/mpi.$$
-	echo "# fabric/$name: $secs s"
-	why=
-	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
-}
-
+# mpi_result: the check of an mpi_run (bench/hostroot.sh)
 mpi_result() {
+	echo "# fabric/$name: $secs s"
 	case_result "$name" $rc "rc=$rc $why$secs s: $(tail -3 /tmp/mpi.$$ | tr '\n' ' ')"
 }
 

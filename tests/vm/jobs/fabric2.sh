@@ -284,25 +284,9 @@ crossed() {
 	return 1
 }
 
-# mpi_run LAUNCHER...: $name's launcher of $prog on node 0 (bounded by
-# dmaplane.mpi_timeout), its output in /tmp/mpi.$$ and printed; sets rc
-# (its exit status, or 1 when rank 0 did not print "$prog: ok"), why, secs
-# and before (the transport's counters) for mpi_result.
-mpi_run() {
-	before=$(peer_msgs)
-	t0=$(date +%s)
-	tmo=$MPI_TMO
-	fab "$@" >/tmp/mpi.$$ 2>&1
-	rc=$?
-	tmo=
-	secs=$(($(date +%s) - t0))
-	sed 's/^/#   /' /tmp/mpi.$$
-	why=
-	grep -q "^$prog: ok" /tmp/mpi.$$ || { rc=1; why="no '$prog: ok'; "; }
-}
-
-# mpi_result: the check, which also needs messages both ways between the
-# nodes over dmaplane's transport during the run
+# mpi_result: the check of an mpi_run (bench/hostroot.sh), which also
+# needs messages both ways between the nodes over dmaplane's transport
+# since $before (peer_msgs, taken before the run)
 mpi_result() {
 	x=$(crossed "$before") || { rc=1; why="$why$x"; }
 	echo "# fabric2/$name: $secs s, transport messages (tx rx) $before -> $(peer_msgs)"
@@ -323,6 +307,7 @@ mpi_node0() {
 		return 0
 	fi
 	echo "# fabric2/$name: mpirun -np $np --host 10.77.0.1:$per,10.77.0.2:$per (dmaplane) $prog"
+	before=$(peer_msgs)
 	mpi_run mpirun --allow-run-as-root -np $np \
 		--host 10.77.0.1:$per,10.77.0.2:$per \
 		--mca plm_rsh_agent /tmp/rsh-agent --mca plm_rsh_no_tree_spawn 1 \
@@ -355,6 +340,7 @@ mpich_node0() {
 		return 0
 	fi
 	echo "# fabric2/$name: $MPICH/bin/mpiexec -n $np -ppn $per -hosts 10.77.0.1,10.77.0.2 (dmaplane) $prog"
+	before=$(peer_msgs)
 	mpi_run "$MPICH/bin/mpiexec" -n $np -ppn $per \
 		-hosts 10.77.0.1,10.77.0.2 -launcher rsh -launcher-exec /tmp/rsh-agent \
 		-iface eth0 -genv FI_PROVIDER dmaplane -genv MPIR_CVAR_NOLOCAL 1 \
