@@ -703,6 +703,8 @@ void dmaplane_region_put(struct dmaplane_region *r);
 void dmaplane_region_invalidate(struct dmaplane_region *r);
 int dmaplane_region_copy(struct dmaplane_region *r, u64 off, u64 len,
 			 struct iov_iter *iter, bool to_region);
+void dmaplane_bvec_pages(struct bio_vec *bv, struct page **pages, unsigned int npages,
+			 unsigned int first_off, u64 len);
 int dmaplane_region_iter(struct dmaplane_region *r, u64 off, u64 len, bool to_region,
 			 struct iov_iter *iter, struct dmaplane_region_map *map);
 int dmaplane_region_iter_end(struct dmaplane_region_map *map);

@@ -284,7 +284,7 @@ static int xfer_pin_user(struct dmaplane_xfer *x, struct mm_struct *mm,
 	for (i = 0; i < b->nsegs && left && !ret; i++) {
 		unsigned long a = (unsigned long)b->segs[i].iov_base;
 		u64 l = min_t(u64, b->segs[i].iov_len, left);
-		unsigned int np, k;
+		unsigned int np;
 		long pinned;
 
 		if (!l)
@@ -304,13 +304,8 @@ static int xfer_pin_user(struct dmaplane_xfer *x, struct mm_struct *mm,
 			ret = pinned < 0 ? pinned : -EFAULT;
 			break;
 		}
-		for (k = 0; k < np; k++) {
-			unsigned int off = k ? 0 : offset_in_page(a);
-			unsigned int len = min_t(u64, PAGE_SIZE - off, l);
-
-			bvec_set_page(&x->bv[x->nbv++], x->pages[pos + k], len, off);
-			l -= len;
-		}
+		dmaplane_bvec_pages(x->bv + x->nbv, x->pages + pos, np, offset_in_page(a), l);
+		x->nbv += np;
 		left -= min_t(u64, b->segs[i].iov_len, left);
 		pos += np;
 	}
@@ -321,7 +316,7 @@ static int xfer_pin_user(struct dmaplane_xfer *x, struct mm_struct *mm,
 /* Local pages of a region as @x's pieces. */
 int dmaplane_xfer_region_pages(struct dmaplane_xfer *x, u64 off, u64 len)
 {
-	unsigned int first_off, i;
+	unsigned int first_off;
 	int ret;
 
 	ret = dmaplane_region_pages(x->region, off, len, &x->pages, &x->npages,
@@ -331,13 +326,8 @@ int dmaplane_xfer_region_pages(struct dmaplane_xfer *x, u64 off, u64 len)
 	x->bv = kvmalloc_array(x->npages, sizeof(*x->bv), GFP_KERNEL);
 	if (!x->bv)
 		return -ENOMEM;
-	for (i = 0; i < x->npages; i++) {
-		unsigned int o = i ? 0 : first_off;
-		unsigned int l = min_t(u64, PAGE_SIZE - o, len);
-
-		bvec_set_page(&x->bv[x->nbv++], x->pages[i], l, o);
-		len -= l;
-	}
+	dmaplane_bvec_pages(x->bv, x->pages, x->npages, first_off, len);
+	x->nbv = x->npages;
 	return 0;
 }
 

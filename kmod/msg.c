@@ -661,8 +661,7 @@ static long copy_split_pin(struct copy_split *s, u64 src, u64 n, struct iov_iter
 {
 	unsigned long poff = offset_in_page(src);
 	unsigned long nr = DIV_ROUND_UP(poff + n, PAGE_SIZE);
-	u64 left = n;
-	long pinned, i;
+	long pinned;
 
 	mmap_read_lock(s->src.mm);
 	pinned = dmaplane_pin_user_pages_remote(s->src.mm, src & PAGE_MASK, nr,
@@ -674,13 +673,7 @@ static long copy_split_pin(struct copy_split *s, u64 src, u64 n, struct iov_iter
 		unpin_user_pages(s->pages, pinned);
 		return -EFAULT;
 	}
-	for (i = 0; i < pinned; i++) {
-		u32 bytes = min_t(u64, PAGE_SIZE - poff, left);
-
-		bvec_set_page(&s->bv[i], s->pages[i], bytes, poff);
-		left -= bytes;
-		poff = 0;
-	}
+	dmaplane_bvec_pages(s->bv, s->pages, pinned, poff, n);
 	iov_iter_bvec(iter, ITER_SOURCE, s->bv, pinned, n);
 	return pinned;
 }

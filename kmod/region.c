@@ -276,6 +276,31 @@ int dmaplane_region_copy(struct dmaplane_region *r, u64 off, u64 len,
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_copy);
 
 /**
+ * dmaplane_bvec_pages() - one piece per page over a run of pages
+ * @bv: set here, @npages entries
+ * @pages: the pages
+ * @npages: entries of @pages, all of them under the range
+ * @first_off: the offset of the range in the first page
+ * @len: bytes of the range
+ *
+ * The pieces of @len bytes starting at @first_off in @pages[0], for an
+ * %ITER_BVEC iterator or a DMA mapping.
+ */
+void dmaplane_bvec_pages(struct bio_vec *bv, struct page **pages, unsigned int npages,
+			 unsigned int first_off, u64 len)
+{
+	unsigned int i;
+
+	for (i = 0; i < npages; i++) {
+		u32 n = min_t(u64, PAGE_SIZE - first_off, len);
+
+		bvec_set_page(&bv[i], pages[i], n, first_off);
+		len -= n;
+		first_off = 0;
+	}
+}
+
+/**
  * dmaplane_region_iter() - an iov_iter over a range of a region
  * @r: referenced region
  * @off: offset in the region
@@ -296,8 +321,8 @@ int dmaplane_region_iter(struct dmaplane_region *r, u64 off, u64 len, bool to_re
 			 struct iov_iter *iter, struct dmaplane_region_map *map)
 {
 	unsigned int dir = to_region ? ITER_DEST : ITER_SOURCE;
-	unsigned int first_off, i;
-	u64 end, left = len;
+	unsigned int first_off;
+	u64 end;
 	int ret;
 
 	memset(map, 0, sizeof(*map));
@@ -330,13 +355,7 @@ int dmaplane_region_iter(struct dmaplane_region *r, u64 off, u64 len, bool to_re
 		dmaplane_region_iter_end(map);
 		return -ENOMEM;
 	}
-	for (i = 0; i < map->npages; i++) {
-		u32 n = min_t(u64, PAGE_SIZE - first_off, left);
-
-		bvec_set_page(&map->bvec[i], map->pages[i], n, first_off);
-		left -= n;
-		first_off = 0;
-	}
+	dmaplane_bvec_pages(map->bvec, map->pages, map->npages, first_off, len);
 	iov_iter_bvec(iter, dir, map->bvec, map->npages, len);
 	return 0;
 }
