@@ -621,52 +621,68 @@ struct copy_side {
 };
 
 /**
- * struct copy_split - a copy shared by its caller and a helper
- * @work: the helper, on copy_wq
- * @next: offset of the next chunk (COPY_PAGES pages) not yet claimed;
- *	each side claims one at a time, at least @len once all are claimed
+ * struct copy_job - one copy that a caller shares with a helper
  * @src: the side copied from
  * @dst: the side copied to
  * @len: bytes
+ * @next: offset of the next chunk (COPY_PAGES pages) not yet claimed;
+ *	each side claims one at a time, at least @len once all are claimed
  * @failed: the offset of the chunk the helper could not copy (it then
- *	claims no more), or @len
+ *	claims no more, of this job or any other), or @len
+ * @status: the caller's result: 0 or -errno
+ */
+struct copy_job {
+	struct copy_side src;
+	struct copy_side dst;
+	u64 len;
+	atomic64_t next;
+	u64 failed;
+	int status;
+};
+
+/* The copies of one split: one large copy, or a batch of sends (send_batch). */
+#define COPY_BATCH	16
+
+/**
+ * struct copy_split - copies shared by their caller and a helper
+ * @work: the helper, on copy_wq
+ * @jobs: the copies, in the order both sides take them
+ * @nr: entries of @jobs
  * @pages: the source's user pages of the helper's chunk, pinned (one more
  *	than COPY_PAGES when the chunk does not start at a page boundary)
  * @bv: the same pages as the iterator the chunk is copied from
  */
 struct copy_split {
 	struct work_struct work;
-	atomic64_t next;
-	struct copy_side src;
-	struct copy_side dst;
-	u64 len;
-	u64 failed;
+	struct copy_job *jobs[COPY_BATCH];
+	unsigned int nr;
 	struct page *pages[COPY_PAGES + 1];
 	struct bio_vec bv[COPY_PAGES + 1];
 };
 
 #define COPY_CHUNK	(COPY_PAGES * PAGE_SIZE)
 
-/* Claim the next chunk of @s: its offset, or @s->len when none is left. */
-static u64 copy_split_claim(struct copy_split *s)
+/* Claim the next chunk of @j: its offset, or @j->len when none is left. */
+static u64 copy_split_claim(struct copy_job *j)
 {
-	return min_t(u64, atomic64_fetch_add(COPY_CHUNK, &s->next), s->len);
+	return min_t(u64, atomic64_fetch_add(COPY_CHUNK, &j->next), j->len);
 }
 
 /*
  * Pin the source's user pages under [@src, @src + @n) (present ones only)
  * and make @iter over them.  Return: the number pinned, or -errno.
  */
-static long copy_split_pin(struct copy_split *s, u64 src, u64 n, struct iov_iter *iter)
+static long copy_split_pin(struct copy_split *s, struct mm_struct *mm, u64 src, u64 n,
+			   struct iov_iter *iter)
 {
 	unsigned long poff = offset_in_page(src);
 	unsigned long nr = DIV_ROUND_UP(poff + n, PAGE_SIZE);
 	long pinned;
 
-	mmap_read_lock(s->src.mm);
-	pinned = dmaplane_pin_user_pages_remote(s->src.mm, src & PAGE_MASK, nr,
-						FOLL_NOFAULT, s->pages);
-	mmap_read_unlock(s->src.mm);
+	mmap_read_lock(mm);
+	pinned = dmaplane_pin_user_pages_remote(mm, src & PAGE_MASK, nr, FOLL_NOFAULT,
+						s->pages);
+	mmap_read_unlock(mm);
 	if (pinned < 0)
 		return pinned;
 	if (pinned != nr) {
@@ -678,30 +694,30 @@ static long copy_split_pin(struct copy_split *s, u64 src, u64 n, struct iov_iter
 	return pinned;
 }
 
-/* The helper's copy of the chunk at @off. */
-static int copy_split_chunk(struct copy_split *s, u64 off)
+/* The helper's copy of the chunk of @j at @off. */
+static int copy_split_chunk(struct copy_split *s, struct copy_job *j, u64 off)
 {
 	struct dmaplane_region_map map = { .r = NULL };
-	u64 n = min_t(u64, COPY_CHUNK, s->len - off);
+	u64 n = min_t(u64, COPY_CHUNK, j->len - off);
 	struct iov_iter iter;
 	long pinned = 0;
 	int ret, end;
 
-	if (s->src.region) {
-		ret = dmaplane_region_iter(s->src.region, s->src.addr + off, n, false,
+	if (j->src.region) {
+		ret = dmaplane_region_iter(j->src.region, j->src.addr + off, n, false,
 					   &iter, &map);
 		if (ret)
 			return ret;
 	} else {
-		pinned = copy_split_pin(s, s->src.addr + off, n, &iter);
+		pinned = copy_split_pin(s, j->src.mm, j->src.addr + off, n, &iter);
 		if (pinned < 0)
 			return pinned;
 	}
-	if (s->dst.region)
-		ret = dmaplane_region_copy(s->dst.region, s->dst.addr + off, n, &iter, true);
+	if (j->dst.region)
+		ret = dmaplane_region_copy(j->dst.region, j->dst.addr + off, n, &iter, true);
 	else
-		ret = copy_remote(s->dst.mm, s->dst.addr + off, n, &iter, true, FOLL_NOFAULT);
-	if (s->src.region) {
+		ret = copy_remote(j->dst.mm, j->dst.addr + off, n, &iter, true, FOLL_NOFAULT);
+	if (j->src.region) {
 		end = dmaplane_region_iter_end(&map);
 		ret = ret ?: end;
 	} else {
@@ -711,100 +727,156 @@ static int copy_split_chunk(struct copy_split *s, u64 off)
 }
 
 /*
- * The helper: claim chunks and copy them, in neither address space of
- * the copy.  It pins only user pages that are present (FOLL_NOFAULT on
- * both sides): it never waits for a fault (a userfaultfd handler, I/O),
- * which its caller, who waits for it, could not interrupt.  At the first
- * chunk it cannot copy it stops; the caller copies that chunk itself.
+ * The helper: claim chunks and copy them, job after job, in neither
+ * address space of the copies.  It pins only user pages that are present
+ * (FOLL_NOFAULT on both sides): it never waits for a fault (a userfaultfd
+ * handler, I/O), which its caller, who waits for it, could not interrupt.
+ * At the first chunk it cannot copy it stops; the caller copies that
+ * chunk itself.
  */
 static void copy_split_work(struct work_struct *work)
 {
 	struct copy_split *s = container_of(work, struct copy_split, work);
+	unsigned int i;
+	bool stop = false;
 	u64 off;
 
-	if (s->src.mm && !mmget_not_zero(s->src.mm))
-		return;
-	while ((off = copy_split_claim(s)) < s->len) {
-		if (copy_split_chunk(s, off)) {
-			s->failed = off;
+	for (i = 0; i < s->nr && !stop; i++) {
+		struct copy_job *j = s->jobs[i];
+
+		if (j->src.mm && !mmget_not_zero(j->src.mm))
 			break;
+		while ((off = copy_split_claim(j)) < j->len) {
+			if (copy_split_chunk(s, j, off)) {
+				j->failed = off;
+				stop = true;
+				break;
+			}
 		}
+		if (j->src.mm)
+			mmput(j->src.mm);
 	}
-	if (s->src.mm)
-		mmput(s->src.mm);
 }
 
 /*
- * The caller's copy of @n bytes at @off between @iter and the remote side
- * @rem (@to_remote: into it): as copy_remote(), or a region's copy, which
- * leaves the rest of @iter to come.
+ * The caller's copy of @n bytes at @off of @j: between its own side (its
+ * memory, or one of its regions) and the other, as copy_remote() and
+ * dmaplane_region_copy(), faulting its own memory in as a system call
+ * does.  @to_remote: the caller's side is the source.
  */
-static int copy_split_own(const struct copy_side *rem, u64 off, u64 n,
-			  struct iov_iter *iter, bool to_remote)
+static int copy_split_own(struct copy_job *j, u64 off, u64 n, bool to_remote)
 {
-	size_t count = iov_iter_count(iter);
-	int ret;
+	const struct copy_side *loc = to_remote ? &j->src : &j->dst;
+	const struct copy_side *rem = to_remote ? &j->dst : &j->src;
+	struct dmaplane_region_map map = { .r = NULL };
+	struct iov_iter iter;
+	int ret, end;
 
-	if (!rem->region)
-		return copy_remote(rem->mm, rem->addr + off, n, iter, to_remote, 0);
-	ret = dmaplane_region_copy(rem->region, rem->addr + off, n, iter, to_remote);
-	iov_iter_reexpand(iter, count - n);
+	if (loc->region)
+		ret = dmaplane_region_iter(loc->region, loc->addr + off, n, !to_remote,
+					   &iter, &map);
+	else
+		ret = import_ubuf(to_remote ? ITER_SOURCE : ITER_DEST,
+				  u64_to_user_ptr(loc->addr + off), n, &iter);
+	if (ret)
+		return ret;
+	if (rem->region)
+		ret = dmaplane_region_copy(rem->region, rem->addr + off, n, &iter, to_remote);
+	else
+		ret = copy_remote(rem->mm, rem->addr + off, n, &iter, to_remote, 0);
+	if (loc->region) {
+		end = dmaplane_region_iter_end(&map);
+		ret = ret ?: end;
+	}
 	return ret;
 }
 
 /*
- * Copy @n bytes between the remote side @rem and @iter (over the local
- * side @loc: the caller's own memory, or one of its regions), @to_remote
- * as for copy_remote(), with a helper on copy_wq: both claim chunks of
- * COPY_PAGES pages from one cursor and copy them, each at its own speed,
- * so a waiting receiver's idle CPU copies part of the message.  When no
- * CPU is free the helper starts late or never; the caller then claims
- * every chunk, and cancels the helper if it has not started.  The caller
- * returns when every chunk has landed.
+ * Run the copies of @s: with a helper on copy_wq when @helper, both
+ * claiming chunks of COPY_PAGES pages, job after job, and copying them,
+ * each at its own speed, so that the CPU a waiting receiver leaves idle
+ * copies part of the data.  When no CPU is free the helper starts late or
+ * never; the caller then claims every chunk, and cancels the helper if it
+ * has not started.  Each job's status is the caller's: the helper's
+ * failures are not errors (the caller copies the chunk again).  Returns
+ * when every chunk has landed.
+ */
+static void copy_split_run(struct copy_split *s, bool to_remote, bool helper)
+{
+	unsigned int i;
+	u64 off;
+
+	if (helper) {
+		INIT_WORK(&s->work, copy_split_work);
+		dmaplane_stat_inc(copies_split);
+		queue_work(copy_wq, &s->work);
+	}
+	for (i = 0; i < s->nr; i++) {
+		struct copy_job *j = s->jobs[i];
+
+		while (!j->status && (off = copy_split_claim(j)) < j->len)
+			j->status = copy_split_own(j, off, min_t(u64, COPY_CHUNK, j->len - off),
+						   to_remote);
+		if (j->status)	/* the helper claims no more of it */
+			atomic64_set(&j->next, j->len);
+	}
+	if (!helper)
+		return;
+	cancel_work_sync(&s->work);
+	for (i = 0; i < s->nr; i++) {
+		struct copy_job *j = s->jobs[i];
+
+		if (j->status || j->failed >= j->len)
+			continue;
+		dmaplane_stat_inc(copies_split_redone);
+		off = j->failed;
+		j->status = copy_split_own(j, off, min_t(u64, COPY_CHUNK, j->len - off),
+					   to_remote);
+	}
+}
+
+/* A job of @n bytes from @src to @dst, unclaimed. */
+static void copy_job_init(struct copy_job *j, const struct copy_side *src,
+			  const struct copy_side *dst, u64 n)
+{
+	j->src = *src;
+	j->dst = *dst;
+	j->len = n;
+	atomic64_set(&j->next, 0);
+	j->failed = n;
+	j->status = 0;
+}
+
+/* Bytes from which a copy, or a batch of them, is shared with a helper. */
+static u64 copy_split_bytes(void)
+{
+	unsigned long min = READ_ONCE(copy_split_min);
+
+	return min ? max_t(u64, min, 2 * COPY_CHUNK) : U64_MAX;
+}
+
+/*
+ * Copy @n bytes between the remote side @rem and the local side @loc
+ * (the caller's own memory, or one of its regions), @to_remote as for
+ * copy_remote(), with a helper: copy_split_run().
  *
- * Return: 0, or as copy_remote() and dmaplane_region_copy() (the
- * helper's failures are not errors: the caller copies the chunk again).
+ * Return: 0, or as copy_remote() and dmaplane_region_copy().
  */
 static int copy_split(const struct copy_side *rem, const struct copy_side *loc,
-		      u64 n, struct iov_iter *iter, bool to_remote)
+		      u64 n, bool to_remote)
 {
 	struct copy_split *s;
-	u64 off, pos = 0;
-	int ret = 0;
+	struct copy_job j;
 
+	copy_job_init(&j, to_remote ? loc : rem, to_remote ? rem : loc, n);
 	s = kmalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
-		return copy_split_own(rem, 0, n, iter, to_remote);
-	INIT_WORK(&s->work, copy_split_work);
-	atomic64_set(&s->next, 0);
-	s->src = to_remote ? *loc : *rem;
-	s->dst = to_remote ? *rem : *loc;
-	s->len = n;
-	s->failed = n;
-	dmaplane_stat_inc(copies_split);
-	queue_work(copy_wq, &s->work);
-
-	while (!ret && (off = copy_split_claim(s)) < n) {
-		iov_iter_advance(iter, off - pos);
-		pos = min_t(u64, COPY_CHUNK, n - off);
-		ret = copy_split_own(rem, off, pos, iter, to_remote);
-		pos += off;
-	}
-	if (ret)	/* the helper claims no more */
-		atomic64_set(&s->next, n);
-	cancel_work_sync(&s->work);
-	if (!ret && s->failed < n) {
-		off = s->failed;
-		dmaplane_stat_inc(copies_split_redone);
-		if (off >= pos)
-			iov_iter_advance(iter, off - pos);
-		else
-			iov_iter_revert(iter, pos - off);
-		ret = copy_split_own(rem, off, min_t(u64, COPY_CHUNK, n - off), iter,
-				     to_remote);
-	}
+		return copy_split_own(&j, 0, n, to_remote);
+	s->jobs[0] = &j;
+	s->nr = 1;
+	copy_split_run(s, to_remote, true);
 	kfree(s);
-	return ret;
+	return j.status;
 }
 
 /*
@@ -833,21 +905,19 @@ static bool copy_side_of(struct dmaplane_ubuf *b, struct mm_struct *mm,
  * own (@lmm, its address space; @lb NULL when the other side is not a
  * user's buffer: a payload copied in).  A copy of at least copy_split_min
  * bytes between two single ranges (of user memory, of regions with
- * pages) is shared with a helper: copy_split().
+ * pages) is shared with a helper: copy_split() (which does not use @iter).
  */
 static int copy_remote_split(struct mm_struct *mm, struct dmaplane_ubuf *b,
 			     struct mm_struct *lmm, struct dmaplane_ubuf *lb,
 			     struct iov_iter *iter, bool to_remote)
 {
 	u64 n = min_t(u64, b->len, iov_iter_count(iter));
-	unsigned long min = READ_ONCE(copy_split_min);
 	struct copy_side rem, loc;
 
-	if (!min || n < max_t(u64, min, 2 * COPY_CHUNK) || !lb ||
-	    lmm != current->mm || !copy_side_of(b, mm, &rem) ||
-	    !copy_side_of(lb, lmm, &loc))
+	if (n < copy_split_bytes() || !lb || lmm != current->mm ||
+	    !copy_side_of(b, mm, &rem) || !copy_side_of(lb, lmm, &loc))
 		return copy_remote_ubuf(mm, b, iter, to_remote);
-	return copy_split(&rem, &loc, n, iter, to_remote);
+	return copy_split(&rem, &loc, n, to_remote);
 }
 
 /*
@@ -1353,11 +1423,31 @@ static int msg_copy_in(struct dmaplane_msg *msg, struct dmaplane_ubuf *b, u64 le
  * Expected: one copy, from the sender's buffer (or the payload @msg
  * copied in) into the receiver's, and both completions.
  */
-static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
-			  struct dmaplane_recv *r, const struct dmaplane_msg *msg,
-			  struct dmaplane_ubuf *sbuf, const struct dmaplane_op *op)
+/*
+ * The completions of a send that took receive @r of @dest: @ret is the
+ * copy's result.  Frees @r and both buffers.
+ */
+static void send_expected_done(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
+			       struct dmaplane_recv *r, const struct dmaplane_msg *msg,
+			       struct dmaplane_ubuf *sbuf, int ret)
 {
 	u64 len = msg->len, n = min(r->buf.len, len);
+
+	ubuf_free(&r->buf);
+	ubuf_free(sbuf);
+	recv_complete(dest, r->ctx,
+		      ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
+		      len > r->buf.len ? -EMSGSIZE : 0,
+		      ret ? 0 : n, msg);
+	msg_complete(ep, DMAPLANE_OP_SEND, msg->ctx, ret, len, len, msg->m.tag, 0);
+	recv_free(r);
+}
+
+static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
+			  struct dmaplane_recv *r, const struct dmaplane_msg *msg,
+			  struct dmaplane_ubuf *sbuf)
+{
+	u64 n = min(r->buf.len, msg->len);
 	struct kvec kv = { .iov_base = msg->data, .iov_len = n };
 	struct dmaplane_region_map map = { .r = NULL };
 	struct iov_iter iter;
@@ -1372,18 +1462,135 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 		      copy_remote_split(dest->mm, &r->buf, ep->mm,
 					msg->data ? NULL : sbuf, &iter, true);
 	end = dmaplane_ubuf_iter_end(&map);
-	ret = ret ?: end;
-	ubuf_free(&r->buf);
-	ubuf_free(sbuf);
-	recv_complete(dest, r->ctx,
-		      ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
-		      len > r->buf.len ? -EMSGSIZE : 0,
-		      ret ? 0 : n, msg);
-	msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, ret, len, len, op->tag, 0);
-	recv_free(r);
+	send_expected_done(ep, dest, r, msg, sbuf, ret ?: end);
 }
 
-static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
+/**
+ * struct send_job - a send into a posted receive whose copy waits for the
+ *	end of its batch (send_batch_add())
+ * @copy: the copy
+ * @dest: the receiving endpoint (referenced)
+ * @r: the receive the send took
+ * @sbuf: the sender's buffer
+ * @ctx: the send's context
+ * @tag: its tag
+ * @len: the message's length
+ * @cq_data: remote completion data, with %DMAPLANE_CQE_F_DATA in @cqe_flags
+ * @cqe_flags: ``DMAPLANE_CQE_F_*`` of the receive
+ */
+struct send_job {
+	struct copy_job copy;
+	struct dmaplane_ep *dest;
+	struct dmaplane_recv *r;
+	struct dmaplane_ubuf sbuf;
+	u64 ctx;
+	u64 tag;
+	u64 len;
+	u64 cq_data;
+	u8 cqe_flags;
+};
+
+/**
+ * struct send_batch - sends of one dmaplane_submit() whose copies are
+ *	shared with one helper
+ * @split: the copies, in the order of the sends
+ * @jobs: the sends
+ * @bytes: the bytes of all copies
+ *
+ * A window of medium messages (each below copy_split_min) costs one
+ * helper, as one large message does.  Only sends that find their receive
+ * posted wait here, and the batch is run (send_batch_flush()) before any
+ * other operation of the submission completes or matches anything: every
+ * completion is posted in the order it was without the batch, and every
+ * receive still completes in the order it matched.
+ */
+struct send_batch {
+	struct copy_split split;
+	struct send_job jobs[COPY_BATCH];
+	u64 bytes;
+};
+
+/* Run the copies of @b, then complete its sends and their receives, in order. */
+static void send_batch_flush(struct dmaplane_ep *ep, struct send_batch *b)
+{
+	unsigned int i;
+
+	if (!b || !b->split.nr)
+		return;
+	copy_split_run(&b->split, true, b->bytes >= copy_split_bytes());
+	for (i = 0; i < b->split.nr; i++) {
+		struct send_job *sj = &b->jobs[i];
+		struct dmaplane_msg key = {
+			.m.src = ep->ep_uid, .m.tag = sj->tag, .len = sj->len,
+			.ctx = sj->ctx, .cq_data = sj->cq_data,
+			.cqe_flags = sj->cqe_flags,
+		};
+
+		send_expected_done(ep, sj->dest, sj->r, &key, &sj->sbuf, sj->copy.status);
+		dmaplane_ep_put(sj->dest);
+	}
+	b->split.nr = 0;
+	b->bytes = 0;
+}
+
+/*
+ * Whether a send that is not eager looks for its receive as part of a
+ * batch: sharing copies is on and other sends are or may be in it.
+ */
+static bool send_batch_wanted(struct send_batch *b, bool more)
+{
+	return READ_ONCE(copy_split_min) && (more || (b && b->split.nr));
+}
+
+/*
+ * Let the send of @msg (the fields on do_send()'s stack) from @sbuf into
+ * receive @r of @dest wait for the end of the batch (*@batch, allocated
+ * here): the send's reference to @dest and @sbuf go to the batch.  Return:
+ * whether it waits; if not, the caller copies now.
+ */
+static bool send_batch_add(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
+			   struct dmaplane_recv *r, const struct dmaplane_msg *msg,
+			   struct dmaplane_ubuf *sbuf, struct send_batch **batch)
+{
+	u64 n = min(r->buf.len, msg->len);
+	struct send_batch *b = *batch;
+	struct copy_side src, dst;
+	struct send_job *sj;
+
+	if (!n || r->page || !copy_side_of(sbuf, ep->mm, &src) ||
+	    !copy_side_of(&r->buf, dest->mm, &dst))
+		return false;
+	if (!b) {
+		b = kmalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+		if (!b)
+			return false;
+		b->split.nr = 0;
+		b->bytes = 0;
+		*batch = b;
+	}
+	sj = &b->jobs[b->split.nr];
+	copy_job_init(&sj->copy, &src, &dst, n);
+	sj->dest = dest;
+	sj->r = r;
+	ubuf_move(&sj->sbuf, sbuf);
+	sj->ctx = msg->ctx;
+	sj->tag = msg->m.tag;
+	sj->len = msg->len;
+	sj->cq_data = msg->cq_data;
+	sj->cqe_flags = msg->cqe_flags;
+	b->split.jobs[b->split.nr++] = &sj->copy;
+	b->bytes += n;
+	if (b->split.nr == COPY_BATCH)
+		send_batch_flush(ep, b);
+	return true;
+}
+
+/*
+ * A send.  @batch: the submission's sends waiting for their copies (see
+ * &struct send_batch); @more: other operations follow in the submission.
+ */
+static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
+		   struct send_batch **batch, bool more)
 {
 	/*
 	 * The message's fields: enough for a send that finds its receive
@@ -1437,6 +1644,30 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	if (ret)
 		goto out_put_dest;
 	mr = NULL;
+	if (!eager && send_batch_wanted(*batch, more)) {
+		/*
+		 * A receive that is posted takes the data straight from the
+		 * sender's buffer, at the end of the batch.  Without one, the
+		 * batch's copies land before the message is queued.
+		 */
+		ret = match_lock_live(dest);
+		if (ret)
+			goto err_unlock;
+		mr = dmaplane_match_take_recv(&dest->matcher, key.m.src, key.m.tag);
+		mutex_unlock(&dest->match_lock);
+		if (mr) {
+			struct dmaplane_recv *r = container_of(mr, struct dmaplane_recv, m);
+
+			dmaplane_stat_dec(posted_recvs);
+			if (send_batch_add(ep, dest, r, &key, &sbuf, batch))
+				return 0;
+			send_batch_flush(ep, *batch);
+			send_expected(ep, dest, r, &key, &sbuf);
+			ret = 0;
+			goto out_put_dest;
+		}
+	}
+	send_batch_flush(ep, *batch);
 	if (eager) {
 		/*
 		 * Memory that cannot be read is refused now, before the send
@@ -1482,7 +1713,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		dmaplane_stat_dec(posted_recvs);
 		mutex_unlock(&dest->match_lock);
 		send_expected(ep, dest, container_of(mr, struct dmaplane_recv, m), msg,
-			      &sbuf, op);
+			      &sbuf);
 		if (msg != &key)
 			msg_free_data(msg);
 		ret = 0;
@@ -1813,6 +2044,7 @@ static int check_op(const struct dmaplane_op *op, u32 op_size)
  */
 int dmaplane_submit(struct dmaplane_ep *ep, u64 uops, u32 nr, u32 op_size)
 {
+	struct send_batch *batch = NULL;
 	struct dmaplane_op op;
 	int ret = 0;
 	u32 i;
@@ -1848,18 +2080,22 @@ int dmaplane_submit(struct dmaplane_ep *ep, u64 uops, u32 nr, u32 op_size)
 			break;
 		switch (op.opcode) {
 		case DMAPLANE_OP_SEND:
-			ret = do_send(ep, &op);
+			ret = do_send(ep, &op, &batch, i + 1 < nr);
 			break;
 		case DMAPLANE_OP_RECV:
+			send_batch_flush(ep, batch);
 			ret = do_recv(ep, &op);
 			break;
 		default:
+			send_batch_flush(ep, batch);
 			ret = do_rma(ep, &op);
 			break;
 		}
 		if (ret)
 			break;
 	}
+	send_batch_flush(ep, batch);
+	kfree(batch);
 	return i ? i : ret;
 }
 

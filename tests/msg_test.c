@@ -2157,4 +2157,186 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 	free(src);
 }
 
+/*
+ * Sends of one dp_submit() that find their receives posted share one
+ * helper between them (kmod/msg.c struct send_batch): a window of medium
+ * messages, each below copy_split_min, is one split ("copies_split" + 1).
+ * Every message lands intact at its own receive, in matching order, the
+ * bytes between them untouched; the completions of both sides come in
+ * the order of the operations, with their fields (remote completion data
+ * included); an operation that is not such a send (an eager send, one
+ * whose receive is not posted) sees the batch's receives complete before
+ * it matches anything.
+ */
+#define WIN_N		16
+#define WIN_LEN		(65536 + 123)
+#define WIN_GAP		64
+#define WIN_SLOT	(WIN_LEN + WIN_GAP)
+#define WIN_BIG		(2UL << 20)
+
+/* @n completions of @ep, in the order of contexts @ctx0 + 0, 1, ...; @tag, @len. */
+static void win_reap(struct __test_metadata *_metadata, struct dp_ep *ep, int n,
+		     uint64_t ctx0, uint64_t tag, uint64_t len, int recv)
+{
+	struct dmaplane_cqe c[WIN_N + 1];
+
+	ASSERT_EQ(n, dp_wait(ep, c, n, 10000));
+	EXPECT_EQ(0, dp_poll(ep, c + n, 1));
+	for (int i = 0; i < n; i++) {
+		EXPECT_EQ(0, c[i].status) TH_LOG("completion %d", i);
+		EXPECT_EQ(ctx0 + i, c[i].ctx);
+		EXPECT_EQ(recv ? DMAPLANE_OP_RECV : DMAPLANE_OP_SEND, c[i].opcode);
+		EXPECT_EQ(len, c[i].len);
+		EXPECT_EQ(len, c[i].msg_len);
+		EXPECT_EQ(tag, c[i].tag);
+		if (recv && i % 2) {
+			EXPECT_EQ(DMAPLANE_CQE_F_DATA, c[i].flags & DMAPLANE_CQE_F_DATA);
+			EXPECT_EQ(0xd000 + i, c[i].data);
+		} else if (recv) {
+			EXPECT_EQ(0, c[i].flags & DMAPLANE_CQE_F_DATA);
+		}
+	}
+}
+
+/*
+ * A window of @n sends of @len from @src into @dst's slots, receives
+ * posted first; the bytes between the slots hold @guard.
+ */
+static void win_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
+		    unsigned char *src, unsigned char *dst, size_t slot, size_t len,
+		    int n, uint64_t seed, unsigned char guard)
+{
+	struct dmaplane_op ops[WIN_N];
+
+	for (int i = 0; i < n; i++) {
+		dp_test_fill(src + i * len, len, seed + i);
+		dp_prep_recv(&ops[i], self->b2a, 7, 0, dst + WIN_GAP + i * slot, len, 1000 + i);
+	}
+	ASSERT_EQ(n, dp_submit(self->b, ops, n));
+	for (int i = 0; i < n; i++) {
+		if (i % 2)
+			dp_prep_send_data(&ops[i], self->a2b, 7, src + i * len, len,
+					  0xd000 + i, 2000 + i);
+		else
+			dp_prep_send(&ops[i], self->a2b, 7, src + i * len, len, 2000 + i);
+	}
+	ASSERT_EQ(n, dp_submit(self->a, ops, n));
+	/* All of them copied and completed by the time dp_submit() returned. */
+	win_reap(_metadata, self->a, n, 2000, 7, len, 0);
+	win_reap(_metadata, self->b, n, 1000, 7, len, 1);
+	for (int i = 0; i < n; i++) {
+		unsigned char *d = dst + WIN_GAP + i * slot;
+
+		EXPECT_EQ(-1, dp_test_check(d, len, seed + i)) TH_LOG("message %d", i);
+		for (int k = 1; k <= WIN_GAP; k++)
+			ASSERT_EQ(guard, d[-k]) TH_LOG("before message %d", i);
+	}
+	for (size_t k = 0; k < WIN_GAP; k++)
+		ASSERT_EQ(guard, dst[n * slot + k]);
+}
+
+TEST_F(pair, window_of_sends_shares_one_helper)
+{
+	size_t map_len = WIN_GAP + WIN_N * WIN_SLOT + WIN_GAP;
+	long old = read_param("copy_split_min");
+	unsigned char *src, *dst, *fresh;
+	struct dmaplane_op ops[5];
+	struct dmaplane_cqe c[6];
+	struct rc_counts c0, c1;
+	char val[32];
+
+	if (old < 0)
+		SKIP(return, "no copy_split_min parameter");
+	src = malloc(WIN_N * WIN_BIG);
+	dst = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(MAP_FAILED, dst);
+	memset(dst, 0xa5, map_len);
+
+	/* 16 x 64 KiB: one helper for the window; none with copy_split_min 0. */
+	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
+	rc_counts(&c0);
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 100, 0xa5);
+	rc_counts(&c1);
+	EXPECT_EQ(1, c1.split - c0.split);
+	EXPECT_EQ(0, c1.redone - c0.redone);
+	ASSERT_EQ(0, set_param("copy_split_min", "0"));
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 200, 0xa5);
+	rc_counts(&c0);
+	EXPECT_EQ(0, c0.split - c1.split);
+	/* A window below the threshold altogether: no helper either. */
+	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, 4, 300, 0xa5);
+	rc_counts(&c1);
+	EXPECT_EQ(0, c1.split - c0.split);
+
+	/*
+	 * Mixed: s0 (posted), s1 eager (posted), s2 (posted), s3 (tag 8:
+	 * nothing posted, it waits as unexpected), s4 (posted).  Receives
+	 * r0, r1, r2, r4 complete in that order by dp_submit()'s return; s3
+	 * when b receives it.
+	 */
+	for (int i = 0; i < 5; i++)
+		dp_test_fill(src + i * WIN_LEN, WIN_LEN, 400 + i);
+	dp_prep_recv(&ops[0], self->b2a, 7, 0, dst + WIN_GAP, WIN_LEN, 10);
+	dp_prep_recv(&ops[1], self->b2a, 7, 0, dst + WIN_GAP + WIN_SLOT, 8, 11);
+	dp_prep_recv(&ops[2], self->b2a, 7, 0, dst + WIN_GAP + 2 * WIN_SLOT, WIN_LEN, 12);
+	dp_prep_recv(&ops[3], self->b2a, 7, 0, dst + WIN_GAP + 4 * WIN_SLOT, WIN_LEN, 14);
+	ASSERT_EQ(4, dp_submit(self->b, ops, 4));
+	dp_prep_send(&ops[0], self->a2b, 7, src, WIN_LEN, 20);
+	dp_prep_send(&ops[1], self->a2b, 7, src + WIN_LEN, 8, 21);
+	dp_prep_send(&ops[2], self->a2b, 7, src + 2 * WIN_LEN, WIN_LEN, 22);
+	dp_prep_send(&ops[3], self->a2b, 8, src + 3 * WIN_LEN, WIN_LEN, 23);
+	dp_prep_send(&ops[4], self->a2b, 7, src + 4 * WIN_LEN, WIN_LEN, 24);
+	ASSERT_EQ(5, dp_submit(self->a, ops, 5));
+	ASSERT_EQ(4, dp_wait(self->a, c, 4, 10000));
+	EXPECT_EQ(0, dp_poll(self->a, c + 4, 1));
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i < 3 ? 20 + i : 24, c[i].ctx);
+	}
+	ASSERT_EQ(4, dp_wait(self->b, c, 4, 10000));
+	EXPECT_EQ(0, dp_poll(self->b, c + 4, 1));
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i < 3 ? 10 + i : 14, c[i].ctx);
+		EXPECT_EQ(i == 1 ? 8 : WIN_LEN, c[i].len);
+	}
+	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 8, 0, dst + WIN_GAP + 3 * WIN_SLOT, WIN_LEN, 13));
+	ASSERT_EQ(1, wait1(self->b, &c[0]));
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(13, c[0].ctx);
+	ASSERT_EQ(1, wait1(self->a, &c[0]));
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(23, c[0].ctx);
+	for (int i = 0; i < 5; i++) {
+		size_t len = i == 1 ? 8 : WIN_LEN;
+
+		EXPECT_EQ(-1, dp_test_check(dst + WIN_GAP + i * WIN_SLOT, len, 400 + i))
+			TH_LOG("message %d", i);
+	}
+
+	/*
+	 * Receive buffers never touched: the helper cannot pin their pages;
+	 * it stops at its first chunk, which the sender copies again, and
+	 * claims nothing more (16 x 2 MiB: the sender's own chunks take long
+	 * enough for the helper to have started).
+	 */
+	fresh = mmap(NULL, WIN_GAP + WIN_N * (WIN_BIG + WIN_GAP), PROT_READ | PROT_WRITE,
+		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, fresh);
+	ASSERT_EQ(0, madvise(fresh, WIN_GAP + WIN_N * (WIN_BIG + WIN_GAP), MADV_NOHUGEPAGE));
+	rc_counts(&c0);
+	win_one(_metadata, self, src, fresh, WIN_BIG + WIN_GAP, WIN_BIG, WIN_N, 500, 0);
+	rc_counts(&c1);
+	EXPECT_EQ(1, c1.split - c0.split);
+	EXPECT_EQ(1, c1.redone - c0.redone);
+	munmap(fresh, WIN_GAP + WIN_N * (WIN_BIG + WIN_GAP));
+
+	snprintf(val, sizeof(val), "%ld", old);
+	EXPECT_EQ(0, set_param("copy_split_min", val));
+	munmap(dst, map_len);
+	free(src);
+}
+
 TEST_HARNESS_MAIN
