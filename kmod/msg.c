@@ -630,6 +630,7 @@ struct copy_side {
  * @failed: the offset of the chunk the helper could not copy (it then
  *	claims no more, of this job or any other), or @len
  * @status: the caller's result: 0 or -errno
+ * @to_remote: the caller's side is @src (else @dst)
  */
 struct copy_job {
 	struct copy_side src;
@@ -638,9 +639,10 @@ struct copy_job {
 	atomic64_t next;
 	u64 failed;
 	int status;
+	bool to_remote;
 };
 
-/* The copies of one split: one large copy, or a batch of sends (send_batch). */
+/* The copies of one split: one large copy, or a submission's batch (copy_batch). */
 #define COPY_BATCH	16
 
 /**
@@ -762,10 +764,11 @@ static void copy_split_work(struct work_struct *work)
  * The caller's copy of @n bytes at @off of @j: between its own side (its
  * memory, or one of its regions) and the other, as copy_remote() and
  * dmaplane_region_copy(), faulting its own memory in as a system call
- * does.  @to_remote: the caller's side is the source.
+ * does.
  */
-static int copy_split_own(struct copy_job *j, u64 off, u64 n, bool to_remote)
+static int copy_split_own(struct copy_job *j, u64 off, u64 n)
 {
+	bool to_remote = j->to_remote;
 	const struct copy_side *loc = to_remote ? &j->src : &j->dst;
 	const struct copy_side *rem = to_remote ? &j->dst : &j->src;
 	struct dmaplane_region_map map = { .r = NULL };
@@ -801,7 +804,7 @@ static int copy_split_own(struct copy_job *j, u64 off, u64 n, bool to_remote)
  * failures are not errors (the caller copies the chunk again).  Returns
  * when every chunk has landed.
  */
-static void copy_split_run(struct copy_split *s, bool to_remote, bool helper)
+static void copy_split_run(struct copy_split *s, bool helper)
 {
 	unsigned int i;
 	u64 off;
@@ -815,8 +818,7 @@ static void copy_split_run(struct copy_split *s, bool to_remote, bool helper)
 		struct copy_job *j = s->jobs[i];
 
 		while (!j->status && (off = copy_split_claim(j)) < j->len)
-			j->status = copy_split_own(j, off, min_t(u64, COPY_CHUNK, j->len - off),
-						   to_remote);
+			j->status = copy_split_own(j, off, min_t(u64, COPY_CHUNK, j->len - off));
 		if (j->status)	/* the helper claims no more of it */
 			atomic64_set(&j->next, j->len);
 	}
@@ -830,14 +832,13 @@ static void copy_split_run(struct copy_split *s, bool to_remote, bool helper)
 			continue;
 		dmaplane_stat_inc(copies_split_redone);
 		off = j->failed;
-		j->status = copy_split_own(j, off, min_t(u64, COPY_CHUNK, j->len - off),
-					   to_remote);
+		j->status = copy_split_own(j, off, min_t(u64, COPY_CHUNK, j->len - off));
 	}
 }
 
-/* A job of @n bytes from @src to @dst, unclaimed. */
+/* A job of @n bytes from @src to @dst, unclaimed; @to_remote as in &struct copy_job. */
 static void copy_job_init(struct copy_job *j, const struct copy_side *src,
-			  const struct copy_side *dst, u64 n)
+			  const struct copy_side *dst, u64 n, bool to_remote)
 {
 	j->src = *src;
 	j->dst = *dst;
@@ -845,6 +846,7 @@ static void copy_job_init(struct copy_job *j, const struct copy_side *src,
 	atomic64_set(&j->next, 0);
 	j->failed = n;
 	j->status = 0;
+	j->to_remote = to_remote;
 }
 
 /* Bytes from which a copy, or a batch of them, is shared with a helper. */
@@ -868,13 +870,13 @@ static int copy_split(const struct copy_side *rem, const struct copy_side *loc,
 	struct copy_split *s;
 	struct copy_job j;
 
-	copy_job_init(&j, to_remote ? loc : rem, to_remote ? rem : loc, n);
+	copy_job_init(&j, to_remote ? loc : rem, to_remote ? rem : loc, n, to_remote);
 	s = kmalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
-		return copy_split_own(&j, 0, n, to_remote);
+		return copy_split_own(&j, 0, n);
 	s->jobs[0] = &j;
 	s->nr = 1;
-	copy_split_run(s, to_remote, true);
+	copy_split_run(s, true);
 	kfree(s);
 	return j.status;
 }
@@ -1070,6 +1072,35 @@ static void rendezvous_send_done(struct dmaplane_msg *msg, int status, u64 len)
 			      len, msg->len, msg->m.tag, 0);
 }
 
+/*
+ * The completions of receive @r that took unexpected message @msg from
+ * this node: @ret is the copy's result.  Frees @msg and @r's buffer.
+ */
+static void deliver_done(struct dmaplane_ep *ep, struct dmaplane_recv *r,
+			 struct dmaplane_msg *msg, int ret)
+{
+	u64 n = min(r->buf.len, msg->len);
+
+	if (!ret && msg->len > r->buf.len)
+		ret = -EMSGSIZE;
+	ubuf_free(&r->buf);
+	if (!msg->data)
+		ubuf_free(&msg->buf);
+	recv_complete(ep, r->ctx, ret, ret && ret != -EMSGSIZE ? 0 : n, msg);
+
+	if (!msg->data) {
+		/*
+		 * The rendezvous send completes now, with the sender's view:
+		 * a receiver killed while it copied (-EINTR) went away.
+		 */
+		int sret = ret == -EMSGSIZE ? 0 : ret;
+
+		rendezvous_send_done(msg, sret == -ECONNRESET || sret == -EINTR ?
+					  -ECONNRESET : sret ? -EIO : 0, msg->len);
+	}
+	msg_free(msg);
+}
+
 /* Unexpected message @msg meets receive @r: move the data, complete. */
 static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 			       struct dmaplane_msg *msg)
@@ -1107,24 +1138,7 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 		end = dmaplane_ubuf_iter_end(&map);
 		ret = ret ?: end;
 	}
-	if (!ret && msg->len > r->buf.len)
-		ret = -EMSGSIZE;
-	ubuf_free(&r->buf);
-	if (!msg->data)
-		ubuf_free(&msg->buf);
-	recv_complete(ep, r->ctx, ret, ret && ret != -EMSGSIZE ? 0 : n, msg);
-
-	if (!msg->data) {
-		/*
-		 * The rendezvous send completes now, with the sender's view:
-		 * a receiver killed while it copied (-EINTR) went away.
-		 */
-		int sret = ret == -EMSGSIZE ? 0 : ret;
-
-		rendezvous_send_done(msg, sret == -ECONNRESET || sret == -EINTR ?
-					  -ECONNRESET : sret ? -EIO : 0, msg->len);
-	}
-	msg_free(msg);
+	deliver_done(ep, r, msg, ret);
 }
 
 /* Uncount a message leaving the unexpected queue (or a claim). */
@@ -1263,6 +1277,205 @@ static u64 held_bytes(struct dmaplane_ep *ep)
 	return ep->unexp_bytes + READ_ONCE(ep->deliver_bytes);
 }
 
+/*
+ * The completions of a send that took receive @r of @dest: @ret is the
+ * copy's result.  Frees @r and both buffers.
+ */
+static void send_expected_done(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
+			       struct dmaplane_recv *r, const struct dmaplane_msg *msg,
+			       struct dmaplane_ubuf *sbuf, int ret)
+{
+	u64 len = msg->len, n = min(r->buf.len, len);
+
+	ubuf_free(&r->buf);
+	ubuf_free(sbuf);
+	recv_complete(dest, r->ctx,
+		      ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
+		      len > r->buf.len ? -EMSGSIZE : 0,
+		      ret ? 0 : n, msg);
+	msg_complete(ep, DMAPLANE_OP_SEND, msg->ctx, ret, len, len, msg->m.tag, 0);
+	recv_free(r);
+}
+
+/**
+ * struct batch_job - an operation of a submission whose copy waits for
+ *	the end of its batch (batch_add_send(), batch_add_recv())
+ * @copy: the copy
+ * @r: a send's: the receive it took; a receive's: itself
+ * @msg: a receive's: the rendezvous message (from this node) it took;
+ *	NULL for a send
+ * @dest: a send's receiving endpoint (referenced)
+ * @sbuf: a send's buffer
+ * @ctx: a send's context
+ * @tag: a send's tag
+ * @len: a send's message length
+ * @cq_data: a send's remote completion data, with %DMAPLANE_CQE_F_DATA in
+ *	@cqe_flags
+ * @cqe_flags: ``DMAPLANE_CQE_F_*`` of a send's receive
+ */
+struct batch_job {
+	struct copy_job copy;
+	struct dmaplane_recv *r;
+	struct dmaplane_msg *msg;
+	struct dmaplane_ep *dest;
+	struct dmaplane_ubuf sbuf;
+	u64 ctx;
+	u64 tag;
+	u64 len;
+	u64 cq_data;
+	u8 cqe_flags;
+};
+
+/**
+ * struct copy_batch - operations of one dmaplane_submit() whose copies
+ *	are shared with one helper
+ * @split: the copies, in the order of the operations
+ * @jobs: the operations
+ * @bytes: the bytes of all copies
+ *
+ * A window of medium messages (each below copy_split_min) costs one
+ * helper, as one large message does.  Only two kinds wait here: a send
+ * that finds its receive posted, and a receive that finds a rendezvous
+ * message of this node waiting.  The batch is run (batch_flush()) before
+ * any other operation of the submission matches or completes anything,
+ * when %COPY_BATCH have gathered, and before dmaplane_submit() returns:
+ * the submission's completions are posted in the order they were without
+ * the batch.
+ */
+struct copy_batch {
+	struct copy_split split;
+	struct batch_job jobs[COPY_BATCH];
+	u64 bytes;
+};
+
+/* Run the copies of @b, then complete its operations, in order. */
+static void batch_flush(struct dmaplane_ep *ep, struct copy_batch *b)
+{
+	unsigned int i;
+
+	if (!b || !b->split.nr)
+		return;
+	copy_split_run(&b->split, b->bytes >= copy_split_bytes());
+	for (i = 0; i < b->split.nr; i++) {
+		struct batch_job *bj = &b->jobs[i];
+		struct dmaplane_msg key = {
+			.m.src = ep->ep_uid, .m.tag = bj->tag, .len = bj->len,
+			.ctx = bj->ctx, .cq_data = bj->cq_data,
+			.cqe_flags = bj->cqe_flags,
+		};
+
+		if (bj->msg) {
+			deliver_done(ep, bj->r, bj->msg, bj->copy.status);
+			recv_free(bj->r);
+			continue;
+		}
+		send_expected_done(ep, bj->dest, bj->r, &key, &bj->sbuf, bj->copy.status);
+		dmaplane_ep_put(bj->dest);
+	}
+	b->split.nr = 0;
+	b->bytes = 0;
+}
+
+/*
+ * Whether an operation that may wait in a batch looks for its match as
+ * part of one: sharing copies is on and other operations are or may be
+ * in it (@more: operations follow in the submission).
+ */
+static bool batch_wanted(struct copy_batch *b, bool more)
+{
+	return READ_ONCE(copy_split_min) && (more || (b && b->split.nr));
+}
+
+/* The next job of *@batch (allocated here), or NULL. */
+static struct batch_job *batch_job_new(struct copy_batch **batch)
+{
+	struct copy_batch *b = *batch;
+
+	if (!b) {
+		b = kmalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
+		if (!b)
+			return NULL;
+		b->split.nr = 0;
+		b->bytes = 0;
+		*batch = b;
+	}
+	return &b->jobs[b->split.nr];
+}
+
+/* Add @bj, set up, to *@batch; run the batch when it is full. */
+static void batch_job_add(struct dmaplane_ep *ep, struct copy_batch *b, struct batch_job *bj)
+{
+	b->split.jobs[b->split.nr++] = &bj->copy;
+	b->bytes += bj->copy.len;
+	if (b->split.nr == COPY_BATCH)
+		batch_flush(ep, b);
+}
+
+/*
+ * Let the send of @msg (the fields on do_send()'s stack) from @sbuf into
+ * receive @r of @dest wait for the end of the batch: the send's reference
+ * to @dest and @sbuf go to the batch.  Return: whether it waits; if not,
+ * the caller copies now.
+ */
+static bool batch_add_send(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
+			   struct dmaplane_recv *r, const struct dmaplane_msg *msg,
+			   struct dmaplane_ubuf *sbuf, struct copy_batch **batch)
+{
+	u64 n = min(r->buf.len, msg->len);
+	struct copy_side src, dst;
+	struct batch_job *bj;
+
+	if (!n || r->page || !copy_side_of(sbuf, ep->mm, &src) ||
+	    !copy_side_of(&r->buf, dest->mm, &dst))
+		return false;
+	bj = batch_job_new(batch);
+	if (!bj)
+		return false;
+	copy_job_init(&bj->copy, &src, &dst, n, true);
+	bj->r = r;
+	bj->msg = NULL;
+	bj->dest = dest;
+	ubuf_move(&bj->sbuf, sbuf);
+	bj->ctx = msg->ctx;
+	bj->tag = msg->m.tag;
+	bj->len = msg->len;
+	bj->cq_data = msg->cq_data;
+	bj->cqe_flags = msg->cqe_flags;
+	batch_job_add(ep, *batch, bj);
+	return true;
+}
+
+/*
+ * Let receive @r, which took unexpected message @msg, wait for the end of
+ * the batch when @msg is a rendezvous of this node and no delivery of @ep
+ * waits (which @r would have to follow).  Return: whether it waits.
+ */
+static bool batch_add_recv(struct dmaplane_ep *ep, struct dmaplane_recv *r,
+			   struct dmaplane_msg *msg, struct copy_batch **batch)
+{
+	u64 n = min(r->buf.len, msg->len);
+	struct copy_side src, dst;
+	struct batch_job *bj;
+	bool pending;
+
+	if (!n || msg->data || msg->rdv || r->page || READ_ONCE(msg->sender->dead) ||
+	    !copy_side_of(&msg->buf, msg->mm, &src) || !copy_side_of(&r->buf, ep->mm, &dst))
+		return false;
+	spin_lock(&ep->deliver_lock);
+	pending = ep->deliver_pending;
+	spin_unlock(&ep->deliver_lock);
+	if (pending)
+		return false;
+	bj = batch_job_new(batch);
+	if (!bj)
+		return false;
+	copy_job_init(&bj->copy, &src, &dst, n, false);
+	bj->r = r;
+	bj->msg = msg;
+	batch_job_add(ep, *batch, bj);
+	return true;
+}
+
 /* RECV of a message claimed by PROBE: no matching, just the data. */
 static int do_recv_claimed(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 {
@@ -1303,7 +1516,12 @@ err_free_recv:
 	return ret;
 }
 
-static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
+/*
+ * A receive.  @batch and @more as for do_send(): a receive that takes a
+ * rendezvous message of this node may wait in the batch.
+ */
+static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op,
+		   struct copy_batch **batch, bool more)
 {
 	struct dmaplane_match_msg *mm;
 	struct dmaplane_msg *msg;
@@ -1311,8 +1529,10 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	u64 src = DMAPLANE_ANY_SRC;
 	int ret;
 
-	if (op->flags & DMAPLANE_OP_F_CLAIMED)
+	if (op->flags & DMAPLANE_OP_F_CLAIMED) {
+		batch_flush(ep, *batch);
 		return do_recv_claimed(ep, op);
+	}
 	if (op->peer != DMAPLANE_AV_ANY) {
 		ret = dmaplane_av_lookup(ep, op->peer, &src);
 		if (ret)
@@ -1349,6 +1569,8 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 			goto take_locked;
 		mutex_unlock(&ep->match_lock);
 	}
+	/* Posted, it may match and complete: the batch's receives first. */
+	batch_flush(ep, *batch);
 	recv_pin(ep, r);
 
 	mutex_lock(&ep->match_lock);
@@ -1363,6 +1585,9 @@ take_locked:
 	msg = container_of(mm, struct dmaplane_msg, m);
 	unexp_uncount(ep, msg);
 	mutex_unlock(&ep->match_lock);
+	if (batch_wanted(*batch, more) && batch_add_recv(ep, r, msg, batch))
+		return 0;
+	batch_flush(ep, *batch);
 	deliver_or_queue(ep, r, msg);
 	return 0;
 
@@ -1423,26 +1648,6 @@ static int msg_copy_in(struct dmaplane_msg *msg, struct dmaplane_ubuf *b, u64 le
  * Expected: one copy, from the sender's buffer (or the payload @msg
  * copied in) into the receiver's, and both completions.
  */
-/*
- * The completions of a send that took receive @r of @dest: @ret is the
- * copy's result.  Frees @r and both buffers.
- */
-static void send_expected_done(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
-			       struct dmaplane_recv *r, const struct dmaplane_msg *msg,
-			       struct dmaplane_ubuf *sbuf, int ret)
-{
-	u64 len = msg->len, n = min(r->buf.len, len);
-
-	ubuf_free(&r->buf);
-	ubuf_free(sbuf);
-	recv_complete(dest, r->ctx,
-		      ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
-		      len > r->buf.len ? -EMSGSIZE : 0,
-		      ret ? 0 : n, msg);
-	msg_complete(ep, DMAPLANE_OP_SEND, msg->ctx, ret, len, len, msg->m.tag, 0);
-	recv_free(r);
-}
-
 static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 			  struct dmaplane_recv *r, const struct dmaplane_msg *msg,
 			  struct dmaplane_ubuf *sbuf)
@@ -1465,132 +1670,12 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 	send_expected_done(ep, dest, r, msg, sbuf, ret ?: end);
 }
 
-/**
- * struct send_job - a send into a posted receive whose copy waits for the
- *	end of its batch (send_batch_add())
- * @copy: the copy
- * @dest: the receiving endpoint (referenced)
- * @r: the receive the send took
- * @sbuf: the sender's buffer
- * @ctx: the send's context
- * @tag: its tag
- * @len: the message's length
- * @cq_data: remote completion data, with %DMAPLANE_CQE_F_DATA in @cqe_flags
- * @cqe_flags: ``DMAPLANE_CQE_F_*`` of the receive
- */
-struct send_job {
-	struct copy_job copy;
-	struct dmaplane_ep *dest;
-	struct dmaplane_recv *r;
-	struct dmaplane_ubuf sbuf;
-	u64 ctx;
-	u64 tag;
-	u64 len;
-	u64 cq_data;
-	u8 cqe_flags;
-};
-
-/**
- * struct send_batch - sends of one dmaplane_submit() whose copies are
- *	shared with one helper
- * @split: the copies, in the order of the sends
- * @jobs: the sends
- * @bytes: the bytes of all copies
- *
- * A window of medium messages (each below copy_split_min) costs one
- * helper, as one large message does.  Only sends that find their receive
- * posted wait here, and the batch is run (send_batch_flush()) before any
- * other operation of the submission completes or matches anything: every
- * completion is posted in the order it was without the batch, and every
- * receive still completes in the order it matched.
- */
-struct send_batch {
-	struct copy_split split;
-	struct send_job jobs[COPY_BATCH];
-	u64 bytes;
-};
-
-/* Run the copies of @b, then complete its sends and their receives, in order. */
-static void send_batch_flush(struct dmaplane_ep *ep, struct send_batch *b)
-{
-	unsigned int i;
-
-	if (!b || !b->split.nr)
-		return;
-	copy_split_run(&b->split, true, b->bytes >= copy_split_bytes());
-	for (i = 0; i < b->split.nr; i++) {
-		struct send_job *sj = &b->jobs[i];
-		struct dmaplane_msg key = {
-			.m.src = ep->ep_uid, .m.tag = sj->tag, .len = sj->len,
-			.ctx = sj->ctx, .cq_data = sj->cq_data,
-			.cqe_flags = sj->cqe_flags,
-		};
-
-		send_expected_done(ep, sj->dest, sj->r, &key, &sj->sbuf, sj->copy.status);
-		dmaplane_ep_put(sj->dest);
-	}
-	b->split.nr = 0;
-	b->bytes = 0;
-}
-
-/*
- * Whether a send that is not eager looks for its receive as part of a
- * batch: sharing copies is on and other sends are or may be in it.
- */
-static bool send_batch_wanted(struct send_batch *b, bool more)
-{
-	return READ_ONCE(copy_split_min) && (more || (b && b->split.nr));
-}
-
-/*
- * Let the send of @msg (the fields on do_send()'s stack) from @sbuf into
- * receive @r of @dest wait for the end of the batch (*@batch, allocated
- * here): the send's reference to @dest and @sbuf go to the batch.  Return:
- * whether it waits; if not, the caller copies now.
- */
-static bool send_batch_add(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
-			   struct dmaplane_recv *r, const struct dmaplane_msg *msg,
-			   struct dmaplane_ubuf *sbuf, struct send_batch **batch)
-{
-	u64 n = min(r->buf.len, msg->len);
-	struct send_batch *b = *batch;
-	struct copy_side src, dst;
-	struct send_job *sj;
-
-	if (!n || r->page || !copy_side_of(sbuf, ep->mm, &src) ||
-	    !copy_side_of(&r->buf, dest->mm, &dst))
-		return false;
-	if (!b) {
-		b = kmalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
-		if (!b)
-			return false;
-		b->split.nr = 0;
-		b->bytes = 0;
-		*batch = b;
-	}
-	sj = &b->jobs[b->split.nr];
-	copy_job_init(&sj->copy, &src, &dst, n);
-	sj->dest = dest;
-	sj->r = r;
-	ubuf_move(&sj->sbuf, sbuf);
-	sj->ctx = msg->ctx;
-	sj->tag = msg->m.tag;
-	sj->len = msg->len;
-	sj->cq_data = msg->cq_data;
-	sj->cqe_flags = msg->cqe_flags;
-	b->split.jobs[b->split.nr++] = &sj->copy;
-	b->bytes += n;
-	if (b->split.nr == COPY_BATCH)
-		send_batch_flush(ep, b);
-	return true;
-}
-
 /*
  * A send.  @batch: the submission's sends waiting for their copies (see
- * &struct send_batch); @more: other operations follow in the submission.
+ * &struct copy_batch); @more: other operations follow in the submission.
  */
 static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
-		   struct send_batch **batch, bool more)
+		   struct copy_batch **batch, bool more)
 {
 	/*
 	 * The message's fields: enough for a send that finds its receive
@@ -1644,7 +1729,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 	if (ret)
 		goto out_put_dest;
 	mr = NULL;
-	if (!eager && send_batch_wanted(*batch, more)) {
+	if (!eager && batch_wanted(*batch, more)) {
 		/*
 		 * A receive that is posted takes the data straight from the
 		 * sender's buffer, at the end of the batch.  Without one, the
@@ -1659,15 +1744,15 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 			struct dmaplane_recv *r = container_of(mr, struct dmaplane_recv, m);
 
 			dmaplane_stat_dec(posted_recvs);
-			if (send_batch_add(ep, dest, r, &key, &sbuf, batch))
+			if (batch_add_send(ep, dest, r, &key, &sbuf, batch))
 				return 0;
-			send_batch_flush(ep, *batch);
+			batch_flush(ep, *batch);
 			send_expected(ep, dest, r, &key, &sbuf);
 			ret = 0;
 			goto out_put_dest;
 		}
 	}
-	send_batch_flush(ep, *batch);
+	batch_flush(ep, *batch);
 	if (eager) {
 		/*
 		 * Memory that cannot be read is refused now, before the send
@@ -2044,7 +2129,7 @@ static int check_op(const struct dmaplane_op *op, u32 op_size)
  */
 int dmaplane_submit(struct dmaplane_ep *ep, u64 uops, u32 nr, u32 op_size)
 {
-	struct send_batch *batch = NULL;
+	struct copy_batch *batch = NULL;
 	struct dmaplane_op op;
 	int ret = 0;
 	u32 i;
@@ -2083,18 +2168,17 @@ int dmaplane_submit(struct dmaplane_ep *ep, u64 uops, u32 nr, u32 op_size)
 			ret = do_send(ep, &op, &batch, i + 1 < nr);
 			break;
 		case DMAPLANE_OP_RECV:
-			send_batch_flush(ep, batch);
-			ret = do_recv(ep, &op);
+			ret = do_recv(ep, &op, &batch, i + 1 < nr);
 			break;
 		default:
-			send_batch_flush(ep, batch);
+			batch_flush(ep, batch);
 			ret = do_rma(ep, &op);
 			break;
 		}
 		if (ret)
 			break;
 	}
-	send_batch_flush(ep, batch);
+	batch_flush(ep, batch);
 	kfree(batch);
 	return i ? i : ret;
 }

@@ -2204,24 +2204,28 @@ static void win_reap(struct __test_metadata *_metadata, struct dp_ep *ep, int n,
  */
 static void win_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
 		    unsigned char *src, unsigned char *dst, size_t slot, size_t len,
-		    int n, uint64_t seed, unsigned char guard)
+		    int n, uint64_t seed, unsigned char guard, int sends_first)
 {
-	struct dmaplane_op ops[WIN_N];
+	struct dmaplane_op rops[WIN_N], sops[WIN_N];
 
 	for (int i = 0; i < n; i++) {
 		dp_test_fill(src + i * len, len, seed + i);
-		dp_prep_recv(&ops[i], self->b2a, 7, 0, dst + WIN_GAP + i * slot, len, 1000 + i);
-	}
-	ASSERT_EQ(n, dp_submit(self->b, ops, n));
-	for (int i = 0; i < n; i++) {
+		dp_prep_recv(&rops[i], self->b2a, 7, 0, dst + WIN_GAP + i * slot, len, 1000 + i);
 		if (i % 2)
-			dp_prep_send_data(&ops[i], self->a2b, 7, src + i * len, len,
+			dp_prep_send_data(&sops[i], self->a2b, 7, src + i * len, len,
 					  0xd000 + i, 2000 + i);
 		else
-			dp_prep_send(&ops[i], self->a2b, 7, src + i * len, len, 2000 + i);
+			dp_prep_send(&sops[i], self->a2b, 7, src + i * len, len, 2000 + i);
 	}
-	ASSERT_EQ(n, dp_submit(self->a, ops, n));
-	/* All of them copied and completed by the time dp_submit() returned. */
+	if (sends_first) {
+		/* Rendezvous: each waits in a's pages until b's receives take them. */
+		ASSERT_EQ(n, dp_submit(self->a, sops, n));
+		ASSERT_EQ(n, dp_submit(self->b, rops, n));
+	} else {
+		ASSERT_EQ(n, dp_submit(self->b, rops, n));
+		ASSERT_EQ(n, dp_submit(self->a, sops, n));
+	}
+	/* All of them copied and completed by the time the second dp_submit() returned. */
 	win_reap(_metadata, self->a, n, 2000, 7, len, 0);
 	win_reap(_metadata, self->b, n, 1000, 7, len, 1);
 	for (int i = 0; i < n; i++) {
@@ -2256,19 +2260,24 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	/* 16 x 64 KiB: one helper for the window; none with copy_split_min 0. */
 	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
 	rc_counts(&c0);
-	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 100, 0xa5);
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 100, 0xa5, 0);
 	rc_counts(&c1);
 	EXPECT_EQ(1, c1.split - c0.split);
 	EXPECT_EQ(0, c1.redone - c0.redone);
 	ASSERT_EQ(0, set_param("copy_split_min", "0"));
-	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 200, 0xa5);
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 200, 0xa5, 0);
 	rc_counts(&c0);
 	EXPECT_EQ(0, c0.split - c1.split);
 	/* A window below the threshold altogether: no helper either. */
 	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
-	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, 4, 300, 0xa5);
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, 4, 300, 0xa5, 0);
 	rc_counts(&c1);
 	EXPECT_EQ(0, c1.split - c0.split);
+	/* Sends first: b's 16 receives, each taking a rendezvous, share one. */
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 350, 0xa5, 1);
+	rc_counts(&c0);
+	EXPECT_EQ(1, c0.split - c1.split);
+	EXPECT_EQ(0, c0.redone - c1.redone);
 
 	/*
 	 * Mixed: s0 (posted), s1 eager (posted), s2 (posted), s3 (tag 8:
@@ -2317,6 +2326,54 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	}
 
 	/*
+	 * Mixed receives: m0 (rendezvous), m1 (eager, copied in at its send),
+	 * m2 (rendezvous), nothing for r3 (tag 8: it is posted), m4
+	 * (rendezvous).  r0, r1, r2, r4 complete in that order by
+	 * dp_submit()'s return, and a's rendezvous sends with them; r3 when
+	 * a sends it.
+	 */
+	for (int i = 0; i < 5; i++)
+		dp_test_fill(src + i * WIN_LEN, WIN_LEN, 450 + i);
+	memset(dst, 0xa5, map_len);
+	dp_prep_send(&ops[0], self->a2b, 7, src, WIN_LEN, 30);
+	dp_prep_send(&ops[1], self->a2b, 7, src + WIN_LEN, 8, 31);
+	dp_prep_send(&ops[2], self->a2b, 7, src + 2 * WIN_LEN, WIN_LEN, 32);
+	dp_prep_send(&ops[3], self->a2b, 7, src + 4 * WIN_LEN, WIN_LEN, 34);
+	ASSERT_EQ(4, dp_submit(self->a, ops, 4));
+	ASSERT_EQ(1, wait1(self->a, &c[0]));	/* the eager one */
+	EXPECT_EQ(31, c[0].ctx);
+	dp_prep_recv(&ops[0], self->b2a, 7, 0, dst + WIN_GAP, WIN_LEN, 40);
+	dp_prep_recv(&ops[1], self->b2a, 7, 0, dst + WIN_GAP + WIN_SLOT, 8, 41);
+	dp_prep_recv(&ops[2], self->b2a, 7, 0, dst + WIN_GAP + 2 * WIN_SLOT, WIN_LEN, 42);
+	dp_prep_recv(&ops[3], self->b2a, 8, 0, dst + WIN_GAP + 3 * WIN_SLOT, WIN_LEN, 43);
+	dp_prep_recv(&ops[4], self->b2a, 7, 0, dst + WIN_GAP + 4 * WIN_SLOT, WIN_LEN, 44);
+	ASSERT_EQ(5, dp_submit(self->b, ops, 5));
+	ASSERT_EQ(4, dp_wait(self->b, c, 4, 10000));
+	EXPECT_EQ(0, dp_poll(self->b, c + 4, 1));
+	for (int i = 0; i < 4; i++) {
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i < 3 ? 40 + i : 44, c[i].ctx);
+		EXPECT_EQ(i == 1 ? 8 : WIN_LEN, c[i].len);
+	}
+	ASSERT_EQ(3, dp_wait(self->a, c, 3, 10000));
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(i < 2 ? 30 + 2 * i : 34, c[i].ctx);
+	}
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 8, src + 3 * WIN_LEN, WIN_LEN, 33));
+	ASSERT_EQ(1, wait1(self->b, &c[0]));
+	EXPECT_EQ(0, c[0].status);
+	EXPECT_EQ(43, c[0].ctx);
+	ASSERT_EQ(1, wait1(self->a, &c[0]));
+	EXPECT_EQ(33, c[0].ctx);
+	for (int i = 0; i < 5; i++) {
+		size_t len = i == 1 ? 8 : WIN_LEN;
+
+		EXPECT_EQ(-1, dp_test_check(dst + WIN_GAP + i * WIN_SLOT, len, 450 + i))
+			TH_LOG("message %d", i);
+	}
+
+	/*
 	 * Receive buffers never touched: the helper cannot pin their pages;
 	 * it stops at its first chunk, which the sender copies again, and
 	 * claims nothing more (16 x 2 MiB: the sender's own chunks take long
@@ -2327,7 +2384,7 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	ASSERT_NE(MAP_FAILED, fresh);
 	ASSERT_EQ(0, madvise(fresh, WIN_GAP + WIN_N * (WIN_BIG + WIN_GAP), MADV_NOHUGEPAGE));
 	rc_counts(&c0);
-	win_one(_metadata, self, src, fresh, WIN_BIG + WIN_GAP, WIN_BIG, WIN_N, 500, 0);
+	win_one(_metadata, self, src, fresh, WIN_BIG + WIN_GAP, WIN_BIG, WIN_N, 500, 0, 0);
 	rc_counts(&c1);
 	EXPECT_EQ(1, c1.split - c0.split);
 	EXPECT_EQ(1, c1.redone - c0.redone);
