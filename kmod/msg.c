@@ -869,11 +869,16 @@ static int copy_split(const struct copy_side *rem, const struct copy_side *loc,
 {
 	struct copy_split *s;
 	struct copy_job j;
+	u64 off;
 
 	copy_job_init(&j, to_remote ? loc : rem, to_remote ? rem : loc, n, to_remote);
 	s = kmalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
-	if (!s)
-		return copy_split_own(&j, 0, n);
+	if (!s) {
+		/* Alone, a chunk at a time (an iterator is at most MAX_RW_COUNT). */
+		for (off = 0; !j.status && off < n; off += COPY_CHUNK)
+			j.status = copy_split_own(&j, off, min_t(u64, COPY_CHUNK, n - off));
+		return j.status;
+	}
 	s->jobs[0] = &j;
 	s->nr = 1;
 	copy_split_run(s, true);
@@ -1334,9 +1339,11 @@ struct batch_job {
  * @bytes: the bytes of all copies
  *
  * A window of medium messages (each below copy_split_min) costs one
- * helper, as one large message does.  Only two kinds wait here: a send
- * that finds its receive posted, and a receive that finds a rendezvous
- * message of this node waiting.  The batch is run (batch_flush()) before
+ * helper, as one large message does.  Only two kinds wait here, each
+ * with a copy below copy_split_min (a larger one has a helper of its
+ * own, and its completion does not wait for the rest of the window): a
+ * send that finds its receive posted, and a receive that finds a
+ * rendezvous message of this node waiting.  The batch is run (batch_flush()) before
  * any other operation of the submission matches or completes anything,
  * when %COPY_BATCH have gathered, and before dmaplane_submit() returns:
  * the submission's completions are posted in the order they were without
@@ -1425,7 +1432,7 @@ static bool batch_add_send(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 	struct copy_side src, dst;
 	struct batch_job *bj;
 
-	if (!n || r->page || !copy_side_of(sbuf, ep->mm, &src) ||
+	if (!n || n >= copy_split_bytes() || r->page || !copy_side_of(sbuf, ep->mm, &src) ||
 	    !copy_side_of(&r->buf, dest->mm, &dst))
 		return false;
 	bj = batch_job_new(batch);
@@ -1458,8 +1465,9 @@ static bool batch_add_recv(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	struct batch_job *bj;
 	bool pending;
 
-	if (!n || msg->data || msg->rdv || r->page || READ_ONCE(msg->sender->dead) ||
-	    !copy_side_of(&msg->buf, msg->mm, &src) || !copy_side_of(&r->buf, ep->mm, &dst))
+	if (!n || n >= copy_split_bytes() || msg->data || msg->rdv || r->page ||
+	    READ_ONCE(msg->sender->dead) || !copy_side_of(&msg->buf, msg->mm, &src) ||
+	    !copy_side_of(&r->buf, ep->mm, &dst))
 		return false;
 	spin_lock(&ep->deliver_lock);
 	pending = ep->deliver_pending;

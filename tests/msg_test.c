@@ -2172,7 +2172,7 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 #define WIN_LEN		(65536 + 123)
 #define WIN_GAP		64
 #define WIN_SLOT	(WIN_LEN + WIN_GAP)
-#define WIN_BIG		(2UL << 20)
+#define WIN_BIG		(448UL << 10)
 
 /* @n completions of @ep, in the order of contexts @ctx0 + 0, 1, ...; @tag, @len. */
 static void win_reap(struct __test_metadata *_metadata, struct dp_ep *ep, int n,
@@ -2376,8 +2376,8 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	/*
 	 * Receive buffers never touched: the helper cannot pin their pages;
 	 * it stops at its first chunk, which the sender copies again, and
-	 * claims nothing more (16 x 2 MiB: the sender's own chunks take long
-	 * enough for the helper to have started).
+	 * claims nothing more (16 x 448 KiB: the sender's own chunks take
+	 * long enough for the helper to have started).
 	 */
 	fresh = mmap(NULL, WIN_GAP + WIN_N * (WIN_BIG + WIN_GAP), PROT_READ | PROT_WRITE,
 		     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -2388,6 +2388,17 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	rc_counts(&c1);
 	EXPECT_EQ(1, c1.split - c0.split);
 	EXPECT_EQ(1, c1.redone - c0.redone);
+
+	/*
+	 * Messages of copy_split_min bytes and more each get a helper of
+	 * their own (none waits for the rest of its window).
+	 */
+	memset(fresh, 0xa5, WIN_GAP + WIN_N * (WIN_BIG + WIN_GAP));
+	rc_counts(&c0);
+	win_one(_metadata, self, src, fresh, (1 << 20) + WIN_GAP, 1 << 20, 4, 600, 0xa5, 0);
+	win_one(_metadata, self, src, fresh, (1 << 20) + WIN_GAP, 1 << 20, 4, 700, 0xa5, 1);
+	rc_counts(&c1);
+	EXPECT_EQ(8, c1.split - c0.split);
 	munmap(fresh, WIN_GAP + WIN_N * (WIN_BIG + WIN_GAP));
 
 	snprintf(val, sizeof(val), "%ld", old);
