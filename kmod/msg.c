@@ -642,8 +642,13 @@ struct copy_job {
 	bool to_remote;
 };
 
-/* The copies of one split: one large copy, or a submission's batch (copy_batch). */
-#define COPY_BATCH	16
+/*
+ * The copies of one split: one large copy, or a submission's batch
+ * (copy_batch): at most COPY_BATCH copies, each below COPY_BATCH_BYTES,
+ * run once they reach COPY_BATCH_BYTES together.
+ */
+#define COPY_BATCH		16
+#define COPY_BATCH_BYTES	SZ_8M
 
 /**
  * struct copy_split - copies shared by their caller and a helper
@@ -1339,15 +1344,17 @@ struct batch_job {
  * @bytes: the bytes of all copies
  *
  * A window of medium messages (each below copy_split_min) costs one
- * helper, as one large message does.  Only two kinds wait here, each
- * with a copy below copy_split_min (a larger one has a helper of its
- * own, and its completion does not wait for the rest of the window): a
- * send that finds its receive posted, and a receive that finds a
- * rendezvous message of this node waiting.  The batch is run (batch_flush()) before
- * any other operation of the submission matches or completes anything,
- * when %COPY_BATCH have gathered, and before dmaplane_submit() returns:
- * the submission's completions are posted in the order they were without
- * the batch.
+ * helper, as one large message does, and a window of 1 MiB messages one
+ * helper start-up instead of 16.  Only two kinds wait here, each with a
+ * copy below %COPY_BATCH_BYTES (a larger one has a helper of its own: its
+ * start-up is a small part of its copy, and its completion waits for no
+ * other): a send that finds its receive posted, and a receive that finds
+ * a rendezvous message of this node waiting.  The batch is run
+ * (batch_flush()) before any other operation of the submission matches
+ * or completes anything, when %COPY_BATCH have gathered or their copies
+ * reach %COPY_BATCH_BYTES, and before dmaplane_submit() returns: the
+ * submission's completions are posted in the order they were without the
+ * batch, each held for at most the batch's copies (under 16 MiB).
  */
 struct copy_batch {
 	struct copy_split split;
@@ -1414,7 +1421,7 @@ static void batch_job_add(struct dmaplane_ep *ep, struct copy_batch *b, struct b
 {
 	b->split.jobs[b->split.nr++] = &bj->copy;
 	b->bytes += bj->copy.len;
-	if (b->split.nr == COPY_BATCH)
+	if (b->split.nr == COPY_BATCH || b->bytes >= COPY_BATCH_BYTES)
 		batch_flush(ep, b);
 }
 
@@ -1432,7 +1439,7 @@ static bool batch_add_send(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 	struct copy_side src, dst;
 	struct batch_job *bj;
 
-	if (!n || n >= copy_split_bytes() || r->page || !copy_side_of(sbuf, ep->mm, &src) ||
+	if (!n || n >= COPY_BATCH_BYTES || r->page || !copy_side_of(sbuf, ep->mm, &src) ||
 	    !copy_side_of(&r->buf, dest->mm, &dst))
 		return false;
 	bj = batch_job_new(batch);
@@ -1465,7 +1472,7 @@ static bool batch_add_recv(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	struct batch_job *bj;
 	bool pending;
 
-	if (!n || n >= copy_split_bytes() || msg->data || msg->rdv || r->page ||
+	if (!n || n >= COPY_BATCH_BYTES || msg->data || msg->rdv || r->page ||
 	    READ_ONCE(msg->sender->dead) || !copy_side_of(&msg->buf, msg->mm, &src) ||
 	    !copy_side_of(&r->buf, ep->mm, &dst))
 		return false;

@@ -2173,6 +2173,8 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 #define WIN_GAP		64
 #define WIN_SLOT	(WIN_LEN + WIN_GAP)
 #define WIN_BIG		(448UL << 10)
+#define WIN_HUGE	(8UL << 20)
+#define WIN_HUGE_MAP	(WIN_GAP + 3 * (WIN_HUGE + WIN_GAP))
 
 /* @n completions of @ep, in the order of contexts @ctx0 + 0, 1, ...; @tag, @len. */
 static void win_reap(struct __test_metadata *_metadata, struct dp_ep *ep, int n,
@@ -2251,7 +2253,7 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 
 	if (old < 0)
 		SKIP(return, "no copy_split_min parameter");
-	src = malloc(WIN_N * WIN_BIG);
+	src = malloc(3 * WIN_HUGE);
 	dst = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(NULL, src);
 	ASSERT_NE(MAP_FAILED, dst);
@@ -2389,17 +2391,27 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	EXPECT_EQ(1, c1.split - c0.split);
 	EXPECT_EQ(1, c1.redone - c0.redone);
 
-	/*
-	 * Messages of copy_split_min bytes and more each get a helper of
-	 * their own (none waits for the rest of its window).
-	 */
-	memset(fresh, 0xa5, WIN_GAP + WIN_N * (WIN_BIG + WIN_GAP));
-	rc_counts(&c0);
-	win_one(_metadata, self, src, fresh, (1 << 20) + WIN_GAP, 1 << 20, 4, 600, 0xa5, 0);
-	win_one(_metadata, self, src, fresh, (1 << 20) + WIN_GAP, 1 << 20, 4, 700, 0xa5, 1);
-	rc_counts(&c1);
-	EXPECT_EQ(8, c1.split - c0.split);
 	munmap(fresh, WIN_GAP + WIN_N * (WIN_BIG + WIN_GAP));
+
+	/*
+	 * 1 MiB messages share one helper per 8 MiB of a window; messages of
+	 * 8 MiB and more get one each (none waits for the rest of its window).
+	 */
+	fresh = mmap(NULL, WIN_HUGE_MAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		     -1, 0);
+	ASSERT_NE(MAP_FAILED, fresh);
+	memset(fresh, 0xa5, WIN_HUGE_MAP);
+	rc_counts(&c0);
+	win_one(_metadata, self, src, fresh, (1 << 20) + WIN_GAP, 1 << 20, WIN_N, 600, 0xa5, 0);
+	win_one(_metadata, self, src, fresh, (1 << 20) + WIN_GAP, 1 << 20, WIN_N, 650, 0xa5, 1);
+	rc_counts(&c1);
+	EXPECT_EQ(4, c1.split - c0.split);
+	memset(fresh, 0xa5, WIN_HUGE_MAP);
+	win_one(_metadata, self, src, fresh, WIN_HUGE + WIN_GAP, WIN_HUGE, 3, 700, 0xa5, 0);
+	win_one(_metadata, self, src, fresh, WIN_HUGE + WIN_GAP, WIN_HUGE, 3, 750, 0xa5, 1);
+	rc_counts(&c0);
+	EXPECT_EQ(6, c0.split - c1.split);
+	munmap(fresh, WIN_HUGE_MAP);
 
 	snprintf(val, sizeof(val), "%ld", old);
 	EXPECT_EQ(0, set_param("copy_split_min", val));
