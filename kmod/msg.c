@@ -1400,10 +1400,15 @@ static bool batch_wanted(struct copy_batch *b, bool more)
 	return READ_ONCE(copy_split_min) && (more || (b && b->split.nr));
 }
 
-/* The next job of *@batch (allocated here), or NULL. */
-static struct batch_job *batch_job_new(struct copy_batch **batch)
+/*
+ * The next job of *@batch (allocated here), its copy set up as
+ * copy_job_init()'s; or NULL.
+ */
+static struct batch_job *batch_job_new(struct copy_batch **batch, const struct copy_side *src,
+				       const struct copy_side *dst, u64 n, bool to_remote)
 {
 	struct copy_batch *b = *batch;
+	struct batch_job *bj;
 
 	if (!b) {
 		b = kmalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
@@ -1413,7 +1418,9 @@ static struct batch_job *batch_job_new(struct copy_batch **batch)
 		b->bytes = 0;
 		*batch = b;
 	}
-	return &b->jobs[b->split.nr];
+	bj = &b->jobs[b->split.nr];
+	copy_job_init(&bj->copy, src, dst, n, to_remote);
+	return bj;
 }
 
 /* Add @bj, set up, to *@batch; run the batch when it is full. */
@@ -1442,10 +1449,9 @@ static bool batch_add_send(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 	if (!n || n >= COPY_BATCH_BYTES || r->page || !copy_side_of(sbuf, ep->mm, &src) ||
 	    !copy_side_of(&r->buf, dest->mm, &dst))
 		return false;
-	bj = batch_job_new(batch);
+	bj = batch_job_new(batch, &src, &dst, n, true);
 	if (!bj)
 		return false;
-	copy_job_init(&bj->copy, &src, &dst, n, true);
 	bj->r = r;
 	bj->msg = NULL;
 	bj->dest = dest;
@@ -1481,10 +1487,9 @@ static bool batch_add_recv(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	spin_unlock(&ep->deliver_lock);
 	if (pending)
 		return false;
-	bj = batch_job_new(batch);
+	bj = batch_job_new(batch, &src, &dst, n, false);
 	if (!bj)
 		return false;
-	copy_job_init(&bj->copy, &src, &dst, n, false);
 	bj->r = r;
 	bj->msg = msg;
 	batch_job_add(ep, *batch, bj);

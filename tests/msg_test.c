@@ -2241,11 +2241,31 @@ static void win_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
 		ASSERT_EQ(guard, dst[n * slot + k]);
 }
 
+/*
+ * Exactly @n completions on @ep, each with status 0, contexts @ctx[] in
+ * order and, with @len, lengths @len[].
+ */
+static void win_expect(struct __test_metadata *_metadata, struct dp_ep *ep, int n,
+		       const uint64_t *ctx, const uint64_t *len)
+{
+	struct dmaplane_cqe c[WIN_N + 1];
+
+	ASSERT_EQ(n, dp_wait(ep, c, n, 10000));
+	EXPECT_EQ(0, dp_poll(ep, c + n, 1));
+	for (int i = 0; i < n; i++) {
+		EXPECT_EQ(0, c[i].status);
+		EXPECT_EQ(ctx[i], c[i].ctx);
+		if (len)
+			EXPECT_EQ(len[i], c[i].len);
+	}
+}
+
 TEST_F(pair, window_of_sends_shares_one_helper)
 {
 	size_t map_len = WIN_GAP + WIN_N * WIN_SLOT + WIN_GAP;
 	long old = read_param("copy_split_min");
 	unsigned char *src, *dst, *fresh;
+	const uint64_t mix_len[] = { WIN_LEN, 8, WIN_LEN, WIN_LEN };
 	struct dmaplane_op ops[5];
 	struct dmaplane_cqe c[6];
 	struct rc_counts c0, c1;
@@ -2300,19 +2320,8 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	dp_prep_send(&ops[3], self->a2b, 8, src + 3 * WIN_LEN, WIN_LEN, 23);
 	dp_prep_send(&ops[4], self->a2b, 7, src + 4 * WIN_LEN, WIN_LEN, 24);
 	ASSERT_EQ(5, dp_submit(self->a, ops, 5));
-	ASSERT_EQ(4, dp_wait(self->a, c, 4, 10000));
-	EXPECT_EQ(0, dp_poll(self->a, c + 4, 1));
-	for (int i = 0; i < 4; i++) {
-		EXPECT_EQ(0, c[i].status);
-		EXPECT_EQ(i < 3 ? 20 + i : 24, c[i].ctx);
-	}
-	ASSERT_EQ(4, dp_wait(self->b, c, 4, 10000));
-	EXPECT_EQ(0, dp_poll(self->b, c + 4, 1));
-	for (int i = 0; i < 4; i++) {
-		EXPECT_EQ(0, c[i].status);
-		EXPECT_EQ(i < 3 ? 10 + i : 14, c[i].ctx);
-		EXPECT_EQ(i == 1 ? 8 : WIN_LEN, c[i].len);
-	}
+	win_expect(_metadata, self->a, 4, (const uint64_t[]){ 20, 21, 22, 24 }, NULL);
+	win_expect(_metadata, self->b, 4, (const uint64_t[]){ 10, 11, 12, 14 }, mix_len);
 	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 8, 0, dst + WIN_GAP + 3 * WIN_SLOT, WIN_LEN, 13));
 	ASSERT_EQ(1, wait1(self->b, &c[0]));
 	EXPECT_EQ(0, c[0].status);
@@ -2350,18 +2359,8 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	dp_prep_recv(&ops[3], self->b2a, 8, 0, dst + WIN_GAP + 3 * WIN_SLOT, WIN_LEN, 43);
 	dp_prep_recv(&ops[4], self->b2a, 7, 0, dst + WIN_GAP + 4 * WIN_SLOT, WIN_LEN, 44);
 	ASSERT_EQ(5, dp_submit(self->b, ops, 5));
-	ASSERT_EQ(4, dp_wait(self->b, c, 4, 10000));
-	EXPECT_EQ(0, dp_poll(self->b, c + 4, 1));
-	for (int i = 0; i < 4; i++) {
-		EXPECT_EQ(0, c[i].status);
-		EXPECT_EQ(i < 3 ? 40 + i : 44, c[i].ctx);
-		EXPECT_EQ(i == 1 ? 8 : WIN_LEN, c[i].len);
-	}
-	ASSERT_EQ(3, dp_wait(self->a, c, 3, 10000));
-	for (int i = 0; i < 3; i++) {
-		EXPECT_EQ(0, c[i].status);
-		EXPECT_EQ(i < 2 ? 30 + 2 * i : 34, c[i].ctx);
-	}
+	win_expect(_metadata, self->b, 4, (const uint64_t[]){ 40, 41, 42, 44 }, mix_len);
+	win_expect(_metadata, self->a, 3, (const uint64_t[]){ 30, 32, 34 }, NULL);
 	ASSERT_EQ(0, dp_send(self->a, self->a2b, 8, src + 3 * WIN_LEN, WIN_LEN, 33));
 	ASSERT_EQ(1, wait1(self->b, &c[0]));
 	EXPECT_EQ(0, c[0].status);
