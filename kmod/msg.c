@@ -701,33 +701,45 @@ static long copy_split_pin(struct copy_split *s, struct mm_struct *mm, u64 src, 
 	return pinned;
 }
 
-/* The helper's copy of the chunk of @j at @off. */
+/*
+ * Copy the chunk of @j at @off.  By the helper (@s): over the source's
+ * pages (user pages only if present) into the destination without
+ * faulting.  By the caller (@s NULL): between its own side, its memory
+ * faulted in as a system call does (or one of its regions), and the
+ * other side.
+ */
 static int copy_split_chunk(struct copy_split *s, struct copy_job *j, u64 off)
 {
+	/* The iterator is over the source (the helper's, or the caller's own). */
+	bool from_it = s || j->to_remote;
+	const struct copy_side *it = from_it ? &j->src : &j->dst;
+	const struct copy_side *other = from_it ? &j->dst : &j->src;
 	struct dmaplane_region_map map = { .r = NULL };
 	u64 n = min_t(u64, COPY_CHUNK, j->len - off);
 	struct iov_iter iter;
 	long pinned = 0;
 	int ret, end;
 
-	if (j->src.region) {
-		ret = dmaplane_region_iter(j->src.region, j->src.addr + off, n, false,
-					   &iter, &map);
-		if (ret)
-			return ret;
+	if (it->region) {
+		ret = dmaplane_region_iter(it->region, it->addr + off, n, !from_it, &iter, &map);
+	} else if (s) {
+		pinned = copy_split_pin(s, it->mm, it->addr + off, n, &iter);
+		ret = pinned < 0 ? pinned : 0;
 	} else {
-		pinned = copy_split_pin(s, j->src.mm, j->src.addr + off, n, &iter);
-		if (pinned < 0)
-			return pinned;
+		ret = import_ubuf(from_it ? ITER_SOURCE : ITER_DEST,
+				  u64_to_user_ptr(it->addr + off), n, &iter);
 	}
-	if (j->dst.region)
-		ret = dmaplane_region_copy(j->dst.region, j->dst.addr + off, n, &iter, true);
+	if (ret)
+		return ret;
+	if (other->region)
+		ret = dmaplane_region_copy(other->region, other->addr + off, n, &iter, from_it);
 	else
-		ret = copy_remote(j->dst.mm, j->dst.addr + off, n, &iter, true, FOLL_NOFAULT);
-	if (j->src.region) {
+		ret = copy_remote(other->mm, other->addr + off, n, &iter, from_it,
+				  s ? FOLL_NOFAULT : 0);
+	if (it->region) {
 		end = dmaplane_region_iter_end(&map);
 		ret = ret ?: end;
-	} else {
+	} else if (pinned) {
 		unpin_user_pages(s->pages, pinned);
 	}
 	return ret;
@@ -766,40 +778,6 @@ static void copy_split_work(struct work_struct *work)
 }
 
 /*
- * The caller's copy of @n bytes at @off of @j: between its own side (its
- * memory, or one of its regions) and the other, as copy_remote() and
- * dmaplane_region_copy(), faulting its own memory in as a system call
- * does.
- */
-static int copy_split_own(struct copy_job *j, u64 off, u64 n)
-{
-	bool to_remote = j->to_remote;
-	const struct copy_side *loc = to_remote ? &j->src : &j->dst;
-	const struct copy_side *rem = to_remote ? &j->dst : &j->src;
-	struct dmaplane_region_map map = { .r = NULL };
-	struct iov_iter iter;
-	int ret, end;
-
-	if (loc->region)
-		ret = dmaplane_region_iter(loc->region, loc->addr + off, n, !to_remote,
-					   &iter, &map);
-	else
-		ret = import_ubuf(to_remote ? ITER_SOURCE : ITER_DEST,
-				  u64_to_user_ptr(loc->addr + off), n, &iter);
-	if (ret)
-		return ret;
-	if (rem->region)
-		ret = dmaplane_region_copy(rem->region, rem->addr + off, n, &iter, to_remote);
-	else
-		ret = copy_remote(rem->mm, rem->addr + off, n, &iter, to_remote, 0);
-	if (loc->region) {
-		end = dmaplane_region_iter_end(&map);
-		ret = ret ?: end;
-	}
-	return ret;
-}
-
-/*
  * Run the copies of @s: with a helper on copy_wq when @helper, both
  * claiming chunks of COPY_PAGES pages, job after job, and copying them,
  * each at its own speed, so that the CPU a waiting receiver leaves idle
@@ -823,7 +801,7 @@ static void copy_split_run(struct copy_split *s, bool helper)
 		struct copy_job *j = s->jobs[i];
 
 		while (!j->status && (off = copy_split_claim(j)) < j->len)
-			j->status = copy_split_own(j, off, min_t(u64, COPY_CHUNK, j->len - off));
+			j->status = copy_split_chunk(NULL, j, off);
 		if (j->status)	/* the helper claims no more of it */
 			atomic64_set(&j->next, j->len);
 	}
@@ -836,8 +814,7 @@ static void copy_split_run(struct copy_split *s, bool helper)
 		if (j->status || j->failed >= j->len)
 			continue;
 		dmaplane_stat_inc(copies_split_redone);
-		off = j->failed;
-		j->status = copy_split_own(j, off, min_t(u64, COPY_CHUNK, j->len - off));
+		j->status = copy_split_chunk(NULL, j, j->failed);
 	}
 }
 
@@ -881,7 +858,7 @@ static int copy_split(const struct copy_side *rem, const struct copy_side *loc,
 	if (!s) {
 		/* Alone, a chunk at a time (an iterator is at most MAX_RW_COUNT). */
 		for (off = 0; !j.status && off < n; off += COPY_CHUNK)
-			j.status = copy_split_own(&j, off, min_t(u64, COPY_CHUNK, n - off));
+			j.status = copy_split_chunk(NULL, &j, off);
 		return j.status;
 	}
 	s->jobs[0] = &j;
@@ -1401,25 +1378,35 @@ static bool batch_wanted(struct copy_batch *b, bool more)
 }
 
 /*
- * The next job of *@batch (allocated here), its copy set up as
- * copy_job_init()'s; or NULL.
+ * The next job of *@batch (allocated here) for the copy of a message of
+ * @len bytes from @b (a buffer of @mm) into receive @r (a buffer of
+ * @rmm), @to_remote as in &struct copy_job; NULL when a batch does not
+ * take it: nothing to copy, %COPY_BATCH_BYTES or more, into a pinned
+ * page, not between two single ranges (copy_side_of()), no memory.
  */
-static struct batch_job *batch_job_new(struct copy_batch **batch, const struct copy_side *src,
-				       const struct copy_side *dst, u64 n, bool to_remote)
+static struct batch_job *batch_job_new(struct copy_batch **batch, struct dmaplane_ubuf *b,
+				       struct mm_struct *mm, struct dmaplane_recv *r,
+				       struct mm_struct *rmm, u64 len, bool to_remote)
 {
-	struct copy_batch *b = *batch;
+	u64 n = min(r->buf.len, len);
+	struct copy_batch *cb = *batch;
+	struct copy_side src, dst;
 	struct batch_job *bj;
 
-	if (!b) {
-		b = kmalloc(sizeof(*b), GFP_KERNEL_ACCOUNT);
-		if (!b)
+	if (!n || n >= COPY_BATCH_BYTES || r->page || !copy_side_of(b, mm, &src) ||
+	    !copy_side_of(&r->buf, rmm, &dst))
+		return NULL;
+	if (!cb) {
+		cb = kmalloc(sizeof(*cb), GFP_KERNEL_ACCOUNT);
+		if (!cb)
 			return NULL;
-		b->split.nr = 0;
-		b->bytes = 0;
-		*batch = b;
+		cb->split.nr = 0;
+		cb->bytes = 0;
+		*batch = cb;
 	}
-	bj = &b->jobs[b->split.nr];
-	copy_job_init(&bj->copy, src, dst, n, to_remote);
+	bj = &cb->jobs[cb->split.nr];
+	copy_job_init(&bj->copy, &src, &dst, n, to_remote);
+	bj->r = r;
 	return bj;
 }
 
@@ -1442,17 +1429,10 @@ static bool batch_add_send(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 			   struct dmaplane_recv *r, const struct dmaplane_msg *msg,
 			   struct dmaplane_ubuf *sbuf, struct copy_batch **batch)
 {
-	u64 n = min(r->buf.len, msg->len);
-	struct copy_side src, dst;
-	struct batch_job *bj;
+	struct batch_job *bj = batch_job_new(batch, sbuf, ep->mm, r, dest->mm, msg->len, true);
 
-	if (!n || n >= COPY_BATCH_BYTES || r->page || !copy_side_of(sbuf, ep->mm, &src) ||
-	    !copy_side_of(&r->buf, dest->mm, &dst))
-		return false;
-	bj = batch_job_new(batch, &src, &dst, n, true);
 	if (!bj)
 		return false;
-	bj->r = r;
 	bj->msg = NULL;
 	bj->dest = dest;
 	ubuf_move(&bj->sbuf, sbuf);
@@ -1473,24 +1453,19 @@ static bool batch_add_send(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 static bool batch_add_recv(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 			   struct dmaplane_msg *msg, struct copy_batch **batch)
 {
-	u64 n = min(r->buf.len, msg->len);
-	struct copy_side src, dst;
 	struct batch_job *bj;
 	bool pending;
 
-	if (!n || n >= COPY_BATCH_BYTES || msg->data || msg->rdv || r->page ||
-	    READ_ONCE(msg->sender->dead) || !copy_side_of(&msg->buf, msg->mm, &src) ||
-	    !copy_side_of(&r->buf, ep->mm, &dst))
+	if (msg->data || msg->rdv || READ_ONCE(msg->sender->dead))
 		return false;
 	spin_lock(&ep->deliver_lock);
 	pending = ep->deliver_pending;
 	spin_unlock(&ep->deliver_lock);
 	if (pending)
 		return false;
-	bj = batch_job_new(batch, &src, &dst, n, false);
+	bj = batch_job_new(batch, &msg->buf, msg->mm, r, ep->mm, msg->len, false);
 	if (!bj)
 		return false;
-	bj->r = r;
 	bj->msg = msg;
 	batch_job_add(ep, *batch, bj);
 	return true;
