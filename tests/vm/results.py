@@ -91,11 +91,15 @@ def emit(results, ok, name, why=""):
 def parse_kselftest(lines, prefix, rc, results):
     seen = 0
     running = None
+    said = []	# the running test's own lines ("# file:line:..." and TH_LOG)
     for line in lines:
         run = HARNESS_RUN.match(line)
         if run:
             running = run.group(1)
+            said = []
             continue
+        if line.startswith("#") and running:
+            said.append(line.lstrip("# ").strip())
         m = TAP_RESULT.match(line.strip() if line.startswith(" ") else line)
         if not m or line.startswith(" "):
             continue
@@ -108,7 +112,11 @@ def parse_kselftest(lines, prefix, rc, results):
             why = re.sub(r"^#\s*SKIP\s*", "", comment, flags=re.I) or "skipped"
             results.append((None, f"{prefix}/{name}", why))
         else:
-            emit(results, status == "ok", f"{prefix}/{name}", "" if status == "ok" else "not ok")
+            # A failure says why in the summary: the test's last lines
+            # before its result (the assertion and its TH_LOG).
+            why = "not ok" + "".join(f"\n  {l}" for l in said[-6:] if l)
+            emit(results, status == "ok", f"{prefix}/{name}", "" if status == "ok" else why)
+        said = []
     if rc != 0 and not any(ok is False for ok, n, _ in results if n.startswith(prefix + "/")):
         emit(results, False, f"{prefix}", f"exited {rc} without a failing test (crash?)")
     if seen == 0:

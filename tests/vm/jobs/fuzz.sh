@@ -22,7 +22,8 @@ run_fuzz() {
 	s=$2
 	shift 2
 	t0=$(date +%s)
-	$D/fuzz -v -n $((calls / 2)) -s "$s" -t "$threads" "$@"
+	# 100,000 calls take about a minute as root under TCG.
+	run_watched $((300 + calls / 200)) $D/fuzz -v -n $((calls / 2)) -s "$s" -t "$threads" "$@"
 	rc=$?
 	echo "fuzz: $name: $(($(date +%s) - t0)) s"
 	case_result "$name" $rc "seed=$s rc=$rc"

@@ -68,6 +68,40 @@ run_kselftest() {	# program
 	[ $rc = 0 ] || fails=$((fails + 1))
 }
 
+# run_watched SECONDS COMMAND...: run COMMAND; when it has not ended
+# after SECONDS, print what every task of it and every kernel thread in
+# uninterruptible sleep is waiting in (state, wchan, kernel stack), kill
+# it and return 124.  A job that hangs then says where, instead of
+# running into the VM's timeout.  Otherwise: COMMAND's status.
+run_watched() {
+	limit=$1
+	shift
+	"$@" &
+	wpid=$!
+	waited=0
+	while kill -0 $wpid 2>/dev/null && [ $waited -lt "$limit" ]; do
+		sleep 1
+		waited=$((waited + 1))
+	done
+	if kill -0 $wpid 2>/dev/null; then
+		echo "run_watched: $1 still running after $limit s: its tasks and blocked threads"
+		for t in /proc/[0-9]*/task/[0-9]*; do
+			st=$(sed -n 's/^State:[[:space:]]*//p' $t/status 2>/dev/null)
+			case "$(cat $t/comm 2>/dev/null) $st" in
+			"${1##*/} "*|*" D "*) ;;
+			*) continue ;;
+			esac
+			echo "task ${t#/proc/} $(cat $t/comm) state $st wchan $(cat $t/wchan 2>/dev/null)"
+			sed 's/^/    /' $t/stack 2>/dev/null
+		done
+		sed 's/^/    stats: /' /sys/kernel/debug/dmaplane/stats
+		pkill -KILL -x "${1##*/}"
+		wait $wpid
+		return 124
+	fi
+	wait $wpid
+}
+
 run_kunit() {	# module
 	if [ ! -e "$1" ]; then
 		echo "DMAPLANE-CASE kunit SKIP kernel without KUnit"
