@@ -890,23 +890,32 @@ static bool copy_side_of(struct dmaplane_ubuf *b, struct mm_struct *mm,
 }
 
 /*
- * As copy_remote_ubuf(), @iter being over @lb, a buffer of the caller's
- * own (@lmm, its address space; @lb NULL when the other side is not a
- * user's buffer: a payload copied in).  A copy of at least copy_split_min
+ * Copy @n bytes between @b, a buffer of another task (@mm) or a region,
+ * and @lb, a buffer of the caller's own (@lmm, its address space),
+ * @to_remote as for copy_remote().  A copy of at least copy_split_min
  * bytes between two single ranges (of user memory, of regions with
- * pages) is shared with a helper: copy_split() (which does not use @iter).
+ * pages) is shared with a helper: copy_split(), which builds an iterator
+ * per chunk.  Any other is one iterator over @lb: copy_remote_ubuf().
+ *
+ * Return: 0, or as copy_remote() and dmaplane_region_copy().
  */
 static int copy_remote_split(struct mm_struct *mm, struct dmaplane_ubuf *b,
 			     struct mm_struct *lmm, struct dmaplane_ubuf *lb,
-			     struct iov_iter *iter, bool to_remote)
+			     u64 n, bool to_remote)
 {
-	u64 n = min_t(u64, b->len, iov_iter_count(iter));
+	struct dmaplane_region_map map;
 	struct copy_side rem, loc;
+	struct iov_iter iter;
+	int ret, end;
 
-	if (n < copy_split_bytes() || !lb || lmm != current->mm ||
-	    !copy_side_of(b, mm, &rem) || !copy_side_of(lb, lmm, &loc))
-		return copy_remote_ubuf(mm, b, iter, to_remote);
-	return copy_split(&rem, &loc, n, to_remote);
+	if (n >= copy_split_bytes() && lmm == current->mm &&
+	    copy_side_of(b, mm, &rem) && copy_side_of(lb, lmm, &loc))
+		return copy_split(&rem, &loc, n, to_remote);
+	ret = dmaplane_ubuf_iter(lb, to_remote ? ITER_SOURCE : ITER_DEST, n, &iter, &map);
+	if (!ret)
+		ret = copy_remote_ubuf(mm, b, &iter, to_remote);
+	end = dmaplane_ubuf_iter_end(&map);
+	return ret ?: end;
 }
 
 /*
@@ -1103,7 +1112,12 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 		msg_free(msg);
 		return;
 	}
-	if (n) {
+	if (n && !msg->data && READ_ONCE(msg->sender->dead)) {
+		ret = -ECONNRESET;
+	} else if (n && !msg->data && !r->page) {
+		ret = copy_remote_split(msg->mm, &msg->buf, ep->mm, &r->buf, n, false);
+	} else if (n) {
+		/* Into the page of a pinned receive, or a payload. */
 		struct dmaplane_region_map map = { .r = NULL };
 		struct bio_vec bv;
 		int end;
@@ -1112,16 +1126,10 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 			recv_page_iter(r, n, &bv, &iter);
 		else
 			ret = dmaplane_ubuf_iter(&r->buf, ITER_DEST, n, &iter, &map);
-		if (!ret) {
-			if (msg->data)
-				ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;
-			else if (READ_ONCE(msg->sender->dead))
-				ret = -ECONNRESET;
-			else
-				ret = copy_remote_split(msg->mm, &msg->buf, ep->mm,
-							r->page ? NULL : &r->buf, &iter,
-							false);
-		}
+		if (!ret && msg->data)
+			ret = copy_to_iter(msg->data, n, &iter) == n ? 0 : -EFAULT;
+		else if (!ret)
+			ret = copy_remote_ubuf(msg->mm, &msg->buf, &iter, false);
 		end = dmaplane_ubuf_iter_end(&map);
 		ret = ret ?: end;
 	}
@@ -1653,16 +1661,21 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 	struct iov_iter iter;
 	int ret = 0, end;
 
-	if (msg->data)
-		iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, n);
-	else
-		ret = dmaplane_ubuf_iter(sbuf, ITER_SOURCE, n, &iter, &map);
-	if (n && !ret)
-		ret = r->page ? recv_page_copy(r, n, &iter) :
-		      copy_remote_split(dest->mm, &r->buf, ep->mm,
-					msg->data ? NULL : sbuf, &iter, true);
-	end = dmaplane_ubuf_iter_end(&map);
-	send_expected_done(ep, dest, r, msg, sbuf, ret ?: end);
+	if (n && !msg->data && !r->page) {
+		ret = copy_remote_split(dest->mm, &r->buf, ep->mm, sbuf, n, true);
+	} else if (n) {
+		/* A payload, or into the page of a pinned receive. */
+		if (msg->data)
+			iov_iter_kvec(&iter, ITER_SOURCE, &kv, 1, n);
+		else
+			ret = dmaplane_ubuf_iter(sbuf, ITER_SOURCE, n, &iter, &map);
+		if (!ret)
+			ret = r->page ? recv_page_copy(r, n, &iter) :
+			      copy_remote_ubuf(dest->mm, &r->buf, &iter, true);
+		end = dmaplane_ubuf_iter_end(&map);
+		ret = ret ?: end;
+	}
+	send_expected_done(ep, dest, r, msg, sbuf, ret);
 }
 
 /*
@@ -1994,10 +2007,8 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 	bool data = op->flags & DMAPLANE_OP_F_DATA, target = false;
 	bool put = op->opcode == DMAPLANE_OP_PUT;
 	struct dmaplane_region *r = NULL;
-	struct dmaplane_region_map map;
 	struct dmaplane_ubuf b;
 	struct dmaplane_ep *dest;
-	struct iov_iter iter;
 	u64 uid;
 	int ret, status;
 
@@ -2044,9 +2055,6 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		}
 		target = true;
 	}
-	if (!status)
-		status = dmaplane_ubuf_iter(&b, put ? ITER_SOURCE : ITER_DEST,
-					    op->len, &iter, &map);
 	if (!status) {
 		/* The target's range, as a buffer (not freed: @r is put below). */
 		struct dmaplane_ubuf rb = {
@@ -2057,10 +2065,7 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		if (check_add_overflow(op->roffset, op->len, &end) || end > r->len)
 			status = -ERANGE;
 		else
-			status = copy_remote_split(NULL, &rb, ep->mm, &b, &iter, put);
-		ret = dmaplane_ubuf_iter_end(&map);
-		status = status ?: ret;
-		ret = 0;
+			status = copy_remote_split(NULL, &rb, ep->mm, &b, op->len, put);
 	}
 	if (target)
 		dmaplane_put_data_complete(dest, status, ep->ep_uid, op->len, op->data);
