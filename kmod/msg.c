@@ -611,14 +611,57 @@ static int copy_remote_ubuf(struct mm_struct *mm, struct dmaplane_ubuf *b,
  * struct copy_side - one side of a split copy
  * @mm: user memory of this address space (mmgrab()ed by its owner), or
  *	NULL for a region
+ * @segs: @mm's ranges, in order (a buffer's own array, which outlives
+ *	the copy)
+ * @nsegs: entries of @segs
  * @region: a region with pages (referenced by the caller), or NULL
- * @addr: the user address in @mm, or the offset in @region
+ * @addr: the offset in @region
  */
 struct copy_side {
 	struct mm_struct *mm;
+	const struct iovec *segs;
+	u32 nsegs;
 	struct dmaplane_region *region;
 	u64 addr;
 };
+
+/*
+ * The segment of @c's ranges in which byte @off lies, from @c->segs; @off
+ * becomes the offset in it.  @off is below the side's length.
+ */
+static const struct iovec *copy_side_seg(const struct copy_side *c, u64 *off)
+{
+	const struct iovec *seg = c->segs;
+
+	while (*off >= seg->iov_len && seg + 1 < c->segs + c->nsegs) {
+		*off -= seg->iov_len;
+		seg++;
+	}
+	return seg;
+}
+
+/*
+ * Copy @n bytes at @off of side @c (user memory of another task, or a
+ * region) to (@to_side) or from @iter, @foll as for copy_remote().
+ */
+static int copy_side_copy(const struct copy_side *c, u64 off, u64 n,
+			  struct iov_iter *iter, bool to_side, unsigned int foll)
+{
+	const struct iovec *seg, *end = c->segs + c->nsegs;
+	int ret = 0;
+
+	if (c->region)
+		return dmaplane_region_copy(c->region, c->addr + off, n, iter, to_side);
+	for (seg = copy_side_seg(c, &off); n && seg < end && !ret; seg++, off = 0) {
+		u64 m = off < seg->iov_len ? min_t(u64, seg->iov_len - off, n) : 0;
+
+		if (m)
+			ret = copy_remote(c->mm, (u64)(uintptr_t)seg->iov_base + off, m,
+					  iter, to_side, foll);
+		n -= m;
+	}
+	return ret;
+}
 
 /**
  * struct copy_job - one copy that a caller shares with a helper
@@ -702,7 +745,38 @@ static long copy_split_pin(struct copy_split *s, struct mm_struct *mm, u64 src, 
 }
 
 /*
- * Copy the chunk of @j at @off.  By the helper (@s): over the source's
+ * The helper's chunk of @j: @n bytes at @off, from its source's user
+ * pages (only those present), pinned a range of the source at a time,
+ * into the destination without faulting.
+ */
+static int copy_split_pinned(struct copy_split *s, struct copy_job *j, u64 off, u64 n)
+{
+	const struct iovec *end = j->src.segs + j->src.nsegs;
+	u64 soff = off;
+	const struct iovec *seg = copy_side_seg(&j->src, &soff);
+	int ret = 0;
+
+	for (; n && seg < end && !ret; seg++, soff = 0) {
+		u64 m = soff < seg->iov_len ? min_t(u64, seg->iov_len - soff, n) : 0;
+		struct iov_iter iter;
+		long pinned;
+
+		if (!m)
+			continue;
+		pinned = copy_split_pin(s, j->src.mm, (u64)(uintptr_t)seg->iov_base + soff, m,
+					&iter);
+		if (pinned < 0)
+			return pinned;
+		ret = copy_side_copy(&j->dst, off, m, &iter, true, FOLL_NOFAULT);
+		unpin_user_pages(s->pages, pinned);
+		off += m;
+		n -= m;
+	}
+	return ret;
+}
+
+/*
+ * Copy the chunk of @j at @off.  By the helper (@s): from the source's
  * pages (user pages only if present) into the destination without
  * faulting.  By the caller (@s NULL): between its own side, its memory
  * faulted in as a system call does (or one of its regions), and the
@@ -717,30 +791,24 @@ static int copy_split_chunk(struct copy_split *s, struct copy_job *j, u64 off)
 	struct dmaplane_region_map map = { .r = NULL };
 	u64 n = min_t(u64, COPY_CHUNK, j->len - off);
 	struct iov_iter iter;
-	long pinned = 0;
 	int ret, end;
 
+	if (!it->region && s)
+		return copy_split_pinned(s, j, off, n);
 	if (it->region) {
 		ret = dmaplane_region_iter(it->region, it->addr + off, n, !from_it, &iter, &map);
-	} else if (s) {
-		pinned = copy_split_pin(s, it->mm, it->addr + off, n, &iter);
-		ret = pinned < 0 ? pinned : 0;
+		if (ret)
+			return ret;
 	} else {
-		ret = import_ubuf(from_it ? ITER_SOURCE : ITER_DEST,
-				  u64_to_user_ptr(it->addr + off), n, &iter);
+		/* The caller's own ranges: checked by access_ok() when taken. */
+		iov_iter_init(&iter, from_it ? ITER_SOURCE : ITER_DEST, it->segs, it->nsegs,
+			      off + n);
+		iov_iter_advance(&iter, off);
 	}
-	if (ret)
-		return ret;
-	if (other->region)
-		ret = dmaplane_region_copy(other->region, other->addr + off, n, &iter, from_it);
-	else
-		ret = copy_remote(other->mm, other->addr + off, n, &iter, from_it,
-				  s ? FOLL_NOFAULT : 0);
+	ret = copy_side_copy(other, off, n, &iter, from_it, s ? FOLL_NOFAULT : 0);
 	if (it->region) {
 		end = dmaplane_region_iter_end(&map);
 		ret = ret ?: end;
-	} else if (pinned) {
-		unpin_user_pages(s->pages, pinned);
 	}
 	return ret;
 }
@@ -869,8 +937,8 @@ static int copy_split(const struct copy_side *rem, const struct copy_side *loc,
 }
 
 /*
- * @b as a side of a split copy: a single range of user memory of @mm, or
- * a range of a region with pages (an arena, registered memory; not an
+ * @b as a side of a split copy: user memory of @mm (its ranges), or a
+ * range of a region with pages (an arena, registered memory; not an
  * imported dma-buf, which is mapped rather than paged).  Return: whether
  * it can be.
  */
@@ -883,9 +951,9 @@ static bool copy_side_of(struct dmaplane_ubuf *b, struct mm_struct *mm,
 		*side = (struct copy_side){ .region = b->region, .addr = b->roff };
 		return true;
 	}
-	if (!mm || b->nsegs != 1)
+	if (!mm || !b->nsegs)
 		return false;
-	*side = (struct copy_side){ .mm = mm, .addr = (u64)(uintptr_t)b->segs[0].iov_base };
+	*side = (struct copy_side){ .mm = mm, .segs = b->segs, .nsegs = b->nsegs };
 	return true;
 }
 
@@ -893,9 +961,9 @@ static bool copy_side_of(struct dmaplane_ubuf *b, struct mm_struct *mm,
  * Copy @n bytes between @b, a buffer of another task (@mm) or a region,
  * and @lb, a buffer of the caller's own (@lmm, its address space),
  * @to_remote as for copy_remote().  A copy of at least copy_split_min
- * bytes between two single ranges (of user memory, of regions with
- * pages) is shared with a helper: copy_split(), which builds an iterator
- * per chunk.  Any other is one iterator over @lb: copy_remote_ubuf().
+ * bytes between user memory and regions with pages is shared with a
+ * helper: copy_split(), which builds an iterator per chunk.  Any other
+ * is one iterator over @lb: copy_remote_ubuf().
  *
  * Return: 0, or as copy_remote() and dmaplane_region_copy().
  */
@@ -1388,9 +1456,10 @@ static bool batch_wanted(struct copy_batch *b, bool more)
 /*
  * The next job of *@batch (allocated here) for the copy of a message of
  * @len bytes from @b (a buffer of @mm) into receive @r (a buffer of
- * @rmm), @to_remote as in &struct copy_job; NULL when a batch does not
- * take it: nothing to copy, %COPY_BATCH_BYTES or more, into a pinned
- * page, not between two single ranges (copy_side_of()), no memory.
+ * @rmm), @to_remote as in &struct copy_job (a send's: @b moves into the
+ * job); NULL when a batch does not take it: nothing to copy,
+ * %COPY_BATCH_BYTES or more, into a pinned page, a side that is neither
+ * user memory nor a region with pages (copy_side_of()), no memory.
  */
 static struct batch_job *batch_job_new(struct copy_batch **batch, struct dmaplane_ubuf *b,
 				       struct mm_struct *mm, struct dmaplane_recv *r,
@@ -1413,6 +1482,11 @@ static struct batch_job *batch_job_new(struct copy_batch **batch, struct dmaplan
 		*batch = cb;
 	}
 	bj = &cb->jobs[cb->split.nr];
+	if (to_remote) {
+		/* A send's buffer: the job keeps it, and its ranges. */
+		ubuf_move(&bj->sbuf, b);
+		copy_side_of(&bj->sbuf, mm, &src);
+	}
 	copy_job_init(&bj->copy, &src, &dst, n, to_remote);
 	bj->r = r;
 	return bj;
@@ -1443,7 +1517,6 @@ static bool batch_add_send(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 		return false;
 	bj->msg = NULL;
 	bj->dest = dest;
-	ubuf_move(&bj->sbuf, sbuf);
 	bj->ctx = msg->ctx;
 	bj->tag = msg->m.tag;
 	bj->len = msg->len;

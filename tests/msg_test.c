@@ -2100,25 +2100,52 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 	munmap(fresh, FRESH_LEN);
 	free(big);
 
-	/* An iovec buffer is copied by the caller alone. */
-	{
-		struct iovec riov[2] = {
-			{ dst, SPLIT_LEN / 2 }, { dst + SPLIT_LEN / 2, SPLIT_LEN - SPLIT_LEN / 2 },
-		};
+	/*
+	 * Iovec buffers on both sides, split all the same: a send of three
+	 * ranges into a receive of five (odd lengths, two of them empty,
+	 * one byte between them), posted first and arriving first.  Every
+	 * range holds its part of the message; the bytes between and
+	 * around them are untouched.
+	 */
+	for (int expected = 0; expected < 2; expected++) {
+		size_t rlen[5] = { 100001, 0, 700003, 1234567, 0 }, off = 0, at = 33;
+		size_t slen[3] = { 7, (1 << 20) + 13, 0 };
+		struct iovec riov[5], siov[3];
 		struct dmaplane_cqe c;
+		uint64_t seed = 26 + expected;
 
-		dp_test_fill(src, SPLIT_LEN, 26);
+		rlen[4] = SPLIT_LEN - rlen[0] - rlen[2] - rlen[3];
+		slen[2] = SPLIT_LEN - slen[0] - slen[1];
+		for (int i = 0; i < 5; i++, at += rlen[i - 1] + 1)
+			riov[i] = (struct iovec){ dst + at, rlen[i] };
+		for (int i = 0; i < 3; off += slen[i], i++)
+			siov[i] = (struct iovec){ src + off, slen[i] };
+		memset(dst, 0xa5, map_len);
+		dp_test_fill(src, SPLIT_LEN, seed);
 		rc_counts(&c0);
-		ASSERT_EQ(0, dp_recvv(self->b, self->b2a, 26, 0, riov, 2, 1));
-		ASSERT_EQ(0, dp_send(self->a, self->a2b, 26, src, SPLIT_LEN, 2));
+		if (expected)
+			ASSERT_EQ(0, dp_recvv(self->b, self->b2a, seed, 0, riov, 5, 1));
+		ASSERT_EQ(0, dp_sendv(self->a, self->a2b, seed, siov, 3, 2));
+		if (!expected)
+			ASSERT_EQ(0, dp_recvv(self->b, self->b2a, seed, 0, riov, 5, 1));
 		ASSERT_EQ(1, wait1(self->b, &c));
 		EXPECT_EQ(0, c.status);
 		EXPECT_EQ(SPLIT_LEN, c.len);
-		EXPECT_EQ(-1, dp_test_check(dst, SPLIT_LEN, 26));
 		ASSERT_EQ(1, wait1(self->a, &c));
 		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(SPLIT_LEN, c.len);
 		rc_counts(&c1);
-		EXPECT_EQ(0, c1.split - c0.split);
+		EXPECT_EQ(1, c1.split - c0.split) TH_LOG("expected %d", expected);
+		off = 0;
+		for (int i = 0; i < 5; off += rlen[i], i++) {
+			unsigned char *end = (unsigned char *)riov[i].iov_base + rlen[i];
+
+			EXPECT_EQ(0, memcmp(riov[i].iov_base, src + off, rlen[i]))
+				TH_LOG("range %d, expected %d", i, expected);
+			EXPECT_EQ(0xa5, *end) TH_LOG("after range %d", i);
+		}
+		for (int i = 0; i < 33; i++)
+			ASSERT_EQ(0xa5, dst[i]);
 	}
 
 	/*
@@ -2200,26 +2227,45 @@ static void win_reap(struct __test_metadata *_metadata, struct dp_ep *ep, int n,
 	}
 }
 
+#define WIN_SENDS_FIRST	1
+#define WIN_IOV		2	/* every buffer an iovec of two ranges */
+
 /*
  * A window of @n sends of @len from @src into @dst's slots, receives
- * posted first; the bytes between the slots hold @guard.
+ * posted first (unless WIN_SENDS_FIRST in @how); the bytes between the
+ * slots hold @guard.
  */
 static void win_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
 		    unsigned char *src, unsigned char *dst, size_t slot, size_t len,
-		    int n, uint64_t seed, unsigned char guard, int sends_first)
+		    int n, uint64_t seed, unsigned char guard, int how)
 {
 	struct dmaplane_op rops[WIN_N], sops[WIN_N];
+	struct iovec riov[WIN_N][2], siov[WIN_N][2];
 
 	for (int i = 0; i < n; i++) {
-		dp_test_fill(src + i * len, len, seed + i);
-		dp_prep_recv(&rops[i], self->b2a, 7, 0, dst + WIN_GAP + i * slot, len, 1000 + i);
-		if (i % 2)
-			dp_prep_send_data(&sops[i], self->a2b, 7, src + i * len, len,
-					  0xd000 + i, 2000 + i);
-		else
-			dp_prep_send(&sops[i], self->a2b, 7, src + i * len, len, 2000 + i);
+		unsigned char *d = dst + WIN_GAP + i * slot, *s = src + i * len;
+
+		dp_test_fill(s, len, seed + i);
+		/* Ranges split at different points on the two sides. */
+		riov[i][0] = (struct iovec){ d, len / 2 };
+		riov[i][1] = (struct iovec){ d + len / 2, len - len / 2 };
+		siov[i][0] = (struct iovec){ s, len / 3 };
+		siov[i][1] = (struct iovec){ s + len / 3, len - len / 3 };
+		if (how & WIN_IOV) {
+			dp_prep_recv(&rops[i], self->b2a, 7, 0, riov[i], 2, 1000 + i);
+			dp_prep_set_flags(&rops[i], DMAPLANE_OP_F_IOV);
+			dp_prep_send(&sops[i], self->a2b, 7, siov[i], 2, 2000 + i);
+			dp_prep_set_flags(&sops[i], DMAPLANE_OP_F_IOV);
+		} else {
+			dp_prep_recv(&rops[i], self->b2a, 7, 0, d, len, 1000 + i);
+			dp_prep_send(&sops[i], self->a2b, 7, s, len, 2000 + i);
+		}
+		if (i % 2) {
+			sops[i].flags |= DMAPLANE_OP_F_DATA;
+			sops[i].data = 0xd000 + i;
+		}
 	}
-	if (sends_first) {
+	if (how & WIN_SENDS_FIRST) {
 		/* Rendezvous: each waits in a's pages until b's receives take them. */
 		ASSERT_EQ(n, dp_submit(self->a, sops, n));
 		ASSERT_EQ(n, dp_submit(self->b, rops, n));
@@ -2296,10 +2342,18 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	rc_counts(&c1);
 	EXPECT_EQ(0, c1.split - c0.split);
 	/* Sends first: b's 16 receives, each taking a rendezvous, share one. */
-	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 350, 0xa5, 1);
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 350, 0xa5, WIN_SENDS_FIRST);
 	rc_counts(&c0);
 	EXPECT_EQ(1, c0.split - c1.split);
 	EXPECT_EQ(0, c0.redone - c1.redone);
+	/* Iovecs on both sides, either way round: one helper each. */
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 360, 0xa5, WIN_IOV);
+	win_one(_metadata, self, src, dst, WIN_SLOT, WIN_LEN, WIN_N, 370, 0xa5,
+		WIN_IOV | WIN_SENDS_FIRST);
+	rc_counts(&c1);
+	EXPECT_EQ(2, c1.split - c0.split);
+	EXPECT_EQ(0, c1.redone - c0.redone);
+	c0 = c1;
 
 	/*
 	 * Mixed: s0 (posted), s1 eager (posted), s2 (posted), s3 (tag 8:
@@ -2402,12 +2456,14 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	memset(fresh, 0xa5, WIN_HUGE_MAP);
 	rc_counts(&c0);
 	win_one(_metadata, self, src, fresh, (1 << 20) + WIN_GAP, 1 << 20, WIN_N, 600, 0xa5, 0);
-	win_one(_metadata, self, src, fresh, (1 << 20) + WIN_GAP, 1 << 20, WIN_N, 650, 0xa5, 1);
+	win_one(_metadata, self, src, fresh, (1 << 20) + WIN_GAP, 1 << 20, WIN_N, 650, 0xa5,
+		WIN_SENDS_FIRST);
 	rc_counts(&c1);
 	EXPECT_EQ(4, c1.split - c0.split);
 	memset(fresh, 0xa5, WIN_HUGE_MAP);
 	win_one(_metadata, self, src, fresh, WIN_HUGE + WIN_GAP, WIN_HUGE, 3, 700, 0xa5, 0);
-	win_one(_metadata, self, src, fresh, WIN_HUGE + WIN_GAP, WIN_HUGE, 3, 750, 0xa5, 1);
+	win_one(_metadata, self, src, fresh, WIN_HUGE + WIN_GAP, WIN_HUGE, 3, 750, 0xa5,
+		WIN_SENDS_FIRST);
 	rc_counts(&c0);
 	EXPECT_EQ(6, c0.split - c1.split);
 	munmap(fresh, WIN_HUGE_MAP);
