@@ -71,7 +71,8 @@ done
 # (jobs/bench.sh: ab): DIR's dmaplane.ko (built for the stock kernel, as
 # another checkout's build/ko-stock) and this tree's, loaded in turn
 # DMAPLANE_BENCH_AB_ROUNDS times (default 3), each running the dp-bench
-# modes of DMAPLANE_BENCH_ONLY (default rate,path); in build/bench/ab.txt
+# modes of DMAPLANE_BENCH_ONLY (default rate,path; "kvstore": dp-kvstore
+# over dmaplane); in build/bench/ab.txt
 if [ -n "${DMAPLANE_BENCH_AB:-}" ]; then
 	[ -e "$DMAPLANE_BENCH_AB/dmaplane.ko" ] ||
 		{ echo "$0: no $DMAPLANE_BENCH_AB/dmaplane.ko" >&2; exit 2; }

@@ -217,8 +217,10 @@ fi
 # dmaplane.bench_ab=ROUNDS (DMAPLANE_BENCH_AB=DIR): instead of the bench,
 # module A ($D/ab/dmaplane.ko) and module B (this tree's) loaded in turn,
 # A B A B ..., each running the dp-bench modes of dmaplane.bench_only
-# (default rate,path): a change measured in one boot, where the host's
-# drift between two VM runs cannot decide it.
+# (default rate,path; "kvstore" runs dp-kvstore over dmaplane, 4 KiB and
+# 1 MiB, eight times make bench's rounds and pushes), and the module's
+# copies_split counters after each: a change measured in one boot, where
+# the host's drift between two VM runs cannot decide it.
 AB=$(cmdline dmaplane.bench_ab 0)
 if [ "$AB" != 0 ]; then
 	echo "DMAPLANE-BENCH-BEGIN"
@@ -234,6 +236,11 @@ if [ "$AB" != 0 ]; then
 			fi
 			echo "# ab round $round: module $m"
 			for mode in $(echo "${ONLY:-rate,path}" | tr , ' '); do
+				if [ "$mode" = kvstore ]; then
+					timeout "$TMO" $D/dp-kvstore -t dmaplane -n 8000 \
+						-p 16000 || rc=1
+					continue
+				fi
 				case $mode in
 				bw) n=50 ;;
 				path) n=2000 ;;
@@ -241,6 +248,8 @@ if [ "$AB" != 0 ]; then
 				esac
 				timeout "$TMO" $D/dp-bench "$mode" -n $n || rc=1
 			done
+			grep '^copies_split' /sys/kernel/debug/dmaplane/stats | tr '\n' ' '
+			echo
 		done
 	done
 	case_result ab $rc "rc=$rc"
