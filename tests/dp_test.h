@@ -53,6 +53,23 @@ static inline long dp_test_stat(const char *name)
 	return ret;
 }
 
+/*
+ * Counter @name once it reads @want, or what it reads after @ms
+ * milliseconds: for objects of a killed process, which the kernel may
+ * release a little after waitpid() (the last reference to its file can
+ * be dropped by a work item).
+ */
+static inline long dp_test_stat_settled(const char *name, long want, int ms)
+{
+	long val = dp_test_stat(name);
+
+	for (; val != want && ms > 0; ms -= 10) {
+		usleep(10000);
+		val = dp_test_stat(name);
+	}
+	return val;
+}
+
 /* Counters that count events and only grow: never back to zero. */
 static inline int dp_test_stat_cumulative(const char *name)
 {
