@@ -16,8 +16,11 @@
  *
  * Besides memory safety, each frame is checked for what run_random() and
  * send_burst() rely on: 1 to SEND_SLOTS messages, each of at least one
- * byte and within the connection's memory, a known expectation, and a
- * peek (rnd_peek()) that builds the very frame rnd_frame() then builds.
+ * byte and within the connection's memory, a known expectation, a peek
+ * (rnd_peek()) that builds the very frame rnd_frame() then builds, and a
+ * frame that must be dropped for its seq still having a wrong one (two
+ * seq mutations once put the right one back: the node rightly kept the
+ * connection, and the two-VM run failed for seed 1032478124).
  *
  * Between frames, a made-up node (its own generator, from the seed) does
  * what a real one may: gives credits back or not, sends requests we owe
@@ -189,6 +192,9 @@ static bool run_seed(struct conn *c, uint64_t seed, unsigned long count, uint8_t
 	fake_conn_reset(c);
 	nconns++;
 	for (i = 0; i < count; i++) {
+		/* The seq the node takes for this frame's request. */
+		uint64_t want = c->next_seq;
+
 		cur_frame = i;
 		/* As run_random(): a peek, then the frame it sends. */
 		rnd_peek(c, seed, i, &pf);
@@ -206,6 +212,19 @@ static bool run_seed(struct conn *c, uint64_t seed, unsigned long count, uint8_t
 			off = (size_t)(send_buf(c, k) - c->mem);
 			if (memcmp(peek + off, c->mem + off, f.len[k]))
 				why = "peeked bytes differ from the frame's";
+		}
+		if (!why && f.n == 1 && f.expect == EXP_DROP && strstr(f.what, " seq=") &&
+		    !strstr(f.what, "type=") && !strstr(f.what, "byte@") &&
+		    !strstr(f.what, "flip") && f.len[0] >= sizeof(struct dmaplane_wire_hdr)) {
+			/*
+			 * A wrong seq must stay wrong, however many seq
+			 * mutations made it (random bytes and a new type may
+			 * do anything: those frames are not checked here).
+			 */
+			const struct dmaplane_wire_hdr *h = (const void *)send_buf(c, 0);
+
+			if (le64toh(h->seq) == (h->type == DMAPLANE_WIRE_ACK ? 0 : want))
+				why = "a frame to be dropped for its seq has the right one";
 		}
 		if (why) {
 			diag("seed %llu frame %lu (%s):%s: %s", (unsigned long long)seed, i,

@@ -1734,6 +1734,8 @@ static uint32_t mutate(struct conn *c, struct rframe *f, uint32_t len)
 {
 	struct dmaplane_wire_hdr *h = hdr(c);
 	unsigned int k, nmut = 1 + rnd_below(rnd_below(3) ? 1 : 3);
+	/* The right seq: a second seq mutation must not land back on it. */
+	uint64_t seq = le64toh(h->seq);
 	bool fuzzy = false, drop = false;
 	uint32_t r, d;
 
@@ -1793,10 +1795,8 @@ static uint32_t mutate(struct conn *c, struct rframe *f, uint32_t len)
 			drop = true;
 		} else if (r < 56) {
 			/* Requests: one seq only is right; ACKs: zero only. */
-			uint64_t s = le64toh(h->seq);
-
 			h->seq = htole64(h->type == DMAPLANE_WIRE_ACK ? 1 + rnd_below(100) :
-					 rnd_below(2) ? s + 1 + rnd_below(5) : s - 1);
+					 rnd_below(2) ? seq + 1 + rnd_below(5) : seq - 1);
 			what_add(f, "seq=%llu", (unsigned long long)le64toh(h->seq));
 			drop = true;
 		} else if (r < 70) {
