@@ -586,35 +586,16 @@ int dmaplane_ubuf_iter_end(struct dmaplane_region_map *map)
 	return map->r ? dmaplane_region_iter_end(map) : 0;
 }
 
-/* Copy the first bytes of @iter to or from a buffer of another task (or a region). */
-static int copy_remote_ubuf(struct mm_struct *mm, struct dmaplane_ubuf *b,
-			    struct iov_iter *iter, bool to_remote)
-{
-	u32 i;
-	int ret = 0;
-
-	if (b->region)
-		return dmaplane_region_copy(b->region, b->roff,
-					    min_t(u64, b->len, iov_iter_count(iter)),
-					    iter, to_remote);
-	for (i = 0; i < b->nsegs && iov_iter_count(iter) && !ret; i++) {
-		u64 n = min_t(u64, b->segs[i].iov_len, iov_iter_count(iter));
-
-		if (n)
-			ret = copy_remote(mm, (u64)(uintptr_t)b->segs[i].iov_base,
-					  n, iter, to_remote, 0);
-	}
-	return ret;
-}
-
 /**
- * struct copy_side - one side of a split copy
+ * struct copy_side - one side of a copy between two address spaces
+ *	(a split copy's, or copy_remote_ubuf()'s)
  * @mm: user memory of this address space (mmgrab()ed by its owner), or
  *	NULL for a region
  * @segs: @mm's ranges, in order (a buffer's own array, which outlives
  *	the copy)
  * @nsegs: entries of @segs
- * @region: a region with pages (referenced by the caller), or NULL
+ * @region: a region (referenced by the caller), or NULL; for a split
+ *	copy, one with pages (copy_side_of())
  * @addr: the offset in @region
  */
 struct copy_side {
@@ -661,6 +642,22 @@ static int copy_side_copy(const struct copy_side *c, u64 off, u64 n,
 		n -= m;
 	}
 	return ret;
+}
+
+/*
+ * Copy the first bytes of @iter to or from @b, a buffer of another task
+ * (@mm) or a region: copy_side_copy() over all of it.
+ */
+static int copy_remote_ubuf(struct mm_struct *mm, struct dmaplane_ubuf *b,
+			    struct iov_iter *iter, bool to_remote)
+{
+	struct copy_side side = {
+		.mm = mm, .segs = b->segs, .nsegs = b->nsegs,
+		.region = b->region, .addr = b->roff,
+	};
+
+	return copy_side_copy(&side, 0, min_t(u64, b->len, iov_iter_count(iter)), iter,
+			      to_remote, 0);
 }
 
 /**
