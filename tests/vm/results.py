@@ -91,14 +91,17 @@ def emit(results, ok, name, why=""):
 def parse_kselftest(lines, prefix, rc, results):
     seen = 0
     running = None
-    said = []	# the running test's own lines ("# file:line:..." and TH_LOG)
+    # A test's own lines: since its RUN line for kselftest_harness.h
+    # ("# file:line:..." and TH_LOG), since the previous result for any
+    # other TAP producer (tests/twonode/evil_peer.c: "# " lines).
+    said = []
     for line in lines:
         run = HARNESS_RUN.match(line)
         if run:
             running = run.group(1)
             said = []
             continue
-        if line.startswith("#") and running:
+        if line.startswith("#"):
             said.append(line.lstrip("# ").strip())
         m = TAP_RESULT.match(line.strip() if line.startswith(" ") else line)
         if not m or line.startswith(" "):
