@@ -50,10 +50,22 @@
  * copy, as with the pinning copy.  A write needs an entry pinned
  * writable: the access is the one checked when the entry was pinned, as
  * for regions (an mprotect() since does not revoke it, as it does not
- * revoke a registration).  Posting a receive never creates an entry (a
- * small one pins its page for its own life instead: msg.c recv_pin(),
- * which leaves a range this cache covers alone).  The caches are found by
- * mm in an RCU hash table and freed after a grace period.
+ * revoke a registration).  The caches are found by mm in an RCU hash
+ * table and freed after a grace period.
+ *
+ * Posting a large receive makes sure an entry covers its buffer
+ * (dmaplane_mr_cache_add_recv(), called by msg.c; a small one pins its
+ * page for its own life instead: recv_pin()): the entry is found, or
+ * pinned and left unused on the LRU at once, so that the copies into the
+ * buffer and every later receive into it pin nothing.  Such receive
+ * entries are an optimisation with a fallback: they pin only pages
+ * mapped writable already (FOLL_NOFAULT: posting never faults the
+ * buffer in), give up rather than take the mmap_lock for writing, are
+ * charged to RLIMIT_MEMLOCK (CAP_IPC_LOCK exempts, asked without an
+ * audit record) without evicting anything for it, and together take at
+ * most mr_cache_recv_mb per address space, least recently used evicted
+ * first.  An explicit registration that would exceed RLIMIT_MEMLOCK
+ * evicts unused entries, these included (mr_cache_charge()).
  *
  * Locks, outermost first:
  *
@@ -113,6 +125,11 @@ module_param(mr_cache_max_entries, uint, 0644);
 MODULE_PARM_DESC(mr_cache_max_entries,
 		 "Unreferenced registrations kept pinned per address space (0: none)");
 
+static unsigned int mr_cache_recv_mb = 256;
+module_param(mr_cache_recv_mb, uint, 0644);
+MODULE_PARM_DESC(mr_cache_recv_mb,
+		 "MiB of posted receive buffers kept registered per address space (0: none)");
+
 /* Teardown work of every cache; drained at module unload. */
 static struct workqueue_struct *dmaplane_mr_wq;
 
@@ -136,8 +153,8 @@ static DEFINE_HASHTABLE(dmaplane_mr_caches, 6);
  * @mm: the address space (mmgrab()ed); NULL for KUnit caches, whose
  *	entries hold kernel pages
  * @lock: protects @tree, @lru, @dead, @suspects, @nr_entries,
- *	@nr_unused, @closing and the state, suspicion, users and regions of
- *	every entry
+ *	@nr_unused, @recv_pages, @closing and the state, suspicion, users
+ *	and regions of every entry
  * @tree: VALID entries by page range
  * @lru: VALID entries no region uses, least recently used first
  * @dead: DEAD entries waiting for @teardown_work
@@ -145,6 +162,8 @@ static DEFINE_HASHTABLE(dmaplane_mr_caches, 6);
  * @nr_entries: entries in @tree
  * @nr_unused: entries on @lru
  * @max_unused: bound of @nr_unused (mr_cache_max_entries at creation)
+ * @recv_pages: pages of the VALID receive entries and of those being
+ *	pinned (dmaplane_mr_cache_add_recv())
  * @closing: the last endpoint is gone: entries are not kept when unused
  * @teardown_work: tears down the entries on @dead
  * @verify_work: verifies the entries on @suspects
@@ -165,6 +184,7 @@ struct dmaplane_mr_cache {
 	unsigned int nr_entries;
 	unsigned int nr_unused;
 	unsigned int max_unused;
+	unsigned long recv_pages;
 	bool closing;
 	struct work_struct teardown_work;
 	struct work_struct verify_work;
@@ -196,6 +216,8 @@ enum mr_entry_state {
  * @suspect: VALID, but hit by MMU_NOTIFY_CLEAR since its last
  *	verification (see the top comment), under cache->lock
  * @write: pinned with FOLL_WRITE
+ * @recv: pinned for a posted receive (dmaplane_mr_cache_add_recv()),
+ *	counted in cache->recv_pages until it is killed
  * @notifier_live: @notifier is inserted
  * @pinned: @pages are pinned user pages (else KUnit kernel pages)
  * @pages_sem: @pages against unpinning (see the top comment)
@@ -216,6 +238,7 @@ struct dmaplane_mr_entry {
 	enum mr_entry_state state;
 	bool suspect;
 	bool write;
+	bool recv;
 	bool notifier_live;
 	bool pinned;
 	struct rw_semaphore pages_sem;
@@ -308,6 +331,8 @@ static void mr_entry_kill_locked(struct dmaplane_mr_cache *c,
 	if (e->state == MR_ENTRY_VALID) {
 		interval_tree_remove(&e->it, &c->tree);
 		c->nr_entries--;
+		if (e->recv)
+			c->recv_pages -= e->npages;
 	}
 	if (!list_empty(&e->lru)) {
 		list_del_init(&e->lru);
@@ -354,6 +379,22 @@ static bool mr_cache_evict_one_locked(struct dmaplane_mr_cache *c)
 		return false;
 	mr_entry_kill_locked(c, e);
 	return true;
+}
+
+/* Evict the least recently used unused receive entry; false if none. */
+static bool mr_cache_evict_recv_locked(struct dmaplane_mr_cache *c)
+{
+	struct dmaplane_mr_entry *e;
+
+	lockdep_assert_held(&c->lock);
+
+	list_for_each_entry(e, &c->lru, lru) {
+		if (e->recv) {
+			mr_entry_kill_locked(c, e);
+			return true;
+		}
+	}
+	return false;
 }
 
 /* Keep at most max_unused unreferenced entries. */
@@ -1114,7 +1155,8 @@ int dmaplane_mr_cache_copy(struct mm_struct *mm, u64 uaddr, u64 len,
 
 static struct dmaplane_mr_entry *mr_entry_alloc(struct dmaplane_mr_cache *c,
 						unsigned long start,
-						unsigned long npages, bool write)
+						unsigned long npages, bool write,
+						bool recv)
 {
 	struct dmaplane_mr_entry *e;
 
@@ -1130,6 +1172,7 @@ static struct dmaplane_mr_entry *mr_entry_alloc(struct dmaplane_mr_cache *c,
 	kref_init(&e->ref);	/* the pin reference */
 	e->state = MR_ENTRY_PINNING;
 	e->write = write;
+	e->recv = recv;
 	init_rwsem(&e->pages_sem);
 	e->npages = npages;
 	kref_get(&c->ref);
@@ -1194,11 +1237,13 @@ static int mr_check_writable(unsigned long start, unsigned long end, bool locked
 
 /*
  * Pin the pages of @e in chunks; on error nothing stays pinned.  @locked:
- * the caller holds current->mm's mmap_lock (for writing).
+ * the caller holds current->mm's mmap_lock (for writing).  A receive
+ * entry pins only what is mapped (FOLL_NOFAULT).
  */
 static int mr_entry_pin_pages(struct dmaplane_mr_entry *e, bool locked)
 {
-	unsigned int gup_flags = FOLL_LONGTERM | (e->write ? FOLL_WRITE : 0);
+	unsigned int gup_flags = FOLL_LONGTERM | (e->write ? FOLL_WRITE : 0) |
+				 (e->recv ? FOLL_NOFAULT : 0);
 	unsigned long start = e->it.start;
 	unsigned long pinned = 0;
 	int ret;
@@ -1244,7 +1289,9 @@ err_unpin:
 
 /*
  * Pin [start, start + npages pages) of the cache's mm into a new entry
- * and attach @mr to it.
+ * and attach @mr to it.  Without @mr, a receive entry (see the top
+ * comment), left unused on the LRU; the caller reserved its pages in
+ * c->recv_pages.
  */
 static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 			   unsigned long start, unsigned long npages, bool write)
@@ -1255,11 +1302,14 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 	unsigned long seq;
 	int ret;
 
-	e = mr_entry_alloc(c, start, npages, write);
+	e = mr_entry_alloc(c, start, npages, write, !mr);
 	if (!e)
 		return -ENOMEM;
 
-	ret = mr_cache_charge(c, npages);
+	if (mr)
+		ret = mr_cache_charge(c, npages);
+	else
+		ret = dmaplane_charge_pages_noaudit(c->mm, npages);
 	if (ret)
 		goto err_free_entry;
 
@@ -1284,6 +1334,11 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 	for (tries = 1;; tries++) {
 		/* See MR_TRIES. */
 		if (tries > MR_TRIES_UNLOCKED && !locked) {
+			/* A receive entry is not worth blocking the mm for. */
+			if (!mr) {
+				ret = -EAGAIN;
+				goto err_remove_notifier;
+			}
 			if (mmap_write_lock_killable(c->mm)) {
 				ret = -EINTR;
 				goto err_remove_notifier;
@@ -1309,21 +1364,27 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 		}
 		cond_resched();
 	}
-	/* Still under c->lock: publish the entry and attach @mr. */
+	/*
+	 * Still under c->lock: publish the entry and attach @mr, or leave a
+	 * receive entry unused (it may be evicted and torn down as soon as
+	 * the lock is dropped: the counters go up first).
+	 */
 	e->charged = npages;
 	e->pinned = true;
 	e->notifier_live = true;
 	e->state = MR_ENTRY_VALID;
+	dmaplane_stat_inc(user_mrs);
+	dmaplane_stat_add(pinned_pages, npages);
 	interval_tree_insert(&e->it, &c->tree);
 	c->nr_entries++;
-	mr_attach_locked(c, e, mr);
+	if (mr)
+		mr_attach_locked(c, e, mr);
+	else
+		mr_entry_unused_locked(c, e);
 	spin_unlock(&c->lock);
 	if (locked)
 		mmap_write_unlock(c->mm);
-
-	dmaplane_stat_inc(user_mrs);
-	dmaplane_stat_add(pinned_pages, npages);
-	/* @mr holds the entry now; keep the pin reference only. */
+	/* @mr holds a reference of its own; the pin reference stays. */
 	return 0;
 
 err_unlock_mm:
@@ -1341,11 +1402,17 @@ err_free_entry:
 	return ret;
 }
 
-/* The cache of the endpoint's mm, created on the first registration. */
+/*
+ * The cache of the endpoint's mm, created on the first registration.
+ * ep->mr_cache is set once under dmaplane_mr_caches_lock and cleared
+ * only when the endpoint is released: a set one may be read without it.
+ */
 static struct dmaplane_mr_cache *mr_cache_get_ep(struct dmaplane_ep *ep)
 {
-	struct dmaplane_mr_cache *c;
+	struct dmaplane_mr_cache *c = READ_ONCE(ep->mr_cache);
 
+	if (c)
+		return c;
 	mutex_lock(&dmaplane_mr_caches_lock);
 	c = ep->mr_cache;
 	if (c)
@@ -1361,10 +1428,84 @@ static struct dmaplane_mr_cache *mr_cache_get_ep(struct dmaplane_ep *ep)
 		goto out_unlock;
 	hash_add_rcu(dmaplane_mr_caches, &c->node, (unsigned long)ep->mm);
 out_set:
-	ep->mr_cache = c;
+	WRITE_ONCE(ep->mr_cache, c);
 out_unlock:
 	mutex_unlock(&dmaplane_mr_caches_lock);
 	return c;
+}
+
+/**
+ * dmaplane_mr_cache_add_recv() - keep a posted receive's buffer registered
+ * @ep: the endpoint the receive is posted on, of the current mm
+ * @uaddr: the buffer's address
+ * @len: its length, at least 1
+ *
+ * Makes sure a VALID entry of the cache pinned writable covers the
+ * buffer: one that does is moved to the LRU's tail if unused, else a
+ * receive entry is pinned and left unused on the LRU (see the top
+ * comment), evicting older unused receive entries beyond
+ * mr_cache_recv_mb.  The copies into the buffer then go through its
+ * pages (dmaplane_mr_cache_copy()) while the entry lasts.  Sleeps.
+ *
+ * Return: 0 when an entry covers the buffer (or did at the look-up);
+ * -E2BIG when the buffer alone exceeds mr_cache_recv_mb, -ENOSPC when the
+ * cache keeps nothing unused or the other receive entries are in use,
+ * -EFAULT when a page is not mapped writable now, or what pinning and
+ * charging return.  Nothing changes on an error: the receive is posted
+ * without the entry.
+ */
+int dmaplane_mr_cache_add_recv(struct dmaplane_ep *ep, u64 uaddr, u64 len)
+{
+	unsigned long max = (unsigned long)READ_ONCE(mr_cache_recv_mb) << (20 - PAGE_SHIFT);
+	struct dmaplane_mr_cache *c;
+	struct dmaplane_mr_entry *e;
+	unsigned long npages;
+	u64 start, last;
+	int ret;
+
+	if (WARN_ON_ONCE(current->mm != ep->mm))
+		return -EPERM;
+	if (!mr_page_span(uaddr, len, &start, &last))
+		return -EINVAL;
+	npages = ((last - start) >> PAGE_SHIFT) + 1;
+	if (npages > max)
+		return -E2BIG;
+	c = mr_cache_get_ep(ep);
+	if (!c)
+		return -ENOMEM;
+
+	spin_lock(&c->lock);
+	e = mr_cache_find_locked(c, start, last, true);
+	if (e) {
+		if (!list_empty(&e->lru))
+			list_move_tail(&e->lru, &c->lru);
+		spin_unlock(&c->lock);
+		dmaplane_stat_inc(recv_reg_hits);
+		return 0;
+	}
+	if (!c->max_unused || c->closing) {
+		spin_unlock(&c->lock);
+		return -ENOSPC;
+	}
+	while (c->recv_pages + npages > max) {
+		if (!mr_cache_evict_recv_locked(c)) {
+			spin_unlock(&c->lock);
+			return -ENOSPC;
+		}
+	}
+	/* Reserved; a VALID receive entry keeps them until it is killed. */
+	c->recv_pages += npages;
+	spin_unlock(&c->lock);
+
+	ret = mr_entry_create(c, NULL, start, npages, true);
+	if (ret) {
+		spin_lock(&c->lock);
+		c->recv_pages -= npages;
+		spin_unlock(&c->lock);
+		return ret;
+	}
+	dmaplane_stat_inc(recv_regs);
+	return 0;
 }
 
 /**
@@ -1601,7 +1742,7 @@ EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_cache_create);
 int dmaplane_mr_test_add(struct dmaplane_mr_cache *c, unsigned long start,
 			 struct page **pages, unsigned long npages, bool write)
 {
-	struct dmaplane_mr_entry *e = mr_entry_alloc(c, start, npages, write);
+	struct dmaplane_mr_entry *e = mr_entry_alloc(c, start, npages, write, false);
 
 	if (!e) {
 		if (pages)

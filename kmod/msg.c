@@ -66,6 +66,15 @@ MODULE_PARM_DESC(recv_pins_max,
 		 "Posted receives of an endpoint that may keep their buffer's page pinned (0: none)");
 
 /*
+ * A posted receive's buffer ranges of at least recv_reg_min bytes are
+ * kept registered: recv_register().
+ */
+static unsigned long recv_reg_min = SZ_16K;
+module_param(recv_reg_min, ulong, 0644);
+MODULE_PARM_DESC(recv_reg_min,
+		 "Bytes from which a posted receive's buffer is kept registered for the copies into it (0: never)");
+
+/*
  * A copy on this node of at least copy_split_min bytes is shared with a
  * helper on another CPU: copy_split().
  */
@@ -315,11 +324,11 @@ static noinline int copy_self(u64 uaddr, u64 len, struct iov_iter *iter,
  * When the range lies in a registration of @mm's registration cache (a
  * buffer registered once and deregistered stays pinned there), the copy
  * goes through those pages and pins nothing: dmaplane_mr_cache_copy().
- * Posting a receive does not create a cache entry (it would keep the
- * pages pinned after the receive): only what the process registered is
- * reused.  (A receive within one page brings its own pinned page:
- * recv_pin(); its copy does not come here.)  A small copy within the
- * caller's own address space goes through copy_self().
+ * Posting a large receive makes one (recv_register()); otherwise only
+ * what the process registered is reused.  (A receive within one page
+ * brings its own pinned page: recv_pin(); its copy does not come here.)
+ * A small copy within the caller's own address space goes through
+ * copy_self().
  *
  * Otherwise the pages are pinned at most COPY_PAGES at a time.  Each run
  * of pages of one folio is copied in one call; unpinning (and dirtying,
@@ -1081,6 +1090,34 @@ err_unclaim:
 	atomic_dec(&ep->recv_pins);
 }
 
+/*
+ * Posting a receive whose buffer (a range of an iovec buffer at a time)
+ * holds at least recv_reg_min bytes keeps the buffer registered in the
+ * registration cache of the process (mr.c: dmaplane_mr_cache_add_recv()
+ * finds an entry covering it, or pins one, charged to RLIMIT_MEMLOCK and
+ * bounded by mr_cache_recv_mb, and leaves it in the cache's LRU when the
+ * receive is gone).  The copies into the buffer go through its pages
+ * (copy_remote(): pinning nothing), and so do those of every later
+ * receive into the same buffer while the entry lasts; munmap() and the
+ * like end it as they end a registration.  Only pages mapped writable at
+ * post time are pinned.  Posting never fails for it: without the entry
+ * the copies pin the pages themselves.
+ */
+static void recv_register(struct dmaplane_ep *ep, struct dmaplane_recv *r)
+{
+	struct dmaplane_ubuf *b = &r->buf;
+	u64 min = READ_ONCE(recv_reg_min);
+	u32 i;
+
+	if (!min || r->page || b->region || !ep->mm || current->mm != ep->mm)
+		return;
+	for (i = 0; i < b->nsegs; i++) {
+		if (b->segs[i].iov_len >= min)
+			dmaplane_mr_cache_add_recv(ep, (unsigned long)b->segs[i].iov_base,
+						   b->segs[i].iov_len);
+	}
+}
+
 /* Copy the first @n bytes of @iter into the page of a pinned receive. */
 static int recv_page_copy(struct dmaplane_recv *r, u64 n, struct iov_iter *iter)
 {
@@ -1645,6 +1682,7 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 	/* Posted, it may match and complete: the batch's receives first. */
 	batch_flush(ep, *batch);
 	recv_pin(ep, r);
+	recv_register(ep, r);
 
 	mutex_lock(&ep->match_lock);
 	mm = dmaplane_match_post_recv(&ep->matcher, &r->m);

@@ -17,6 +17,7 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/user_namespace.h>
 
 #include "dmaplane.h"
 
@@ -451,8 +452,28 @@ static unsigned long dmaplane_max_charged(void)
 	return totalram_pages() / 2;
 }
 
-/* dmaplane_charge_pages(); with @may_cap, CAP_IPC_LOCK exempts from RLIMIT_MEMLOCK. */
-static int charge_pages(struct mm_struct *mm, unsigned long npages, bool may_cap)
+/* Who is exempt from RLIMIT_MEMLOCK in charge_pages(). */
+enum charge_cap {
+	CHARGE_CAP,		/* CAP_IPC_LOCK holders: capable() */
+	CHARGE_CAP_NOAUDIT,	/* the same, asked without an audit record */
+	CHARGE_WITHIN,		/* nobody */
+};
+
+static bool charge_exempt(enum charge_cap cap)
+{
+	switch (cap) {
+	case CHARGE_CAP:
+		return capable(CAP_IPC_LOCK);
+	case CHARGE_CAP_NOAUDIT:
+		return ns_capable_noaudit(&init_user_ns, CAP_IPC_LOCK);
+	default:
+		return false;
+	}
+}
+
+/* dmaplane_charge_pages() and its variants, by the exemption @cap. */
+static int charge_pages(struct mm_struct *mm, unsigned long npages,
+			enum charge_cap cap)
 {
 	unsigned long lock_limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
 	unsigned long new;
@@ -462,7 +483,7 @@ static int charge_pages(struct mm_struct *mm, unsigned long npages, bool may_cap
 		goto err_uncharge_module;
 
 	new = atomic64_add_return(npages, &mm->pinned_vm);
-	if (new > lock_limit && (!may_cap || !capable(CAP_IPC_LOCK)))
+	if (new > lock_limit && !charge_exempt(cap))
 		goto err_uncharge_mm;
 
 	dmaplane_stat_add(charged_pages, npages);
@@ -486,7 +507,7 @@ err_uncharge_module:
  */
 int dmaplane_charge_pages(struct mm_struct *mm, unsigned long npages)
 {
-	return charge_pages(mm, npages, true);
+	return charge_pages(mm, npages, CHARGE_CAP);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_charge_pages);
 
@@ -504,7 +525,25 @@ EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_charge_pages);
  */
 int dmaplane_charge_pages_within(struct mm_struct *mm, unsigned long npages)
 {
-	return charge_pages(mm, npages, false);
+	return charge_pages(mm, npages, CHARGE_WITHIN);
+}
+
+/**
+ * dmaplane_charge_pages_noaudit() - dmaplane_charge_pages() without an
+ *	audit record
+ * @mm: address space to charge
+ * @npages: number of base pages
+ *
+ * For pins that are an optimisation with a fallback, tried on many
+ * operations (mr.c: a posted receive's registration): CAP_IPC_LOCK
+ * exempts from RLIMIT_MEMLOCK as for a registration, but a caller without
+ * it is not audited for the capability each time.
+ *
+ * Return: as dmaplane_charge_pages(); undone by dmaplane_uncharge_pages().
+ */
+int dmaplane_charge_pages_noaudit(struct mm_struct *mm, unsigned long npages)
+{
+	return charge_pages(mm, npages, CHARGE_CAP_NOAUDIT);
 }
 
 /**

@@ -1374,8 +1374,8 @@ static int rc_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
 TEST_F(pair, registered_receive_buffer_pins_nothing)
 {
 	unsigned char *buf = rc_map(NULL), *keep, *src;
+	long mrs, pinned_pages, regs;
 	struct rc_counts b0, b1;
-	long mrs, pinned_pages;
 	struct dmaplane_cqe c;
 	struct iovec iov[3];
 	int exact, i, status;
@@ -1440,7 +1440,8 @@ TEST_F(pair, registered_receive_buffer_pins_nothing)
 	/*
 	 * munmap between receives, and a fresh mapping at the same address:
 	 * the next receive lands in the new pages (the registration died with
-	 * the old ones: it pins them), never in the old pages.
+	 * the old ones: posting the receive registers the new ones, see
+	 * posted_receive_keeps_its_buffer_registered), never in the old pages.
 	 */
 	ASSERT_EQ(0, munmap(buf, RC_LEN));
 	ASSERT_EQ(buf, rc_map(buf));
@@ -1448,11 +1449,14 @@ TEST_F(pair, registered_receive_buffer_pins_nothing)
 		usleep(20000);
 	EXPECT_EQ(mrs - 1, dp_test_stat("user_mrs"));
 	rc_counts(&b0);
+	regs = dp_test_stat("recv_regs");
 	ASSERT_EQ(0, rc_one(_metadata, self, buf, 4096, 100000, 8, &exact));
 	EXPECT_TRUE(exact);
 	rc_counts(&b1);
-	EXPECT_EQ(0, b1.cached - b0.cached);
-	EXPECT_EQ(1, b1.pinned - b0.pinned);
+	EXPECT_EQ(1, dp_test_stat("recv_regs") - regs);
+	EXPECT_EQ(1, b1.cached - b0.cached);
+	EXPECT_EQ(0, b1.pinned - b0.pinned);
+	EXPECT_EQ(mrs, dp_test_stat("user_mrs"));
 
 	/* MADV_DONTNEED between receives: verified, found gone, pinned anew. */
 	ASSERT_EQ(0, rc_register_and_drop(self->b, buf, DMAPLANE_ACCESS_LOCAL_WRITE));
@@ -2474,6 +2478,338 @@ TEST_F(pair, window_of_sends_shares_one_helper)
 	EXPECT_EQ(0, set_param("copy_split_min", val));
 	munmap(dst, map_len);
 	free(src);
+}
+
+/*
+ * A posted receive of at least recv_reg_min bytes keeps its buffer
+ * registered (kmod/msg.c recv_register(), kmod/mr.c
+ * dmaplane_mr_cache_add_recv()): posting pins the buffer's pages into an
+ * entry of the process's registration cache ("recv_regs", "user_mrs",
+ * "pinned_pages", VmPin), the sender's copy goes through them
+ * ("copies_cached"), and every later receive into the buffer finds the
+ * entry ("recv_reg_hits") and pins nothing more.  Not registered: a
+ * buffer below recv_reg_min, pages not mapped yet (the copy faults them
+ * in; the next receive registers), a buffer beyond mr_cache_recv_mb;
+ * the receive entries together stay within mr_cache_recv_mb, least
+ * recently used evicted first.  munmap() of a posted receive's buffer
+ * ends its entry: the message then fails with -EFAULT at both ends.
+ */
+#define RR_LEN	(512UL << 10)
+
+struct rr_counts {
+	long regs, hits, mrs, pages, cached, pinned, vmpin;
+};
+
+static void rr_counts(struct rr_counts *c)
+{
+	c->regs = dp_test_stat("recv_regs");
+	c->hits = dp_test_stat("recv_reg_hits");
+	c->mrs = dp_test_stat("user_mrs");
+	c->pages = dp_test_stat("pinned_pages");
+	c->cached = dp_test_stat("copies_cached");
+	c->pinned = dp_test_stat("copies_pinned");
+	c->vmpin = vm_pin_kb();
+}
+
+/* @c's counters moved by what @want says since @c0 (vmpin in pages). */
+#define EXPECT_RR(c0, regs_, hits_, mrs_, pages_, cached_, pinned_) do {		\
+	struct rr_counts c1_;								\
+											\
+	rr_counts(&c1_);								\
+	EXPECT_EQ(regs_, c1_.regs - (c0).regs);						\
+	EXPECT_EQ(hits_, c1_.hits - (c0).hits);						\
+	EXPECT_EQ(mrs_, c1_.mrs - (c0).mrs);						\
+	EXPECT_EQ(pages_, c1_.pages - (c0).pages);					\
+	EXPECT_EQ((long)(pages_) * (long)dp_test_pgsz() / 1024, c1_.vmpin - (c0).vmpin); \
+	EXPECT_EQ(cached_, c1_.cached - (c0).cached);					\
+	EXPECT_EQ(pinned_, c1_.pinned - (c0).pinned);					\
+} while (0)
+
+static unsigned char *rr_map(size_t len, int touch)
+{
+	unsigned char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	if (touch)
+		memset(p, 0x5a, len);
+	return p;
+}
+
+/* Pages of [p, p + len). */
+static long rr_pages(const void *p, size_t len)
+{
+	size_t pg = dp_test_pgsz();
+	uintptr_t a = (uintptr_t)p;
+
+	return (long)(((a + len + pg - 1) & ~(pg - 1)) - (a & ~(pg - 1))) / (long)pg;
+}
+
+/* One expected message of @len at @buf + @off, data checked. */
+#define RR_ONE(buf, off, len, seed) do {						\
+	int exact_ = 0;									\
+											\
+	EXPECT_EQ(0, rc_one(_metadata, self, buf, off, len, seed, &exact_));		\
+	EXPECT_TRUE(exact_) TH_LOG("%zu bytes at %zu", (size_t)(len), (size_t)(off)); \
+} while (0)
+
+TEST_F(pair, posted_receive_keeps_its_buffer_registered)
+{
+	long min = read_param("recv_reg_min"), max_mb = read_param("mr_cache_recv_mb");
+	long pg = dp_test_pgsz();
+	unsigned char *buf, *fresh, *vec, *gone, *p[3], *src;
+	struct rr_counts c0;
+	struct dmaplane_cqe c;
+	struct iovec iov[3];
+	char val[32];
+	int i;
+
+	ASSERT_LE(0, dp_test_stat("recv_regs")) TH_LOG("no recv_regs counter");
+	ASSERT_EQ(16384, min);
+	ASSERT_LE(1, max_mb);
+	srand(11);
+
+	/* Posting registers, the copy goes through the entry. */
+	buf = rr_map(RR_LEN, 1);
+	ASSERT_NE(NULL, buf);
+	rr_counts(&c0);
+	RR_ONE(buf, 0, 200000, 1);
+	EXPECT_RR(c0, 1, 0, 1, rr_pages(buf, 200000), 1, 0);
+
+	/* Receives within it: found, nothing pinned. */
+	rr_counts(&c0);
+	for (i = 0; i < 20; i++) {
+		size_t len = min + rand() % (100000 - min);
+		size_t off = rand() % (200000 - len + 1);
+
+		RR_ONE(buf, off, len, 100 + i);
+	}
+	EXPECT_RR(c0, 0, 20, 0, 0, 20, 0);
+
+	/* Below recv_reg_min (across two pages: no recv_pin() either). */
+	rr_counts(&c0);
+	RR_ONE(buf, 300000, min - 1, 2);
+	EXPECT_RR(c0, 0, 0, 0, 0, 0, 1);
+
+	/* Not mapped yet: the copy faults it in, the next receive registers. */
+	fresh = rr_map(RR_LEN, 0);
+	ASSERT_NE(NULL, fresh);
+	rr_counts(&c0);
+	RR_ONE(fresh, 100, 100000, 3);
+	EXPECT_RR(c0, 0, 0, 0, 0, 0, 1);
+	rr_counts(&c0);
+	RR_ONE(fresh, 100, 100000, 4);
+	EXPECT_RR(c0, 1, 0, 1, rr_pages(fresh + 100, 100000), 1, 0);
+
+	/* An iovec: each range of at least recv_reg_min on its own. */
+	vec = rr_map(RR_LEN, 1);
+	ASSERT_NE(NULL, vec);
+	iov[0] = (struct iovec){ vec + 10, 20000 };
+	iov[1] = (struct iovec){ vec + 100000, 5000 };
+	iov[2] = (struct iovec){ vec + 200000, 30000 };
+	src = malloc(55000);
+	ASSERT_NE(NULL, src);
+	dp_test_fill(src, 55000, 5);
+	rr_counts(&c0);
+	ASSERT_EQ(0, dp_recvv(self->b, self->b2a, 5, 0, iov, 3, 5));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 5, src, 55000, 5));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(55000, c.len);
+	EXPECT_EQ(0, memcmp(vec + 10, src, 20000));
+	EXPECT_EQ(0, memcmp(vec + 100000, src + 20000, 5000));
+	EXPECT_EQ(0, memcmp(vec + 200000, src + 25000, 30000));
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_RR(c0, 2, 0, 2, rr_pages(vec + 10, 20000) + rr_pages(vec + 200000, 30000),
+		  2, 1);
+
+	/*
+	 * munmap() of a posted receive's buffer: the entry goes with the
+	 * pages, the message fails at both ends.
+	 */
+	gone = rr_map(RR_LEN, 1);
+	ASSERT_NE(NULL, gone);
+	rr_counts(&c0);
+	ASSERT_EQ(0, dp_recv(self->b, self->b2a, 6, 0, gone, 100000, 6));
+	EXPECT_RR(c0, 1, 0, 1, rr_pages(gone, 100000), 0, 0);
+	ASSERT_EQ(0, munmap(gone, RR_LEN));
+	EXPECT_EQ(c0.mrs, dp_test_stat_settled("user_mrs", c0.mrs, 5000));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 6, src, 100000, 6));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(-EFAULT, c.status);
+	EXPECT_EQ(6, c.ctx);
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(-EFAULT, c.status);
+	EXPECT_RR(c0, 1, 0, 0, 0, 0, 1);
+
+	/* recv_reg_min 0 turns it off. */
+	ASSERT_EQ(0, set_param("recv_reg_min", "0"));
+	rr_counts(&c0);
+	RR_ONE(vec, 300000, 100000, 7);
+	EXPECT_RR(c0, 0, 0, 0, 0, 0, 1);
+	snprintf(val, sizeof(val), "%ld", min);
+	ASSERT_EQ(0, set_param("recv_reg_min", val));
+
+	/*
+	 * mr_cache_recv_mb 1 (256 pages of 4 KiB): three buffers of 100
+	 * pages, the third evicts the oldest receive entries (all those
+	 * above and p[0]); p[1], used again, outlives p[2].
+	 */
+	ASSERT_EQ(0, set_param("mr_cache_recv_mb", "1"));
+	for (i = 0; i < 3; i++) {
+		p[i] = rr_map(RR_LEN, 1);
+		ASSERT_NE(NULL, p[i]);
+	}
+	rr_counts(&c0);
+	for (i = 0; i < 3; i++)
+		RR_ONE(p[i], 0, (1UL << 20) / 256 * 100, 8 + i);
+	EXPECT_EQ(3, dp_test_stat("recv_regs") - c0.regs);
+	if (pg == 4096) {
+		/*
+		 * Left of the receive entries (buf's 49 pages, fresh's 25,
+		 * vec's 5 and 9, then p[0]'s 100 and p[1]'s): p[1] and p[2].
+		 */
+		EXPECT_EQ(c0.mrs - 2, dp_test_stat_settled("user_mrs", c0.mrs - 2, 5000));
+		rr_counts(&c0);
+		RR_ONE(p[1], 0, 50000, 11);
+		EXPECT_RR(c0, 0, 1, 0, 0, 1, 0);
+		/* p[0] again: a new entry, evicting p[2] (p[1] is more recent). */
+		RR_ONE(p[0], 0, 400000, 12);
+		rr_counts(&c0);
+		RR_ONE(p[1], 0, 50000, 13);
+		RR_ONE(p[2], 0, 50000, 14);
+		EXPECT_EQ(1, dp_test_stat("recv_reg_hits") - c0.hits);
+		EXPECT_EQ(1, dp_test_stat("recv_regs") - c0.regs);
+	}
+	/* A buffer beyond mr_cache_recv_mb alone is not registered. */
+	rr_counts(&c0);
+	{
+		unsigned char *big = rr_map(2 * RR_LEN + 2 * 4096, 1);
+		int exact = 0;
+
+		ASSERT_NE(NULL, big);
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, 15, 0, big, 2 * RR_LEN + 4096, 15));
+		ASSERT_EQ(0, dp_send(self->a, self->a2b, 15, src, 50000, 15));
+		ASSERT_EQ(1, wait1(self->b, &c));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(50000, c.len);
+		exact = !memcmp(big, src, 50000);
+		EXPECT_TRUE(exact);
+		ASSERT_EQ(1, wait1(self->a, &c));
+		EXPECT_EQ(0, c.status);
+		munmap(big, 2 * RR_LEN + 2 * 4096);
+	}
+	EXPECT_EQ(0, dp_test_stat("recv_regs") - c0.regs);
+	EXPECT_EQ(1, dp_test_stat("copies_pinned") - c0.pinned);
+	snprintf(val, sizeof(val), "%ld", max_mb);
+	ASSERT_EQ(0, set_param("mr_cache_recv_mb", val));
+
+	for (i = 0; i < 3; i++)
+		munmap(p[i], RR_LEN);
+	munmap(vec, RR_LEN);
+	munmap(fresh, RR_LEN);
+	munmap(buf, RR_LEN);
+	free(src);
+}
+
+/*
+ * A process's receive entries are charged to its RLIMIT_MEMLOCK (VmPin)
+ * without CAP_IPC_LOCK: beyond the limit a receive is posted without one
+ * (data exact all the same); an explicit registration that needs the
+ * room evicts them.  Whatever a killed process kept registered this way
+ * is unpinned and uncharged.
+ */
+static int rr_nobody(void *arg)
+{
+	struct rlimit rl = { .rlim_cur = 64 << 10, .rlim_max = 1 << 20 };
+	struct dp_ep *a = dp_test_ep_new(0, 0), *b = dp_test_ep_new(0, 0);
+	unsigned char *buf = rr_map(RR_LEN, 1), *reg = rr_map(1 << 20, 1);
+	unsigned char src[100000];
+	struct dmaplane_cqe c;
+	uint32_t a2b, b2a;
+	struct dp_mr *mr;
+
+	(void)arg;
+	if (!a || !b || !buf || !reg || dp_test_connect(a, b, &a2b) ||
+	    dp_test_connect(b, a, &b2a))
+		return 10;
+	if (setrlimit(RLIMIT_MEMLOCK, &rl))
+		return 11;
+	dp_test_fill(src, sizeof(src), 21);
+	for (int round = 0; round < 2; round++) {
+		if (dp_recv(b, b2a, 1, 0, buf, sizeof(src), 1))
+			return 12;
+		/* Over the limit: nothing; within it: the buffer's 25 pages. */
+		if (vm_pin_kb() != (round ? rr_pages(buf, sizeof(src)) * dp_test_pgsz() / 1024 : 0))
+			return 13 + round;
+		if (dp_send(a, a2b, 1, src, sizeof(src), 1) || wait1(b, &c) != 1 || c.status ||
+		    wait1(a, &c) != 1 || c.status || memcmp(buf, src, sizeof(src)))
+			return 15;
+		rl.rlim_cur = 1 << 20;
+		if (setrlimit(RLIMIT_MEMLOCK, &rl))
+			return 16;
+	}
+	/* 1 MiB - 4 KiB registered: the receive entry makes room. */
+	if (dp_mr_reg(a, reg, (1 << 20) - 4096, DMAPLANE_ACCESS_LOCAL_WRITE, &mr))
+		return 17;
+	if (vm_pin_kb() != 1024 - 4)
+		return 18;
+	dp_mr_dereg(mr);
+	dp_close(a);
+	dp_close(b);
+	return vm_pin_kb() ? 19 : 0;
+}
+
+TEST(posted_receive_registration_is_charged_and_released)
+{
+	long pages = dp_test_stat("pinned_pages"), mrs = dp_test_stat("user_mrs");
+	long charged = dp_test_stat("charged_pages");
+	struct dp_ep *rx = dp_test_ep_new(0, 0);
+	struct dmaplane_name name;
+	int pipefd[2], status;
+	pid_t pid;
+
+	ASSERT_EQ(0, as_user(65534, rr_nobody, NULL));
+	EXPECT_EQ(pages, dp_test_stat_settled("pinned_pages", pages, 5000));
+
+	/* A killed process's receive entries (and its posted receives). */
+	ASSERT_NE(NULL, rx);
+	ASSERT_EQ(0, dp_getname(rx, &name));
+	ASSERT_EQ(0, pipe(pipefd));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct dp_ep *ep = dp_test_ep_new(0, 0);
+		unsigned char *m = rr_map(8 * RR_LEN, 1);
+		uint32_t addr;
+
+		if (!ep || !m || dp_av_insert(ep, &name, &addr))
+			_exit(1);
+		for (int i = 0; i < 8; i++)
+			dp_recv(ep, addr, i, 0, m + i * RR_LEN, RR_LEN, i);
+		if (write(pipefd[1], "r", 1) != 1)
+			_exit(2);
+		pause();
+		_exit(0);
+	}
+	{
+		char x;
+
+		ASSERT_EQ(1, read(pipefd[0], &x, 1));
+	}
+	EXPECT_EQ(mrs + 8, dp_test_stat("user_mrs"));
+	EXPECT_EQ(pages + 8 * (long)(RR_LEN / dp_test_pgsz()), dp_test_stat("pinned_pages"));
+	kill(pid, SIGKILL);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_EQ(pages, dp_test_stat_settled("pinned_pages", pages, 5000));
+	EXPECT_EQ(mrs, dp_test_stat_settled("user_mrs", mrs, 5000));
+	EXPECT_EQ(charged, dp_test_stat_settled("charged_pages", charged, 5000));
+	EXPECT_EQ(0, dp_test_stat("posted_recvs"));
+	close(pipefd[0]);
+	close(pipefd[1]);
+	dp_close(rx);
 }
 
 TEST_HARNESS_MAIN
