@@ -72,8 +72,11 @@ done
 # another checkout's build/ko-stock) and this tree's, loaded in turn
 # DMAPLANE_BENCH_AB_ROUNDS times (default 3), each running the dp-bench
 # modes of DMAPLANE_BENCH_ONLY (default rate,path; "kvstore": dp-kvstore
-# over dmaplane); in build/bench/ab.txt
-if [ -n "${DMAPLANE_BENCH_AB:-}" ]; then
+# over dmaplane); in build/bench/ab.txt.  DMAPLANE_BENCH_AB=self: A is
+# this tree's module too, told apart by module parameters:
+# DMAPLANE_BENCH_AB_PARAMS_A and _B (NAME=VALUE,NAME=VALUE).
+# DMAPLANE_BENCH_AB_ARGS: more dp-bench arguments (commas for spaces).
+if [ -n "${DMAPLANE_BENCH_AB:-}" ] && [ "$DMAPLANE_BENCH_AB" != self ]; then
 	[ -e "$DMAPLANE_BENCH_AB/dmaplane.ko" ] ||
 		{ echo "$0: no $DMAPLANE_BENCH_AB/dmaplane.ko" >&2; exit 2; }
 	set -- "$@" "$DMAPLANE_BENCH_AB/dmaplane.ko:/dmaplane/ab/dmaplane.ko"
@@ -98,6 +101,10 @@ if [ -n "${DMAPLANE_BENCH_PROFILE:-}" ]; then
 fi
 if [ -n "${DMAPLANE_BENCH_AB:-}" ]; then
 	args="$args dmaplane.bench_ab=${DMAPLANE_BENCH_AB_ROUNDS:-3}"
+	for v in pa:PARAMS_A pb:PARAMS_B args:ARGS; do
+		eval "val=\${DMAPLANE_BENCH_AB_${v#*:}:-}"
+		[ -n "$val" ] && args="$args dmaplane.bench_ab_${v%%:*}=$val"
+	done
 	table=ab.txt
 fi
 if [ "$mode" = 2node ]; then

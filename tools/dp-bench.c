@@ -5,7 +5,7 @@
  *
  *   dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]
  *   dp-bench lat [-n ITERS]
- *   dp-bench bw [-n WINDOWS]
+ *   dp-bench bw [-n WINDOWS] [-b BUFS]
  *   dp-bench rate [-n WINDOWS]
  *   dp-bench bwdiag [-n WINDOWS]
  *   dp-bench overlap [-n ITERS]
@@ -53,6 +53,12 @@
  * rlat, rbw, rrate: lat, bw and rate between a dp-bench on each of two
  * nodes (dmaplane's remote transport), beside TCP on the connection the
  * two use to swap names; see "Across nodes" below.
+ *
+ * bw -b BUFS: dmaplane's receiver takes its messages into BUFS buffers
+ * in turn (one mapping, touched), not into one: receives into buffers
+ * each used once per BUFS messages, for the cost of the registration a
+ * large posted receive makes (kmod/msg.c recv_register()) when it is
+ * seldom reused.  The other transports still use one buffer.
  *
  * -m MAX_BYTES leaves out the message sizes above MAX_BYTES in every mode
  * (make check's smoke run uses tiny sizes).  Exit status: 0, or 1 when
@@ -825,6 +831,10 @@ static int dp_x_setup(struct xport *x, int rank)
  */
 static int spin_yield;
 
+/* bw -b: dmaplane's receiving buffers, used in turn (see the top comment). */
+static unsigned int rx_bufs = 1;
+static unsigned long rx_next;
+
 /*
  * Across nodes a completion may never come (a peer that is not up, a
  * transport bug): past this time (now_us(); 0: wait forever) a wait
@@ -998,6 +1008,8 @@ static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w
 		ops[i].tag = 1;
 		ops[i].addr = (uintptr_t)buf;
 		ops[i].len = len;
+		if (opcode == DMAPLANE_OP_RECV && rx_bufs > 1)
+			ops[i].addr += rx_next++ % rx_bufs * len;
 	}
 	while (done < w) {
 		n = x_submit(x, ops + done, w - done);
@@ -1238,7 +1250,8 @@ static int recv_window(struct xport *x, int rank, void *buf, size_t len, int w)
 static double stream_rank(struct xport *x, int rank, const struct run_args *a,
 			  double *aux)
 {
-	void *buf = map_touched(a->len ? a->len : 1);
+	size_t blen = (a->len ? a->len : 1) * (rank && x->recv_w ? rx_bufs : 1);
+	void *buf = map_touched(blen);
 	char ack[8] = { 0 };
 	double t0 = 0;
 	int ret = 0;
@@ -1260,7 +1273,7 @@ static double stream_rank(struct xport *x, int rank, const struct run_args *a,
 		if (!ret)
 			ret = x->recv(x, 0, x->rbuf[0] ? x->rbuf[0] : ack, 1);
 	}
-	munmap(buf, a->len ? a->len : 1);
+	munmap(buf, blen);
 	if (ret || rank)
 		return ret;
 	return (double)a->iters * a->w / ((now_us() - t0) / 1e6);
@@ -2547,7 +2560,7 @@ static int usage(FILE *f)
 		   "       (messaging modes: -Y spins with sched_yield() instead of sleeping in dp_wait();\n"
 		   "        -m MAX_BYTES leaves out larger messages in every mode)\n"
 		   "       dp-bench lat [-n ITERS]\n"
-		   "       dp-bench bw [-n WINDOWS]\n"
+		   "       dp-bench bw [-n WINDOWS] [-b BUFS]  (-b: dmaplane receives into BUFS buffers in turn)\n"
 		   "       dp-bench rate [-n WINDOWS]\n"
 		   "       dp-bench bwdiag [-n WINDOWS]\n"
 		   "       dp-bench overlap [-n ITERS]\n"
@@ -2576,8 +2589,13 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return usage(stdout);
 	optind = 2;
-	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:o:", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:o:b:", lopts, NULL)) != -1) {
 		switch (opt) {
+		case 'b':
+			rx_bufs = atoi(optarg);
+			if (rx_bufs < 1 || rx_bufs > 100000)
+				return usage(stderr);
+			break;
 		case 'm':
 			max_size = strtoull(optarg, NULL, 0);
 			if (!max_size)

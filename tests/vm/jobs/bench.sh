@@ -219,22 +219,32 @@ fi
 # A B A B ..., each running the dp-bench modes of dmaplane.bench_only
 # (default rate,path; "kvstore" runs dp-kvstore over dmaplane, 4 KiB and
 # 1 MiB, eight times make bench's rounds and pushes), and the module's
-# copies_split counters after each: a change measured in one boot, where
-# the host's drift between two VM runs cannot decide it.
+# copies_* and recv_reg* counters after each: a change measured in one
+# boot, where the host's drift between two VM runs cannot decide it.
+# Without $D/ab/dmaplane.ko (DMAPLANE_BENCH_AB=self) A is this tree's
+# module too.  dmaplane.bench_ab_pa / bench_ab_pb: module parameters of A
+# and B (NAME=VALUE,...); dmaplane.bench_ab_args: more dp-bench arguments
+# (commas for spaces).
 AB=$(cmdline dmaplane.bench_ab 0)
 if [ "$AB" != 0 ]; then
+	AB_ARGS=$(cmdline dmaplane.bench_ab_args "" | tr , ' ')
 	echo "DMAPLANE-BENCH-BEGIN"
 	TMO=1800
 	rc=0
 	for round in $(seq "$AB"); do
 		for m in A B; do
 			ko=$D/dmaplane.ko
-			[ $m = A ] && ko=$D/ab/dmaplane.ko
-			if ! rmmod dmaplane || ! insmod "$ko"; then
+			params=$(cmdline dmaplane.bench_ab_pb "" | tr , ' ')
+			if [ $m = A ]; then
+				[ -e $D/ab/dmaplane.ko ] && ko=$D/ab/dmaplane.ko
+				params=$(cmdline dmaplane.bench_ab_pa "" | tr , ' ')
+			fi
+			# shellcheck disable=SC2086
+			if ! rmmod dmaplane || ! insmod "$ko" $params; then
 				rc=1
 				break 2
 			fi
-			echo "# ab round $round: module $m"
+			echo "# ab round $round: module $m $params"
 			for mode in $(echo "${ONLY:-rate,path}" | tr , ' '); do
 				if [ "$mode" = kvstore ]; then
 					timeout "$TMO" $D/dp-kvstore -t dmaplane -n 8000 \
@@ -246,9 +256,10 @@ if [ "$AB" != 0 ]; then
 				path) n=2000 ;;
 				*) n=200 ;;
 				esac
-				timeout "$TMO" $D/dp-bench "$mode" -n $n || rc=1
+				# shellcheck disable=SC2086
+				timeout "$TMO" $D/dp-bench "$mode" -n $n $AB_ARGS || rc=1
 			done
-			grep '^copies_split' /sys/kernel/debug/dmaplane/stats | tr '\n' ' '
+			grep '^copies_\|^recv_reg' /sys/kernel/debug/dmaplane/stats | tr '\n' ' '
 			echo
 		done
 	done
