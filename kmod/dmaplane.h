@@ -84,11 +84,11 @@ struct seq_file;
  * @DMAPLANE_STAT_COPIES_SPLIT_REDONE: such copies with a chunk the helper
  *	could not copy (a page not present), copied again by the caller;
  *	cumulative
- * @DMAPLANE_STAT_RECV_REGS: posted receives that registered their buffer
- *	in the registration cache (mr.c: dmaplane_mr_cache_add_recv());
- *	cumulative
- * @DMAPLANE_STAT_RECV_REG_HITS: posted receives whose buffer a
- *	registration of the cache covered already; cumulative
+ * @DMAPLANE_STAT_MSG_REGS: message buffers (a posted receive's, a
+ *	rendezvous send's range) registered in the registration cache by
+ *	the message (mr.c: dmaplane_mr_cache_add_msg()); cumulative
+ * @DMAPLANE_STAT_MSG_REG_HITS: such buffers an entry of the cache
+ *	covered already; cumulative
  * @DMAPLANE_NUM_STATS: number of counters
  *
  * Every object the module creates is counted and uncounted when it is
@@ -118,8 +118,8 @@ enum dmaplane_stat {
 	DMAPLANE_STAT_RECV_PINS,
 	DMAPLANE_STAT_COPIES_SPLIT,
 	DMAPLANE_STAT_COPIES_SPLIT_REDONE,
-	DMAPLANE_STAT_RECV_REGS,
-	DMAPLANE_STAT_RECV_REG_HITS,
+	DMAPLANE_STAT_MSG_REGS,
+	DMAPLANE_STAT_MSG_REG_HITS,
 	DMAPLANE_NUM_STATS
 };
 
@@ -156,8 +156,8 @@ struct dmaplane_stats {
 			long recv_pins;
 			long copies_split;
 			long copies_split_redone;
-			long recv_regs;
-			long recv_reg_hits;
+			long msg_regs;
+			long msg_reg_hits;
 		};
 		long counters[DMAPLANE_NUM_STATS];
 	};
@@ -738,7 +738,7 @@ int dmaplane_ioctl_mr_dereg(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_mr_query(struct dmaplane_ep *ep, void __user *uarg);
 void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc);
 bool dmaplane_mr_cache_covers(struct mm_struct *mm, u64 uaddr, u64 len, bool write);
-int dmaplane_mr_cache_add_recv(struct dmaplane_ep *ep, u64 uaddr, u64 len);
+int dmaplane_mr_cache_add_msg(struct dmaplane_ep *ep, u64 uaddr, u64 len);
 int dmaplane_mr_cache_copy(struct mm_struct *mm, u64 uaddr, u64 len,
 			   struct iov_iter *iter, bool to_mm);
 int dmaplane_mr_init(void);

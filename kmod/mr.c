@@ -53,17 +53,22 @@
  * revoke a registration).  The caches are found by mm in an RCU hash
  * table and freed after a grace period.
  *
- * Posting a large receive makes sure an entry covers its buffer
- * (dmaplane_mr_cache_add_recv(), called by msg.c; a small one pins its
- * page for its own life instead: recv_pin()): the entry is found, or
- * pinned and left unused on the LRU at once, so that the copies into the
- * buffer and every later receive into it pin nothing.  Such receive
- * entries are an optimisation with a fallback: they pin only pages
- * mapped writable already (FOLL_NOFAULT: posting never faults the
- * buffer in), give up rather than take the mmap_lock for writing, are
- * charged to RLIMIT_MEMLOCK (CAP_IPC_LOCK exempts, asked without an
- * audit record) without evicting anything for it, and together take at
- * most mr_cache_recv_mb per address space, least recently used evicted
+ * Posting a large receive, or queueing a large send as a rendezvous,
+ * makes sure an entry covers its buffer (dmaplane_mr_cache_add_msg(),
+ * called by msg.c; a small receive pins its page for its own life
+ * instead: recv_pin()) once the buffer comes back: the entry is found,
+ * or, when the same range missed recently too (the cache remembers its
+ * last MR_SEEN misses), pinned and left unused on the LRU at once, so
+ * that the copies into or out of the buffer, and those of every later
+ * message in it, pin nothing.  A buffer used once costs a look-up, not a
+ * registration it would never repay.  Such message entries are an
+ * optimisation with a fallback: they pin only pages mapped writable
+ * already (FOLL_NOFAULT: a buffer is never faulted in for them;
+ * FOLL_WRITE, so that one entry serves a buffer sent from and received
+ * into), give up rather than take the mmap_lock for writing, are charged
+ * to RLIMIT_MEMLOCK (CAP_IPC_LOCK exempts, asked without an audit
+ * record) without evicting anything for it, and together take at most
+ * mr_cache_msg_mb per address space, least recently used evicted
  * first.  An explicit registration that would exceed RLIMIT_MEMLOCK
  * evicts unused entries, these included (mr_cache_charge()).
  *
@@ -125,10 +130,16 @@ module_param(mr_cache_max_entries, uint, 0644);
 MODULE_PARM_DESC(mr_cache_max_entries,
 		 "Unreferenced registrations kept pinned per address space (0: none)");
 
-static unsigned int mr_cache_recv_mb = 256;
-module_param(mr_cache_recv_mb, uint, 0644);
-MODULE_PARM_DESC(mr_cache_recv_mb,
-		 "MiB of posted receive buffers kept registered per address space (0: none)");
+static unsigned int mr_cache_msg_mb = 256;
+module_param(mr_cache_msg_mb, uint, 0644);
+MODULE_PARM_DESC(mr_cache_msg_mb,
+		 "MiB of message buffers (large receives and rendezvous sends) kept registered per address space (0: none)");
+
+/*
+ * Ranges of message buffers that missed, remembered per cache: a range
+ * that misses again among them is registered (dmaplane_mr_cache_add_msg()).
+ */
+#define MR_SEEN	64
 
 /* Teardown work of every cache; drained at module unload. */
 static struct workqueue_struct *dmaplane_mr_wq;
@@ -153,8 +164,8 @@ static DEFINE_HASHTABLE(dmaplane_mr_caches, 6);
  * @mm: the address space (mmgrab()ed); NULL for KUnit caches, whose
  *	entries hold kernel pages
  * @lock: protects @tree, @lru, @dead, @suspects, @nr_entries,
- *	@nr_unused, @recv_pages, @closing and the state, suspicion, users
- *	and regions of every entry
+ *	@nr_unused, @msg_pages, @seen, @seen_next, @closing and the state,
+ *	suspicion, users and regions of every entry
  * @tree: VALID entries by page range
  * @lru: VALID entries no region uses, least recently used first
  * @dead: DEAD entries waiting for @teardown_work
@@ -162,8 +173,11 @@ static DEFINE_HASHTABLE(dmaplane_mr_caches, 6);
  * @nr_entries: entries in @tree
  * @nr_unused: entries on @lru
  * @max_unused: bound of @nr_unused (mr_cache_max_entries at creation)
- * @recv_pages: pages of the VALID receive entries and of those being
- *	pinned (dmaplane_mr_cache_add_recv())
+ * @msg_pages: pages of the VALID message entries and of those being
+ *	pinned (dmaplane_mr_cache_add_msg())
+ * @seen: the last MR_SEEN message buffers that missed: first page and
+ *	number of pages (0: none)
+ * @seen_next: the slot of @seen to fill next
  * @closing: the last endpoint is gone: entries are not kept when unused
  * @teardown_work: tears down the entries on @dead
  * @verify_work: verifies the entries on @suspects
@@ -184,7 +198,12 @@ struct dmaplane_mr_cache {
 	unsigned int nr_entries;
 	unsigned int nr_unused;
 	unsigned int max_unused;
-	unsigned long recv_pages;
+	unsigned long msg_pages;
+	struct {
+		unsigned long start;
+		unsigned long npages;
+	} seen[MR_SEEN];
+	unsigned int seen_next;
 	bool closing;
 	struct work_struct teardown_work;
 	struct work_struct verify_work;
@@ -216,8 +235,8 @@ enum mr_entry_state {
  * @suspect: VALID, but hit by MMU_NOTIFY_CLEAR since its last
  *	verification (see the top comment), under cache->lock
  * @write: pinned with FOLL_WRITE
- * @recv: pinned for a posted receive (dmaplane_mr_cache_add_recv()),
- *	counted in cache->recv_pages until it is killed
+ * @msg: pinned for a message buffer (dmaplane_mr_cache_add_msg()),
+ *	counted in cache->msg_pages until it is killed
  * @notifier_live: @notifier is inserted
  * @pinned: @pages are pinned user pages (else KUnit kernel pages)
  * @pages_sem: @pages against unpinning (see the top comment)
@@ -238,7 +257,7 @@ struct dmaplane_mr_entry {
 	enum mr_entry_state state;
 	bool suspect;
 	bool write;
-	bool recv;
+	bool msg;
 	bool notifier_live;
 	bool pinned;
 	struct rw_semaphore pages_sem;
@@ -331,8 +350,8 @@ static void mr_entry_kill_locked(struct dmaplane_mr_cache *c,
 	if (e->state == MR_ENTRY_VALID) {
 		interval_tree_remove(&e->it, &c->tree);
 		c->nr_entries--;
-		if (e->recv)
-			c->recv_pages -= e->npages;
+		if (e->msg)
+			c->msg_pages -= e->npages;
 	}
 	if (!list_empty(&e->lru)) {
 		list_del_init(&e->lru);
@@ -381,19 +400,43 @@ static bool mr_cache_evict_one_locked(struct dmaplane_mr_cache *c)
 	return true;
 }
 
-/* Evict the least recently used unused receive entry; false if none. */
-static bool mr_cache_evict_recv_locked(struct dmaplane_mr_cache *c)
+/* Evict the least recently used unused message entry; false if none. */
+static bool mr_cache_evict_msg_locked(struct dmaplane_mr_cache *c)
 {
 	struct dmaplane_mr_entry *e;
 
 	lockdep_assert_held(&c->lock);
 
 	list_for_each_entry(e, &c->lru, lru) {
-		if (e->recv) {
+		if (e->msg) {
 			mr_entry_kill_locked(c, e);
 			return true;
 		}
 	}
+	return false;
+}
+
+/*
+ * Whether the message buffer [@start, @start + @npages pages) missed
+ * recently too (then it is forgotten: it is being registered); else it
+ * is remembered, in place of the oldest.
+ */
+static bool mr_cache_seen_locked(struct dmaplane_mr_cache *c, unsigned long start,
+				 unsigned long npages)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&c->lock);
+
+	for (i = 0; i < MR_SEEN; i++) {
+		if (c->seen[i].start == start && c->seen[i].npages == npages) {
+			c->seen[i].npages = 0;
+			return true;
+		}
+	}
+	c->seen[c->seen_next].start = start;
+	c->seen[c->seen_next].npages = npages;
+	c->seen_next = (c->seen_next + 1) % MR_SEEN;
 	return false;
 }
 
@@ -1156,7 +1199,7 @@ int dmaplane_mr_cache_copy(struct mm_struct *mm, u64 uaddr, u64 len,
 static struct dmaplane_mr_entry *mr_entry_alloc(struct dmaplane_mr_cache *c,
 						unsigned long start,
 						unsigned long npages, bool write,
-						bool recv)
+						bool msg)
 {
 	struct dmaplane_mr_entry *e;
 
@@ -1172,7 +1215,7 @@ static struct dmaplane_mr_entry *mr_entry_alloc(struct dmaplane_mr_cache *c,
 	kref_init(&e->ref);	/* the pin reference */
 	e->state = MR_ENTRY_PINNING;
 	e->write = write;
-	e->recv = recv;
+	e->msg = msg;
 	init_rwsem(&e->pages_sem);
 	e->npages = npages;
 	kref_get(&c->ref);
@@ -1237,13 +1280,13 @@ static int mr_check_writable(unsigned long start, unsigned long end, bool locked
 
 /*
  * Pin the pages of @e in chunks; on error nothing stays pinned.  @locked:
- * the caller holds current->mm's mmap_lock (for writing).  A receive
+ * the caller holds current->mm's mmap_lock (for writing).  A message
  * entry pins only what is mapped (FOLL_NOFAULT).
  */
 static int mr_entry_pin_pages(struct dmaplane_mr_entry *e, bool locked)
 {
 	unsigned int gup_flags = FOLL_LONGTERM | (e->write ? FOLL_WRITE : 0) |
-				 (e->recv ? FOLL_NOFAULT : 0);
+				 (e->msg ? FOLL_NOFAULT : 0);
 	unsigned long start = e->it.start;
 	unsigned long pinned = 0;
 	int ret;
@@ -1289,9 +1332,9 @@ err_unpin:
 
 /*
  * Pin [start, start + npages pages) of the cache's mm into a new entry
- * and attach @mr to it.  Without @mr, a receive entry (see the top
+ * and attach @mr to it.  Without @mr, a message entry (see the top
  * comment), left unused on the LRU; the caller reserved its pages in
- * c->recv_pages.
+ * c->msg_pages.
  */
 static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 			   unsigned long start, unsigned long npages, bool write)
@@ -1334,7 +1377,7 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 	for (tries = 1;; tries++) {
 		/* See MR_TRIES. */
 		if (tries > MR_TRIES_UNLOCKED && !locked) {
-			/* A receive entry is not worth blocking the mm for. */
+			/* A message entry is not worth blocking the mm for. */
 			if (!mr) {
 				ret = -EAGAIN;
 				goto err_remove_notifier;
@@ -1366,7 +1409,7 @@ static int mr_entry_create(struct dmaplane_mr_cache *c, struct dmaplane_mr *mr,
 	}
 	/*
 	 * Still under c->lock: publish the entry and attach @mr, or leave a
-	 * receive entry unused (it may be evicted and torn down as soon as
+	 * message entry unused (it may be evicted and torn down as soon as
 	 * the lock is dropped: the counters go up first).
 	 */
 	e->charged = npages;
@@ -1435,28 +1478,31 @@ out_unlock:
 }
 
 /**
- * dmaplane_mr_cache_add_recv() - keep a posted receive's buffer registered
- * @ep: the endpoint the receive is posted on, of the current mm
+ * dmaplane_mr_cache_add_msg() - keep a message buffer registered
+ * @ep: the endpoint of the message (a posted receive, a rendezvous
+ *	send), of the current mm
  * @uaddr: the buffer's address
  * @len: its length, at least 1
  *
  * Makes sure a VALID entry of the cache pinned writable covers the
- * buffer: one that does is moved to the LRU's tail if unused, else a
- * receive entry is pinned and left unused on the LRU (see the top
- * comment), evicting older unused receive entries beyond
- * mr_cache_recv_mb.  The copies into the buffer then go through its
- * pages (dmaplane_mr_cache_copy()) while the entry lasts.  Sleeps.
+ * buffer: one that does is moved to the LRU's tail if unused; else, when
+ * the same range missed among the last MR_SEEN misses, a message entry
+ * is pinned and left unused on the LRU (see the top comment), evicting
+ * older unused message entries beyond mr_cache_msg_mb.  The copies into
+ * or out of the buffer by other processes then go through its pages
+ * (dmaplane_mr_cache_copy()) while the entry lasts.  Sleeps.
  *
  * Return: 0 when an entry covers the buffer (or did at the look-up);
- * -E2BIG when the buffer alone exceeds mr_cache_recv_mb, -ENOSPC when the
- * cache keeps nothing unused or the other receive entries are in use,
+ * -EAGAIN at its first miss (remembered); -E2BIG when the buffer alone
+ * exceeds mr_cache_msg_mb, -ENOSPC when the
+ * cache keeps nothing unused or the other message entries are in use,
  * -EFAULT when a page is not mapped writable now, or what pinning and
- * charging return.  Nothing changes on an error: the receive is posted
+ * charging return.  Nothing changes on an error: the message goes
  * without the entry.
  */
-int dmaplane_mr_cache_add_recv(struct dmaplane_ep *ep, u64 uaddr, u64 len)
+int dmaplane_mr_cache_add_msg(struct dmaplane_ep *ep, u64 uaddr, u64 len)
 {
-	unsigned long max = (unsigned long)READ_ONCE(mr_cache_recv_mb) << (20 - PAGE_SHIFT);
+	unsigned long max = (unsigned long)READ_ONCE(mr_cache_msg_mb) << (20 - PAGE_SHIFT);
 	struct dmaplane_mr_cache *c;
 	struct dmaplane_mr_entry *e;
 	unsigned long npages;
@@ -1480,31 +1526,35 @@ int dmaplane_mr_cache_add_recv(struct dmaplane_ep *ep, u64 uaddr, u64 len)
 		if (!list_empty(&e->lru))
 			list_move_tail(&e->lru, &c->lru);
 		spin_unlock(&c->lock);
-		dmaplane_stat_inc(recv_reg_hits);
+		dmaplane_stat_inc(msg_reg_hits);
 		return 0;
 	}
 	if (!c->max_unused || c->closing) {
 		spin_unlock(&c->lock);
 		return -ENOSPC;
 	}
-	while (c->recv_pages + npages > max) {
-		if (!mr_cache_evict_recv_locked(c)) {
+	if (!mr_cache_seen_locked(c, start, npages)) {
+		spin_unlock(&c->lock);
+		return -EAGAIN;
+	}
+	while (c->msg_pages + npages > max) {
+		if (!mr_cache_evict_msg_locked(c)) {
 			spin_unlock(&c->lock);
 			return -ENOSPC;
 		}
 	}
-	/* Reserved; a VALID receive entry keeps them until it is killed. */
-	c->recv_pages += npages;
+	/* Reserved; a VALID message entry keeps them until it is killed. */
+	c->msg_pages += npages;
 	spin_unlock(&c->lock);
 
 	ret = mr_entry_create(c, NULL, start, npages, true);
 	if (ret) {
 		spin_lock(&c->lock);
-		c->recv_pages -= npages;
+		c->msg_pages -= npages;
 		spin_unlock(&c->lock);
 		return ret;
 	}
-	dmaplane_stat_inc(recv_regs);
+	dmaplane_stat_inc(msg_regs);
 	return 0;
 }
 

@@ -16,7 +16,8 @@
  * - no receive matches and the message is large (rendezvous): only its
  *   description is queued; the receive that later matches it copies the
  *   sender's pages straight into its own buffer, and then the send
- *   completes.  Nothing is pinned while a rendezvous waits.
+ *   completes.  A large buffer is kept registered (msg_register()),
+ *   else nothing is pinned while a rendezvous waits.
  *
  * RECV offers the receive to its own matcher and, when an unexpected
  * message matches, takes the data as above.  Truncation is reported
@@ -66,13 +67,13 @@ MODULE_PARM_DESC(recv_pins_max,
 		 "Posted receives of an endpoint that may keep their buffer's page pinned (0: none)");
 
 /*
- * A posted receive's buffer ranges of at least recv_reg_min bytes are
- * kept registered: recv_register().
+ * The buffer ranges of at least msg_reg_min bytes of a posted receive or
+ * a rendezvous send are kept registered: msg_register().
  */
-static unsigned long recv_reg_min = SZ_16K;
-module_param(recv_reg_min, ulong, 0644);
-MODULE_PARM_DESC(recv_reg_min,
-		 "Bytes from which a posted receive's buffer is kept registered for the copies into it (0: never)");
+static unsigned long msg_reg_min = SZ_16K;
+module_param(msg_reg_min, ulong, 0644);
+MODULE_PARM_DESC(msg_reg_min,
+		 "Bytes from which a posted receive's or a rendezvous send's buffer is kept registered for the copies of other processes (0: never)");
 
 /*
  * A copy on this node of at least copy_split_min bytes is shared with a
@@ -324,8 +325,9 @@ static noinline int copy_self(u64 uaddr, u64 len, struct iov_iter *iter,
  * When the range lies in a registration of @mm's registration cache (a
  * buffer registered once and deregistered stays pinned there), the copy
  * goes through those pages and pins nothing: dmaplane_mr_cache_copy().
- * Posting a large receive makes one (recv_register()); otherwise only
- * what the process registered is reused.  (A receive within one page
+ * Posting a large receive or queueing a large rendezvous send makes one
+ * (msg_register()); otherwise only what the process registered is
+ * reused.  (A receive within one page
  * brings its own pinned page: recv_pin(); its copy does not come here.)
  * A small copy within the caller's own address space goes through
  * copy_self().
@@ -1091,31 +1093,54 @@ err_unclaim:
 }
 
 /*
- * Posting a receive whose buffer (a range of an iovec buffer at a time)
- * holds at least recv_reg_min bytes keeps the buffer registered in the
- * registration cache of the process (mr.c: dmaplane_mr_cache_add_recv()
- * finds an entry covering it, or pins one, charged to RLIMIT_MEMLOCK and
- * bounded by mr_cache_recv_mb, and leaves it in the cache's LRU when the
- * receive is gone).  The copies into the buffer go through its pages
+ * A posted receive, or a send queued as a rendezvous, whose buffer (a
+ * range of an iovec buffer at a time) holds at least msg_reg_min bytes
+ * keeps the buffer registered in the registration cache of the process
+ * (mr.c: dmaplane_mr_cache_add_msg() finds an entry covering it, or pins
+ * one, charged to RLIMIT_MEMLOCK and bounded by mr_cache_msg_mb, and
+ * leaves it in the cache's LRU when the message is gone).  The other
+ * process's copies into or out of the buffer go through its pages
  * (copy_remote(): pinning nothing), and so do those of every later
- * receive into the same buffer while the entry lasts; munmap() and the
- * like end it as they end a registration.  Only pages mapped writable at
- * post time are pinned.  Posting never fails for it: without the entry
- * the copies pin the pages themselves.
+ * message in the same buffer while the entry lasts; munmap() and the
+ * like end it as they end a registration.  Only pages mapped writable
+ * now are pinned.  A message never fails for it: without the entry the
+ * copies pin the pages themselves.  Called with no lock held, by the
+ * process itself.
  */
-static void recv_register(struct dmaplane_ep *ep, struct dmaplane_recv *r)
+static void msg_register(struct dmaplane_ep *ep, const struct iovec *segs, u32 nsegs)
 {
-	struct dmaplane_ubuf *b = &r->buf;
-	u64 min = READ_ONCE(recv_reg_min);
+	u64 min = READ_ONCE(msg_reg_min);
 	u32 i;
 
-	if (!min || r->page || b->region || !ep->mm || current->mm != ep->mm)
+	if (!min || !ep->mm || current->mm != ep->mm)
 		return;
-	for (i = 0; i < b->nsegs; i++) {
-		if (b->segs[i].iov_len >= min)
-			dmaplane_mr_cache_add_recv(ep, (unsigned long)b->segs[i].iov_base,
-						   b->segs[i].iov_len);
+	for (i = 0; i < nsegs; i++) {
+		if (segs[i].iov_len >= min)
+			dmaplane_mr_cache_add_msg(ep, (unsigned long)segs[i].iov_base,
+						  segs[i].iov_len);
 	}
+}
+
+/* The ranges of a rendezvous send that msg_register() looks at, at most. */
+#define MSG_REG_SEGS	4
+
+/*
+ * The first MSG_REG_SEGS ranges of @b of at least msg_reg_min bytes, into
+ * @reg (a rendezvous send's buffer moves into its message, which its
+ * receiver may free as soon as it is queued); returns how many.
+ */
+static u32 msg_reg_ranges(const struct dmaplane_ubuf *b, struct iovec *reg)
+{
+	u64 min = READ_ONCE(msg_reg_min);
+	u32 i, n = 0;
+
+	if (!min || b->region)
+		return 0;
+	for (i = 0; i < b->nsegs && n < MSG_REG_SEGS; i++) {
+		if (b->segs[i].iov_len >= min)
+			reg[n++] = b->segs[i];
+	}
+	return n;
 }
 
 /* Copy the first @n bytes of @iter into the page of a pinned receive. */
@@ -1682,7 +1707,8 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 	/* Posted, it may match and complete: the batch's receives first. */
 	batch_flush(ep, *batch);
 	recv_pin(ep, r);
-	recv_register(ep, r);
+	if (!r->page && !r->buf.region)
+		msg_register(ep, r->buf.segs, r->buf.nsegs);
 
 	mutex_lock(&ep->match_lock);
 	mm = dmaplane_match_post_recv(&ep->matcher, &r->m);
@@ -1798,8 +1824,10 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 	 * posted, which allocates nothing for the message.
 	 */
 	struct dmaplane_msg key = {};
+	struct iovec reg[MSG_REG_SEGS];
 	struct dmaplane_match_recv *mr;
 	struct dmaplane_ubuf sbuf;
+	u32 nreg = 0;
 	struct dmaplane_ep *dest;
 	struct dmaplane_msg *msg;
 	u64 uid, len;
@@ -1931,6 +1959,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 		dest->unexp_bytes += len;
 	} else {
 		/* Rendezvous: the message keeps the buffer's description. */
+		nreg = msg_reg_ranges(&sbuf, reg);
 		ubuf_move(&msg->buf, &sbuf);
 		msg->mm = ep->mm;
 		mmgrab(msg->mm);
@@ -1941,10 +1970,13 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 	dmaplane_stat_inc(unexp_msgs);
 	mutex_unlock(&dest->match_lock);
 
-	if (msg->data) {
+	/* @msg is the receiver's now: it may be taken and freed already. */
+	if (eager) {
 		ubuf_free(&sbuf);
 		msg_complete(ep, DMAPLANE_OP_SEND, op->ctx, 0, len, len,
 			     op->tag, 0);
+	} else {
+		msg_register(ep, reg, nreg);
 	}
 	ret = 0;
 	goto out_put_dest;

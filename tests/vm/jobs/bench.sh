@@ -219,7 +219,7 @@ fi
 # A B A B ..., each running the dp-bench modes of dmaplane.bench_only
 # (default rate,path; "kvstore" runs dp-kvstore over dmaplane, 4 KiB and
 # 1 MiB, eight times make bench's rounds and pushes), and the module's
-# copies_* and recv_reg* counters after each: a change measured in one
+# copies_* and msg_reg* counters after each: a change measured in one
 # boot, where the host's drift between two VM runs cannot decide it.
 # Without $D/ab/dmaplane.ko (DMAPLANE_BENCH_AB=self) A is this tree's
 # module too.  dmaplane.bench_ab_pa / bench_ab_pb: module parameters of A
@@ -259,7 +259,7 @@ if [ "$AB" != 0 ]; then
 				# shellcheck disable=SC2086
 				timeout "$TMO" $D/dp-bench "$mode" -n $n $AB_ARGS || rc=1
 			done
-			grep '^copies_\|^recv_reg' /sys/kernel/debug/dmaplane/stats | tr '\n' ' '
+			grep '^copies_\|^msg_reg' /sys/kernel/debug/dmaplane/stats | tr '\n' ' '
 			echo
 		done
 	done
