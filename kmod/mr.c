@@ -1494,11 +1494,10 @@ out_unlock:
  *
  * Return: 0 when an entry covers the buffer (or did at the look-up);
  * -EAGAIN at its first miss (remembered); -E2BIG when the buffer alone
- * exceeds mr_cache_msg_mb, -ENOSPC when the
- * cache keeps nothing unused or the other message entries are in use,
- * -EFAULT when a page is not mapped writable now, or what pinning and
- * charging return.  Nothing changes on an error: the message goes
- * without the entry.
+ * exceeds mr_cache_msg_mb, -ENOSPC when the cache keeps nothing unused
+ * or the other message entries are in use, -EFAULT when a page is not
+ * mapped writable now, or what pinning and charging return.  The
+ * message goes without an entry then.
  */
 int dmaplane_mr_cache_add_msg(struct dmaplane_ep *ep, u64 uaddr, u64 len)
 {

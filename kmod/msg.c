@@ -327,10 +327,9 @@ static noinline int copy_self(u64 uaddr, u64 len, struct iov_iter *iter,
  * goes through those pages and pins nothing: dmaplane_mr_cache_copy().
  * Posting a large receive or queueing a large rendezvous send makes one
  * (msg_register()); otherwise only what the process registered is
- * reused.  (A receive within one page
- * brings its own pinned page: recv_pin(); its copy does not come here.)
- * A small copy within the caller's own address space goes through
- * copy_self().
+ * reused.  (A receive within one page brings its own pinned page:
+ * recv_pin(); its copy does not come here.)  A small copy within the
+ * caller's own address space goes through copy_self().
  *
  * Otherwise the pages are pinned at most COPY_PAGES at a time.  Each run
  * of pages of one folio is copied in one call; unpinning (and dirtying,

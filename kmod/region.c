@@ -535,7 +535,7 @@ int dmaplane_charge_pages_within(struct mm_struct *mm, unsigned long npages)
  * @npages: number of base pages
  *
  * For pins that are an optimisation with a fallback, tried on many
- * operations (mr.c: a posted receive's registration): CAP_IPC_LOCK
+ * operations (mr.c: a message buffer's registration): CAP_IPC_LOCK
  * exempts from RLIMIT_MEMLOCK as for a registration, but a caller without
  * it is not audited for the capability each time.
  *
