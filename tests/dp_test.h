@@ -73,7 +73,8 @@ static inline long dp_test_stat_settled(const char *name, long want, int ms)
 /* Counters that count events and only grow: never back to zero. */
 static inline int dp_test_stat_cumulative(const char *name)
 {
-	return !strcmp(name, "invalidations") || !strncmp(name, "copies_", 7);
+	return !strcmp(name, "invalidations") || !strncmp(name, "copies_", 7) ||
+	       !strncmp(name, "msg_reg", 7);
 }
 
 /*
