@@ -55,9 +55,10 @@
  * two use to swap names; see "Across nodes" below.
  *
  * bw -b BUFS: dmaplane's receiver takes its messages into BUFS buffers
- * in turn (one mapping, touched), not into one: receives into buffers
- * each used once per BUFS messages: what a buffer's registration for its
- * messages (kmod/msg.c msg_register()) costs when it is seldom reused.  The other transports still use one buffer.
+ * in turn (one mapping, touched), not into one, so that each is used
+ * once per BUFS messages: what a buffer's registration for its messages
+ * (kmod/msg.c msg_register()) costs when it is seldom reused.  The other
+ * transports still use one buffer.
  *
  * -m MAX_BYTES leaves out the message sizes above MAX_BYTES in every mode
  * (make check's smoke run uses tiny sizes).  Exit status: 0, or 1 when
