@@ -386,29 +386,18 @@ static void mr_entry_invalidate_locked(struct dmaplane_mr_cache *c,
 	mr_entry_kill_locked(c, e);
 }
 
-/* Evict the least recently used unreferenced entry; false if none. */
-static bool mr_cache_evict_one_locked(struct dmaplane_mr_cache *c)
-{
-	struct dmaplane_mr_entry *e;
-
-	lockdep_assert_held(&c->lock);
-
-	e = list_first_entry_or_null(&c->lru, struct dmaplane_mr_entry, lru);
-	if (!e)
-		return false;
-	mr_entry_kill_locked(c, e);
-	return true;
-}
-
-/* Evict the least recently used unused message entry; false if none. */
-static bool mr_cache_evict_msg_locked(struct dmaplane_mr_cache *c)
+/*
+ * Evict the least recently used unreferenced entry, or with @msg_only
+ * the least recently used unreferenced message entry; false if none.
+ */
+static bool mr_cache_evict_one_locked(struct dmaplane_mr_cache *c, bool msg_only)
 {
 	struct dmaplane_mr_entry *e;
 
 	lockdep_assert_held(&c->lock);
 
 	list_for_each_entry(e, &c->lru, lru) {
-		if (e->msg) {
+		if (!msg_only || e->msg) {
 			mr_entry_kill_locked(c, e);
 			return true;
 		}
@@ -446,7 +435,7 @@ static void mr_cache_trim_locked(struct dmaplane_mr_cache *c)
 	lockdep_assert_held(&c->lock);
 
 	while (c->nr_unused > c->max_unused)
-		mr_cache_evict_one_locked(c);
+		mr_cache_evict_one_locked(c, false);
 }
 
 /*
@@ -1238,7 +1227,7 @@ static int mr_cache_charge(struct dmaplane_mr_cache *c, unsigned long npages)
 		if (ret != -ENOMEM)
 			return ret;
 		spin_lock(&c->lock);
-		evicted = mr_cache_evict_one_locked(c);
+		evicted = mr_cache_evict_one_locked(c, false);
 		spin_unlock(&c->lock);
 		if (!evicted)
 			return ret;
@@ -1537,7 +1526,7 @@ int dmaplane_mr_cache_add_msg(struct dmaplane_ep *ep, u64 uaddr, u64 len)
 		return -EAGAIN;
 	}
 	while (c->msg_pages + npages > max) {
-		if (!mr_cache_evict_msg_locked(c)) {
+		if (!mr_cache_evict_one_locked(c, true)) {
 			spin_unlock(&c->lock);
 			return -ENOSPC;
 		}
@@ -1581,7 +1570,7 @@ void dmaplane_mr_cache_put(struct dmaplane_mr_cache *mrc)
 
 	spin_lock(&mrc->lock);
 	mrc->closing = true;
-	while (mr_cache_evict_one_locked(mrc))
+	while (mr_cache_evict_one_locked(mrc, false))
 		;
 	spin_unlock(&mrc->lock);
 	flush_work(&mrc->teardown_work);
