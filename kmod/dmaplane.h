@@ -84,6 +84,10 @@ struct seq_file;
  * @DMAPLANE_STAT_COPIES_SPLIT_REDONE: such copies with a chunk the helper
  *	could not copy (a page not present), copied again by the caller;
  *	cumulative
+ * @DMAPLANE_STAT_COPIES_SPLIT_CACHED: chunks (a source range of one) a
+ *	helper read through the pages of the source's registration cache
+ *	rather than pinning them (mr.c: dmaplane_mr_cache_get_pages());
+ *	cumulative
  * @DMAPLANE_STAT_MSG_REGS: message buffers (a posted receive's, a
  *	rendezvous send's range) registered in the registration cache by
  *	the message (mr.c: dmaplane_mr_cache_add_msg()); cumulative
@@ -118,6 +122,7 @@ enum dmaplane_stat {
 	DMAPLANE_STAT_RECV_PINS,
 	DMAPLANE_STAT_COPIES_SPLIT,
 	DMAPLANE_STAT_COPIES_SPLIT_REDONE,
+	DMAPLANE_STAT_COPIES_SPLIT_CACHED,
 	DMAPLANE_STAT_MSG_REGS,
 	DMAPLANE_STAT_MSG_REG_HITS,
 	DMAPLANE_NUM_STATS
@@ -156,6 +161,7 @@ struct dmaplane_stats {
 			long recv_pins;
 			long copies_split;
 			long copies_split_redone;
+			long copies_split_cached;
 			long msg_regs;
 			long msg_reg_hits;
 		};
@@ -741,6 +747,8 @@ bool dmaplane_mr_cache_covers(struct mm_struct *mm, u64 uaddr, u64 len, bool wri
 int dmaplane_mr_cache_add_msg(struct dmaplane_ep *ep, u64 uaddr, u64 len);
 int dmaplane_mr_cache_copy(struct mm_struct *mm, u64 uaddr, u64 len,
 			   struct iov_iter *iter, bool to_mm);
+int dmaplane_mr_cache_get_pages(struct mm_struct *mm, u64 uaddr, u64 len,
+				struct page **pages, unsigned int max);
 int dmaplane_mr_init(void);
 void dmaplane_mr_exit(void);
 #if IS_ENABLED(CONFIG_KUNIT)
@@ -886,6 +894,7 @@ int dmaplane_region_pages(struct dmaplane_region *r, u64 off, u64 len,
 			  struct page ***pages, unsigned int *npages,
 			  unsigned int *first_off);
 int dmaplane_pages_get(struct page **src, unsigned int n, struct page ***pages);
+void dmaplane_pages_put(struct page **pages, unsigned int n);
 
 /* netlink.c */
 int dmaplane_nl_init(void);

@@ -59,6 +59,7 @@ const char * const dmaplane_stat_names[] = {
 	[DMAPLANE_STAT_RECV_PINS] = "recv_pins",
 	[DMAPLANE_STAT_COPIES_SPLIT] = "copies_split",
 	[DMAPLANE_STAT_COPIES_SPLIT_REDONE] = "copies_split_redone",
+	[DMAPLANE_STAT_COPIES_SPLIT_CACHED] = "copies_split_cached",
 	[DMAPLANE_STAT_MSG_REGS] = "msg_regs",
 	[DMAPLANE_STAT_MSG_REG_HITS] = "msg_reg_hits",
 };
@@ -260,6 +261,7 @@ static int dmaplane_stats_show(struct seq_file *m, void *unused)
 	DMAPLANE_STAT_CHECK(recv_pins, DMAPLANE_STAT_RECV_PINS);
 	DMAPLANE_STAT_CHECK(copies_split, DMAPLANE_STAT_COPIES_SPLIT);
 	DMAPLANE_STAT_CHECK(copies_split_redone, DMAPLANE_STAT_COPIES_SPLIT_REDONE);
+	DMAPLANE_STAT_CHECK(copies_split_cached, DMAPLANE_STAT_COPIES_SPLIT_CACHED);
 	DMAPLANE_STAT_CHECK(msg_regs, DMAPLANE_STAT_MSG_REGS);
 	DMAPLANE_STAT_CHECK(msg_reg_hits, DMAPLANE_STAT_MSG_REG_HITS);
 	BUILD_BUG_ON(sizeof(struct dmaplane_stats) !=

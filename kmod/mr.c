@@ -1185,6 +1185,64 @@ int dmaplane_mr_cache_copy(struct mm_struct *mm, u64 uaddr, u64 len,
 	return ret;
 }
 
+/**
+ * dmaplane_mr_cache_get_pages() - the pages of a registration, to read them
+ * @mm: the address space of @uaddr (mmget() by the caller), usually not
+ *	the current one
+ * @uaddr: user address in @mm
+ * @len: bytes, at least 1
+ * @pages: set to the pages under the range, each referenced
+ * @max: entries of @pages
+ *
+ * For a reader of another address space (the helper of a split copy,
+ * msg.c: copy_split_pin()): the pages of a VALID entry of @mm's cache
+ * covering the whole range, verified if suspect, as pinning them would
+ * find them now; referenced with get_page(), to be dropped with
+ * dmaplane_pages_put().  Nothing is pinned, no mmap_lock is taken, no
+ * entry is created.  Like a pin, the references keep the pages, not the
+ * mapping: a process that unmaps a buffer while it is being sent from
+ * has the old contents read.  Sleeps.
+ *
+ * Return: the number of pages, or -ENOENT when no entry serves the range
+ * (or it needs more than @max pages): pin them instead.
+ */
+int dmaplane_mr_cache_get_pages(struct mm_struct *mm, u64 uaddr, u64 len,
+				struct page **pages, unsigned int max)
+{
+	struct dmaplane_mr_cache *c;
+	struct dmaplane_mr_entry *e;
+	unsigned long first, i, n;
+	u64 start, last;
+	int ret = -ENOENT;
+
+	if (!mr_page_span(uaddr, len, &start, &last))
+		return -ENOENT;
+	n = ((last - start) >> PAGE_SHIFT) + 1;
+	if (n > max)
+		return -ENOENT;
+	c = mr_cache_get_mm(mm);
+	if (!c)
+		return -ENOENT;
+	e = mr_entry_hold(c, start, last, false);
+	if (!e)
+		goto out_put_cache;
+	/* Teardown takes pages_sem for writing before it unpins. */
+	down_read(&e->pages_sem);
+	if (mr_entry_usable(c, e)) {
+		first = (start - e->it.start) >> PAGE_SHIFT;
+		for (i = 0; i < n; i++) {
+			pages[i] = e->pages[first + i];
+			get_page(pages[i]);
+		}
+		ret = n;
+	}
+	up_read(&e->pages_sem);
+	mr_entry_unhold(c, e);
+out_put_cache:
+	mr_cache_kref_put(c);
+	return ret;
+}
+
 static struct dmaplane_mr_entry *mr_entry_alloc(struct dmaplane_mr_cache *c,
 						unsigned long start,
 						unsigned long npages, bool write,

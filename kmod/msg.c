@@ -67,8 +67,9 @@ MODULE_PARM_DESC(recv_pins_max,
 		 "Posted receives of an endpoint that may keep their buffer's page pinned (0: none)");
 
 /*
- * The buffer ranges of at least msg_reg_min bytes of a posted receive or
- * a rendezvous send are kept registered: msg_register().
+ * The buffer ranges of at least msg_reg_min bytes of a posted receive, a
+ * rendezvous send or a send whose copy a helper may share are kept
+ * registered: msg_register().
  */
 static unsigned long msg_reg_min = SZ_16K;
 module_param(msg_reg_min, ulong, 0644);
@@ -726,16 +727,25 @@ static u64 copy_split_claim(struct copy_job *j)
 }
 
 /*
- * Pin the source's user pages under [@src, @src + @n) (present ones only)
- * and make @iter over them.  Return: the number pinned, or -errno.
+ * The source's user pages under [@src, @src + @n), and @iter over them:
+ * from a registration of the source's registration cache when one covers
+ * the range (referenced, not pinned: *@cached, and no mmap_lock), else
+ * pinned (present ones only).  Return: the number of pages, or -errno.
+ * copy_split_unpin() releases them.
  */
 static long copy_split_pin(struct copy_split *s, struct mm_struct *mm, u64 src, u64 n,
-			   struct iov_iter *iter)
+			   struct iov_iter *iter, bool *cached)
 {
 	unsigned long poff = offset_in_page(src);
 	unsigned long nr = DIV_ROUND_UP(poff + n, PAGE_SIZE);
 	long pinned;
 
+	pinned = dmaplane_mr_cache_get_pages(mm, src, n, s->pages, ARRAY_SIZE(s->pages));
+	*cached = pinned > 0;
+	if (*cached) {
+		dmaplane_stat_inc(copies_split_cached);
+		goto out_iter;
+	}
 	mmap_read_lock(mm);
 	pinned = dmaplane_pin_user_pages_remote(mm, src & PAGE_MASK, nr, FOLL_NOFAULT,
 						s->pages);
@@ -746,15 +756,26 @@ static long copy_split_pin(struct copy_split *s, struct mm_struct *mm, u64 src, 
 		unpin_user_pages(s->pages, pinned);
 		return -EFAULT;
 	}
+out_iter:
 	dmaplane_bvec_pages(s->bv, s->pages, pinned, poff, n);
 	iov_iter_bvec(iter, ITER_SOURCE, s->bv, pinned, n);
 	return pinned;
 }
 
+/* Release the @n pages of copy_split_pin() (@cached: referenced, not pinned). */
+static void copy_split_unpin(struct copy_split *s, long n, bool cached)
+{
+	if (cached)
+		dmaplane_pages_put(s->pages, n);
+	else
+		unpin_user_pages(s->pages, n);
+}
+
 /*
  * The helper's chunk of @j: @n bytes at @off, from its source's user
- * pages (only those present), pinned a range of the source at a time,
- * into the destination without faulting.
+ * pages (only those present; through its registration cache when it
+ * covers them), a range of the source at a time, into the destination
+ * without faulting.
  */
 static int copy_split_pinned(struct copy_split *s, struct copy_job *j, u64 off, u64 n)
 {
@@ -766,16 +787,17 @@ static int copy_split_pinned(struct copy_split *s, struct copy_job *j, u64 off, 
 	for (; n && seg < end && !ret; seg++, soff = 0) {
 		u64 m = soff < seg->iov_len ? min_t(u64, seg->iov_len - soff, n) : 0;
 		struct iov_iter iter;
+		bool cached;
 		long pinned;
 
 		if (!m)
 			continue;
 		pinned = copy_split_pin(s, j->src.mm, (u64)(uintptr_t)seg->iov_base + soff, m,
-					&iter);
+					&iter, &cached);
 		if (pinned < 0)
 			return pinned;
 		ret = copy_side_copy(&j->dst, off, m, &iter, true, FOLL_NOFAULT);
-		unpin_user_pages(s->pages, pinned);
+		copy_split_unpin(s, pinned, cached);
 		off += m;
 		n -= m;
 	}
@@ -1092,19 +1114,20 @@ err_unclaim:
 }
 
 /*
- * A posted receive, or a send queued as a rendezvous, whose buffer (a
- * range of an iovec buffer at a time) holds at least msg_reg_min bytes
- * keeps the buffer registered in the registration cache of the process
- * (mr.c: dmaplane_mr_cache_add_msg() finds an entry covering it, or pins
- * one, charged to RLIMIT_MEMLOCK and bounded by mr_cache_msg_mb, and
- * leaves it in the cache's LRU when the message is gone).  The other
- * process's copies into or out of the buffer go through its pages
- * (copy_remote(): pinning nothing), and so do those of every later
- * message in the same buffer while the entry lasts; munmap() and the
- * like end it as they end a registration.  Only pages mapped writable
- * now are pinned.  A message never fails for it: without the entry the
- * copies pin the pages themselves.  Called with no lock held, by the
- * process itself.
+ * A posted receive, a send queued as a rendezvous, or a send whose copy
+ * a helper may share (do_send()), whose buffer (a range of an iovec
+ * buffer at a time) holds at least msg_reg_min bytes keeps the buffer
+ * registered in the registration cache of the process (mr.c:
+ * dmaplane_mr_cache_add_msg() finds an entry covering it, or pins one,
+ * charged to RLIMIT_MEMLOCK and bounded by mr_cache_msg_mb, and leaves
+ * it in the cache's LRU when the message is gone).  The other process's
+ * copies into or out of the buffer go through its pages (copy_remote():
+ * pinning nothing; a helper sharing the copy reads them unpinned too:
+ * copy_split_pin()), and so do those of every later message in the same
+ * buffer while the entry lasts; munmap() and the like end it as they end
+ * a registration.  Only pages mapped writable now are pinned.  A
+ * message never fails for it: without the entry the copies pin the pages
+ * themselves.  Called with no lock held, by the process itself.
  */
 static void msg_register(struct dmaplane_ep *ep, const struct iovec *segs, u32 nsegs)
 {
@@ -1830,7 +1853,7 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 	struct dmaplane_ep *dest;
 	struct dmaplane_msg *msg;
 	u64 uid, len;
-	bool eager;
+	bool eager, reg_now;
 	int ret;
 
 	if (op->ignore)
@@ -1858,6 +1881,16 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 	}
 
 	eager = len <= dmaplane_eager_threshold();
+	/*
+	 * A copy that may be shared with a helper (a large one, or one of a
+	 * batch) has the helper read the sender's pages: registered first,
+	 * they are found in the cache (copy_split_pin()) rather than
+	 * pinned.  Any other send is registered once queued as a rendezvous.
+	 */
+	reg_now = !eager && !sbuf.region &&
+		  (len >= copy_split_bytes() || batch_wanted(*batch, more));
+	if (reg_now)
+		msg_register(ep, sbuf.segs, sbuf.nsegs);
 	key.m.src = ep->ep_uid;
 	key.m.tag = op->tag;
 	key.len = len;
@@ -1958,7 +1991,8 @@ static int do_send(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 		dest->unexp_bytes += len;
 	} else {
 		/* Rendezvous: the message keeps the buffer's description. */
-		nreg = msg_reg_ranges(&sbuf, reg);
+		if (!reg_now)
+			nreg = msg_reg_ranges(&sbuf, reg);
 		ubuf_move(&msg->buf, &sbuf);
 		msg->mm = ep->mm;
 		mmgrab(msg->mm);

@@ -372,15 +372,13 @@ EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_region_iter);
  */
 int dmaplane_region_iter_end(struct dmaplane_region_map *map)
 {
-	unsigned int i;
-
 	if (map->vmapped)
 		map->r->ops->vunmap(map->r, map->to_region);
 	map->vmapped = false;
 	kvfree(map->bvec);
 	map->bvec = NULL;
-	for (i = 0; map->pages && i < map->npages; i++)
-		put_page(map->pages[i]);
+	if (map->pages)
+		dmaplane_pages_put(map->pages, map->npages);
 	kvfree(map->pages);
 	map->pages = NULL;
 	return READ_ONCE(map->r->invalid) ? -EFAULT : 0;
@@ -427,6 +425,15 @@ int dmaplane_pages_get(struct page **src, unsigned int n, struct page ***pages)
 		(*pages)[i] = src[i];
 	}
 	return 0;
+}
+
+/* Drop the references of @n pages (those of dmaplane_pages_get() and the like). */
+void dmaplane_pages_put(struct page **pages, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		put_page(pages[i]);
 }
 
 /**

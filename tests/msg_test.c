@@ -1312,7 +1312,7 @@ TEST(stalled_sender_source_holds_up_only_itself)
 #define RC_LEN	(256UL << 10)
 
 struct rc_counts {
-	long cached, pinned, split, redone;
+	long cached, pinned, split, redone, split_cached;
 };
 
 /* The copies_* counters (the split ones: large_copies_are_split_with_a_helper). */
@@ -1322,6 +1322,7 @@ static void rc_counts(struct rc_counts *c)
 	c->pinned = dp_test_stat("copies_pinned");
 	c->split = dp_test_stat("copies_split");
 	c->redone = dp_test_stat("copies_split_redone");
+	c->split_cached = dp_test_stat("copies_split_cached");
 }
 
 static unsigned char *rc_map(void *at)
@@ -2186,6 +2187,101 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
 	EXPECT_EQ(0, set_param("copy_split_min", val));
 	munmap(dst, map_len);
 	free(src);
+}
+
+/*
+ * The helper of a split copy reads a source that is registered through
+ * its registration cache, pinning nothing (kmod/msg.c copy_split_pin(),
+ * kmod/mr.c dmaplane_mr_cache_get_pages(): "copies_split_cached" counts
+ * its chunks): a send whose copy may be split keeps its buffer
+ * registered once the buffer comes back, as a posted receive does.  The
+ * helper starts when a CPU is free, often after the sender claimed every
+ * chunk (both sides cached, a 32 MiB copy is quicker than the idle vCPU's
+ * wake-up under TCG): a cached chunk is asked for once in 32 sends.
+ * The data is exact whoever copied it, from a flat buffer and from an
+ * iovec of two ranges, and after MADV_DONTNEED took the registered
+ * source's pages (the entry is found stale and dropped: the helper pins
+ * the new pages, never reads the old ones).
+ */
+#define SRC_LEN		(32UL << 20)
+
+TEST_F(pair, split_copy_reads_a_registered_source)
+{
+	long old = read_param("copy_split_min");
+	unsigned char *src, *dst;
+	struct rc_counts c0, c1;
+	long regs = dp_test_stat("msg_regs");
+	long cached = 0;
+	char val[32];
+	int i;
+
+	if (old < 0)
+		SKIP(return, "no copy_split_min parameter");
+	ASSERT_LE(0, dp_test_stat("copies_split_cached")) TH_LOG("no copies_split_cached counter");
+	src = mmap(NULL, SRC_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	dst = mmap(NULL, SRC_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	ASSERT_NE(MAP_FAILED, dst);
+	memset(src, 0x5a, SRC_LEN);
+	memset(dst, 0xa5, SRC_LEN);
+	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
+
+	/* The first send is remembered, the second registers both buffers. */
+	for (i = 0; i < 32 && !cached; i++) {
+		rc_counts(&c0);
+		split_one(_metadata, self, src, dst, SRC_LEN, 1, 40 + i);
+		rc_counts(&c1);
+		EXPECT_EQ(1, c1.split - c0.split);
+		EXPECT_EQ(0, c1.redone - c0.redone);
+		if (!i)
+			EXPECT_EQ(0, c1.split_cached - c0.split_cached);
+		if (i == 1)
+			EXPECT_EQ(regs + 2, dp_test_stat("msg_regs"));
+		cached += c1.split_cached - c0.split_cached;
+	}
+	EXPECT_LT(0, cached) TH_LOG("no helper chunk read through the cache in %d sends", i);
+
+	/* Two ranges of the same buffer (each in its entry), into one. */
+	cached = 0;
+	for (i = 0; i < 32 && !cached; i++) {
+		struct iovec iov[2] = {
+			{ src + SRC_LEN / 2 + 5, SRC_LEN / 2 - 5 },
+			{ src + 3, SRC_LEN / 2 - 3 },
+		};
+		struct dmaplane_cqe c;
+		uint64_t seed = 80 + i;
+
+		dp_test_fill(iov[0].iov_base, iov[0].iov_len, seed);
+		dp_test_fill(iov[1].iov_base, iov[1].iov_len, seed + 1);
+		rc_counts(&c0);
+		ASSERT_EQ(0, dp_recv(self->b, self->b2a, seed, 0, dst, SRC_LEN, 1));
+		ASSERT_EQ(0, dp_sendv(self->a, self->a2b, seed, iov, 2, 2));
+		ASSERT_EQ(1, wait1(self->b, &c));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(SRC_LEN - 8, c.len);
+		ASSERT_EQ(1, wait1(self->a, &c));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(-1, dp_test_check(dst, iov[0].iov_len, seed));
+		EXPECT_EQ(-1, dp_test_check(dst + iov[0].iov_len, iov[1].iov_len, seed + 1));
+		rc_counts(&c1);
+		EXPECT_EQ(0, c1.redone - c0.redone);
+		cached += c1.split_cached - c0.split_cached;
+	}
+	EXPECT_LT(0, cached) TH_LOG("no helper chunk read through the cache in %d sends", i);
+
+	/*
+	 * The source's pages dropped and written anew: its entry no longer
+	 * holds what the process maps.  The data sent is the new one.
+	 */
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, madvise(src, SRC_LEN, MADV_DONTNEED));
+		split_one(_metadata, self, src, dst, SRC_LEN, 1, 120 + i);
+	}
+
+	snprintf(val, sizeof(val), "%ld", old);
+	EXPECT_EQ(0, set_param("copy_split_min", val));
+	munmap(dst, SRC_LEN);
+	munmap(src, SRC_LEN);
 }
 
 /*
