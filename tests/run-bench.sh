@@ -91,7 +91,7 @@ args="dmaplane.fabric_build=$(pwd)/$BUILD"
 # DMAPLANE_BENCH_ONLY=lat,rate,matchbench,kvstore-dmaplane,peers: only
 # these parts of the one-node job (jobs/bench.sh)
 [ -n "${DMAPLANE_BENCH_ONLY:-}" ] && args="$args dmaplane.bench_only=$DMAPLANE_BENCH_ONLY"
-# DMAPLANE_BENCH_PROFILE=self,rs,rate: instead of the bench, Linux perf's
+# DMAPLANE_BENCH_PROFILE=self,rs,rate,bw64k,bw1m (any of them): instead of the bench, Linux perf's
 # profile of these dp-bench runs (jobs/bench.sh: profile) in
 # build/bench/profile.txt
 table=bench.txt

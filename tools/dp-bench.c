@@ -11,8 +11,9 @@
  *   dp-bench overlap [-n ITERS]
  *   dp-bench scaling [-n ITERS]
  *   dp-bench path [-n ITERS]
- *   (rate and path: -o NAME[,NAME...] runs only the rows named, for a
- *   profiler: tests/run-bench.sh with DMAPLANE_BENCH_PROFILE=)
+ *   (rate and path: -o NAME[,NAME...] runs only the rows named, bw only
+ *   the transports named, for a profiler: tests/run-bench.sh with
+ *   DMAPLANE_BENCH_PROFILE=)
  *   dp-bench rlat|rbw|rrate --server [-p PORT]          (one node)
  *   dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N] (the other)
  *
@@ -1468,13 +1469,18 @@ static int bench_bw(int windows)
 			for (unsigned int t = 0; t < NR_XPORTS; t++) {
 				struct xport x = xports[t];
 
-				r[t][k] = run_stream(&x, sizes[i], 16, n);
+				/* -o: only the transports named (0: left out) */
+				r[t][k] = row_wanted(xports[t].name) ?
+					  run_stream(&x, sizes[i], 16, n) : 0;
 			}
 		for (unsigned int t = 0; t < NR_XPORTS; t++) {
 			v[t] = median_or_error(r[t], BW_RUNS);
 			if (v[t] < 0 && !t)
 				dp_failures++;
-			print_cell(v[t] < 0 ? v[t] : v[t] * sizes[i] / 1e6);
+			if (!v[t])
+				printf(" %10s", "-");
+			else
+				print_cell(v[t] < 0 ? v[t] : v[t] * sizes[i] / 1e6);
 		}
 		printf(" %12.2f %12.2f\n", v[0] > 0 && v[3] > 0 ? v[0] / v[3] : 0,
 		       v[0] > 0 && v[4] > 0 ? v[0] / v[4] : 0);
@@ -2566,7 +2572,7 @@ static int usage(FILE *f)
 		   "       dp-bench overlap [-n ITERS]\n"
 		   "       dp-bench scaling [-n ITERS]\n"
 		   "       dp-bench path [-n ITERS]\n"
-		   "       (rate and path: -o NAME[,NAME...] runs only the rows named)\n"
+		   "       (rate and path: -o NAME[,NAME...] runs only the rows named; bw: the transports)\n"
 		   "       dp-bench rlat|rbw|rrate --server [-p PORT]        (on one node)\n"
 		   "       dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N]  (on the other)\n"
 		   "exit status: 1 when a dmaplane measurement failed, 2 on a usage error\n");

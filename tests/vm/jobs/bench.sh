@@ -157,6 +157,10 @@ profile() {
 	self) args="path -o self_0B,self_8B -n 100000" ;;
 	rs) args="path -o dp_rs_8B -n 20000" ;;
 	rate) args="rate -o dmaplane -n 3000" ;;
+	# dmaplane's bw alone, from 1 KiB to 64 KiB and to 1 MiB (most of
+	# the time at the largest size)
+	bw64k) args="bw -o dmaplane -m 65536 -n 1000" ;;
+	bw1m) args="bw -o dmaplane -m 1048576 -n 400" ;;
 	*) case_result "profile-$1" 1 "no such profile"; return ;;
 	esac
 	echo "# profile $1: perf record -g -e cpu-clock -F 4000 -- dp-bench $args"
