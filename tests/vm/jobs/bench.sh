@@ -158,13 +158,17 @@ profile() {
 	rs) args="path -o dp_rs_8B -n 20000" ;;
 	rate) args="rate -o dmaplane -n 3000" ;;
 	# dmaplane's bw alone, from 1 KiB to 64 KiB and to 1 MiB (most of
-	# the time at the largest size)
+	# the time at the largest size); both CPUs (-a: the helpers of
+	# split copies run in kworkers, and the idle time shows)
 	bw64k) args="bw -o dmaplane -m 65536 -n 1000" ;;
 	bw1m) args="bw -o dmaplane -m 1048576 -n 400" ;;
 	*) case_result "profile-$1" 1 "no such profile"; return ;;
 	esac
-	echo "# profile $1: perf record -g -e cpu-clock -F 4000 -- dp-bench $args"
-	in_host env LD_LIBRARY_PATH="$B" perf record -q -g -e cpu-clock -F 4000 \
+	all=
+	case $1 in bw*) all=-a ;; esac
+	echo "# profile $1: perf record $all -g -e cpu-clock -F 4000 -- dp-bench $args"
+	# shellcheck disable=SC2086
+	in_host env LD_LIBRARY_PATH="$B" perf record $all -q -g -e cpu-clock -F 4000 \
 		-o /tmp/perf.data -- "$B/dp-bench" $args
 	rc=$?
 	echo "# profile $1: self time by symbol"
