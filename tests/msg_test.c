@@ -2193,94 +2193,160 @@ TEST_F(pair, large_copies_are_split_with_a_helper)
  * The helper of a split copy reads a source that is registered through
  * its registration cache, pinning nothing (kmod/msg.c copy_split_pin(),
  * kmod/mr.c dmaplane_mr_cache_get_pages(): "copies_split_cached" counts
- * its chunks): a send whose copy may be split keeps its buffer
- * registered once the buffer comes back, as a posted receive does.  The
- * helper starts when a CPU is free, often after the sender claimed every
- * chunk (both sides cached, a 32 MiB copy is quicker than the idle vCPU's
- * wake-up under TCG): a cached chunk is asked for once in 32 sends.
- * The data is exact whoever copied it, from a flat buffer and from an
- * iovec of two ranges, and after MADV_DONTNEED took the registered
- * source's pages (the entry is found stale and dropped: the helper pins
- * the new pages, never reads the old ones).
+ * its chunks).  To know which chunks the helper copies, the receiver
+ * (the caller of a copy out of a rendezvous sender's buffer) is held at
+ * its first chunk: the first page of its buffer is a userfaultfd's, left
+ * unanswered until the helper has copied every other chunk (it needs no
+ * fault: the rest of the buffer is mapped).  A source registered once is
+ * read through the cache for each of those chunks; after MADV_DONTNEED
+ * and new data in the source the entry is stale: the helper finds so
+ * and pins the new pages, and the new data arrives.  A send whose copy
+ * may be split keeps its buffer registered, as a posted receive does:
+ * the second send of one buffer registers it.
  */
 #define SRC_LEN		(32UL << 20)
+#define SRC_CHUNKS	(SRC_LEN / (256 << 10))
+
+struct held_recv {
+	struct dp_ep *ep;
+	uint32_t from;
+	uint64_t tag;
+	struct iovec iov[2];
+	int ret;
+};
+
+static void *held_recv_thread(void *arg)
+{
+	struct held_recv *h = arg;
+
+	h->ret = dp_recvv(h->ep, h->from, h->tag, 0, h->iov, 2, h->tag);
+	return NULL;
+}
+
+/*
+ * Send @src (SRC_LEN bytes of seed @seed) as a rendezvous and receive it
+ * into @first (a userfaultfd's page, @uffd) and @rest, the receiver held
+ * at its first chunk until the helper copied SRC_CHUNKS - 1 chunks or
+ * 60 s passed.  Returns the helper's chunks read through the cache, -1
+ * when the helper took the first chunk (before the receiver: try again).
+ */
+static long held_split(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
+		       unsigned char *src, unsigned char *first, unsigned char *rest,
+		       int uffd, uint64_t seed)
+{
+	struct held_recv h = {
+		.ep = self->b, .from = self->b2a, .tag = seed,
+		.iov = { { first, 4096 }, { rest, SRC_LEN - 4096 } },
+	};
+	struct rc_counts c0, c1;
+	struct dmaplane_cqe c;
+	uint64_t where = 0;
+	pthread_t t;
+	long chunks;
+
+	dp_test_fill(src, SRC_LEN, seed);
+	rc_counts(&c0);
+	EXPECT_EQ(0, dp_send(self->a, self->a2b, seed, src, SRC_LEN, seed));
+	EXPECT_EQ(0, pthread_create(&t, NULL, held_recv_thread, &h));
+	EXPECT_EQ(0, dp_test_uffd_fault(uffd, 60000, &where));
+	EXPECT_EQ((uintptr_t)first, where);
+	/* Every copy into the rest of the buffer counts as cached or pinned. */
+	for (int ms = 0; ms < 60000; ms += 10) {
+		rc_counts(&c1);
+		if (c1.cached + c1.pinned - c0.cached - c0.pinned >= (long)SRC_CHUNKS - 1)
+			break;
+		usleep(10000);
+	}
+	EXPECT_EQ(0, dp_test_uffd_fill(uffd, first, src, 4096));
+	EXPECT_EQ(0, pthread_join(t, NULL));
+	EXPECT_EQ(0, h.ret);
+	EXPECT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(seed, c.ctx);
+	EXPECT_EQ(SRC_LEN, c.len);
+	EXPECT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(seed, c.ctx);
+	EXPECT_EQ(0, memcmp(first, src, 4096));
+	EXPECT_EQ(0, memcmp(rest, src + 4096, SRC_LEN - 4096));
+	rc_counts(&c1);
+	EXPECT_EQ(1, c1.split - c0.split);
+	chunks = c1.split_cached - c0.split_cached;
+	if (c1.redone - c0.redone)
+		return -1;
+	/* Drop the page, for the next round's fault. */
+	EXPECT_EQ(0, madvise(first, 4096, MADV_DONTNEED));
+	return chunks;
+}
 
 TEST_F(pair, split_copy_reads_a_registered_source)
 {
-	long old = read_param("copy_split_min");
-	unsigned char *src, *dst;
-	struct rc_counts c0, c1;
-	long regs = dp_test_stat("msg_regs");
-	long cached = 0;
+	long old = read_param("copy_split_min"), min = read_param("msg_reg_min");
+	unsigned char *src, *first, *rest;
+	long regs, chunks;
+	struct dp_mr *mr;
 	char val[32];
-	int i;
+	int uffd, i;
 
 	if (old < 0)
 		SKIP(return, "no copy_split_min parameter");
 	ASSERT_LE(0, dp_test_stat("copies_split_cached")) TH_LOG("no copies_split_cached counter");
 	src = mmap(NULL, SRC_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	dst = mmap(NULL, SRC_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	rest = mmap(NULL, SRC_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	first = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, src);
-	ASSERT_NE(MAP_FAILED, dst);
+	ASSERT_NE(MAP_FAILED, rest);
+	ASSERT_NE(MAP_FAILED, first);
 	memset(src, 0x5a, SRC_LEN);
-	memset(dst, 0xa5, SRC_LEN);
+	memset(rest, 0xa5, SRC_LEN);
+	uffd = dp_test_uffd_region(first, 4096);
+	if (uffd == -ENOSYS || uffd == -EPERM)
+		SKIP(return, "no userfaultfd here (%d)", uffd);
+	ASSERT_LE(0, uffd);
 	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
 
-	/* The first send is remembered, the second registers both buffers. */
-	for (i = 0; i < 32 && !cached; i++) {
-		rc_counts(&c0);
-		split_one(_metadata, self, src, dst, SRC_LEN, 1, 40 + i);
-		rc_counts(&c1);
-		EXPECT_EQ(1, c1.split - c0.split);
-		EXPECT_EQ(0, c1.redone - c0.redone);
-		if (!i)
-			EXPECT_EQ(0, c1.split_cached - c0.split_cached);
-		if (i == 1)
-			EXPECT_EQ(regs + 2, dp_test_stat("msg_regs"));
-		cached += c1.split_cached - c0.split_cached;
-	}
-	EXPECT_LT(0, cached) TH_LOG("no helper chunk read through the cache in %d sends", i);
-
-	/* Two ranges of the same buffer (each in its entry), into one. */
-	cached = 0;
-	for (i = 0; i < 32 && !cached; i++) {
-		struct iovec iov[2] = {
-			{ src + SRC_LEN / 2 + 5, SRC_LEN / 2 - 5 },
-			{ src + 3, SRC_LEN / 2 - 3 },
-		};
-		struct dmaplane_cqe c;
-		uint64_t seed = 80 + i;
-
-		dp_test_fill(iov[0].iov_base, iov[0].iov_len, seed);
-		dp_test_fill(iov[1].iov_base, iov[1].iov_len, seed + 1);
-		rc_counts(&c0);
-		ASSERT_EQ(0, dp_recv(self->b, self->b2a, seed, 0, dst, SRC_LEN, 1));
-		ASSERT_EQ(0, dp_sendv(self->a, self->a2b, seed, iov, 2, 2));
-		ASSERT_EQ(1, wait1(self->b, &c));
-		EXPECT_EQ(0, c.status);
-		EXPECT_EQ(SRC_LEN - 8, c.len);
-		ASSERT_EQ(1, wait1(self->a, &c));
-		EXPECT_EQ(0, c.status);
-		EXPECT_EQ(-1, dp_test_check(dst, iov[0].iov_len, seed));
-		EXPECT_EQ(-1, dp_test_check(dst + iov[0].iov_len, iov[1].iov_len, seed + 1));
-		rc_counts(&c1);
-		EXPECT_EQ(0, c1.redone - c0.redone);
-		cached += c1.split_cached - c0.split_cached;
-	}
-	EXPECT_LT(0, cached) TH_LOG("no helper chunk read through the cache in %d sends", i);
+	/* Registered once (and deregistered: it stays in the cache). */
+	ASSERT_EQ(0, dp_mr_reg(self->a, src, SRC_LEN, DMAPLANE_ACCESS_LOCAL_WRITE, &mr));
+	ASSERT_EQ(0, dp_mr_dereg(mr));
+	for (i = 0, chunks = -1; i < 3 && chunks < 0; i++)
+		chunks = held_split(_metadata, self, src, first, rest, uffd, 50 + i);
+	EXPECT_EQ(SRC_CHUNKS - 1, chunks);
 
 	/*
-	 * The source's pages dropped and written anew: its entry no longer
-	 * holds what the process maps.  The data sent is the new one.
+	 * Its pages dropped and written anew: the entry is stale, not read
+	 * (and the send registers nothing new: msg_reg_min 0).
 	 */
-	for (i = 0; i < 4; i++) {
+	ASSERT_EQ(0, set_param("msg_reg_min", "0"));
+	for (i = 0, chunks = -1; i < 3 && chunks < 0; i++) {
 		ASSERT_EQ(0, madvise(src, SRC_LEN, MADV_DONTNEED));
-		split_one(_metadata, self, src, dst, SRC_LEN, 1, 120 + i);
+		chunks = held_split(_metadata, self, src, first, rest, uffd, 60 + i);
 	}
+	EXPECT_EQ(0, chunks);
+	snprintf(val, sizeof(val), "%ld", min);
+	ASSERT_EQ(0, set_param("msg_reg_min", val));
+
+	/* A send of copy_split_min bytes or more registers its buffer. */
+	munmap(rest, SRC_LEN);
+	rest = mmap(NULL, SRC_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, rest);
+	memset(rest, 0xa5, SRC_LEN);
+	regs = dp_test_stat("msg_regs");
+	for (i = 0; i < 2; i++)
+		split_one(_metadata, self, rest, src, 1 << 20, 1, 70 + i);
+	/* The source and the receive buffer. */
+	EXPECT_EQ(regs + 2, dp_test_stat("msg_regs"));
+	/* Below it (and a send alone), only the receive buffer. */
+	ASSERT_EQ(0, set_param("copy_split_min", "2097152"));
+	regs = dp_test_stat("msg_regs");
+	for (i = 0; i < 2; i++)
+		split_one(_metadata, self, rest + (4 << 20), src + (4 << 20), 1 << 20, 1, 72 + i);
+	EXPECT_EQ(regs + 1, dp_test_stat("msg_regs"));
 
 	snprintf(val, sizeof(val), "%ld", old);
 	EXPECT_EQ(0, set_param("copy_split_min", val));
-	munmap(dst, SRC_LEN);
+	close(uffd);
+	munmap(first, 4096);
+	munmap(rest, SRC_LEN);
 	munmap(src, SRC_LEN);
 }
 
