@@ -763,6 +763,8 @@ void dmaplane_mr_test_counts(struct dmaplane_mr_cache *c, unsigned int *entries,
 			     unsigned int *unused, u64 *invalidations, u64 *hits);
 int dmaplane_mr_test_copy(struct dmaplane_mr_cache *c, u64 addr, u64 len,
 			  struct iov_iter *iter, bool to_cache);
+int dmaplane_mr_test_get_pages(struct dmaplane_mr_cache *c, u64 addr, u64 len,
+			       struct page **pages, unsigned int max);
 #endif
 
 /* dmabuf.c */

@@ -1185,6 +1185,41 @@ int dmaplane_mr_cache_copy(struct mm_struct *mm, u64 uaddr, u64 len,
 	return ret;
 }
 
+/*
+ * dmaplane_mr_cache_get_pages() and the KUnit test: the pages of an
+ * entry of @c covering the range, referenced, or -ENOENT.
+ */
+static int mr_cache_get_pages(struct dmaplane_mr_cache *c, u64 uaddr, u64 len,
+			      struct page **pages, unsigned int max)
+{
+	struct dmaplane_mr_entry *e;
+	unsigned long first, i, n;
+	u64 start, last;
+	int ret = -ENOENT;
+
+	if (!mr_page_span(uaddr, len, &start, &last))
+		return -ENOENT;
+	n = ((last - start) >> PAGE_SHIFT) + 1;
+	if (n > max)
+		return -ENOENT;
+	e = mr_entry_hold(c, start, last, false);
+	if (!e)
+		return -ENOENT;
+	/* Teardown takes pages_sem for writing before it unpins. */
+	down_read(&e->pages_sem);
+	if (mr_entry_usable(c, e)) {
+		first = (start - e->it.start) >> PAGE_SHIFT;
+		for (i = 0; i < n; i++) {
+			pages[i] = e->pages[first + i];
+			get_page(pages[i]);
+		}
+		ret = n;
+	}
+	up_read(&e->pages_sem);
+	mr_entry_unhold(c, e);
+	return ret;
+}
+
 /**
  * dmaplane_mr_cache_get_pages() - the pages of a registration, to read them
  * @mm: the address space of @uaddr (mmget() by the caller), usually not
@@ -1210,35 +1245,12 @@ int dmaplane_mr_cache_get_pages(struct mm_struct *mm, u64 uaddr, u64 len,
 				struct page **pages, unsigned int max)
 {
 	struct dmaplane_mr_cache *c;
-	struct dmaplane_mr_entry *e;
-	unsigned long first, i, n;
-	u64 start, last;
-	int ret = -ENOENT;
+	int ret;
 
-	if (!mr_page_span(uaddr, len, &start, &last))
-		return -ENOENT;
-	n = ((last - start) >> PAGE_SHIFT) + 1;
-	if (n > max)
-		return -ENOENT;
 	c = mr_cache_get_mm(mm);
 	if (!c)
 		return -ENOENT;
-	e = mr_entry_hold(c, start, last, false);
-	if (!e)
-		goto out_put_cache;
-	/* Teardown takes pages_sem for writing before it unpins. */
-	down_read(&e->pages_sem);
-	if (mr_entry_usable(c, e)) {
-		first = (start - e->it.start) >> PAGE_SHIFT;
-		for (i = 0; i < n; i++) {
-			pages[i] = e->pages[first + i];
-			get_page(pages[i]);
-		}
-		ret = n;
-	}
-	up_read(&e->pages_sem);
-	mr_entry_unhold(c, e);
-out_put_cache:
+	ret = mr_cache_get_pages(c, uaddr, len, pages, max);
 	mr_cache_kref_put(c);
 	return ret;
 }
@@ -1955,4 +1967,11 @@ int dmaplane_mr_test_copy(struct dmaplane_mr_cache *c, u64 addr, u64 len,
 	return mr_cache_copy(c, addr, len, iter, to_cache);
 }
 EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_copy);
+
+int dmaplane_mr_test_get_pages(struct dmaplane_mr_cache *c, u64 addr, u64 len,
+			       struct page **pages, unsigned int max)
+{
+	return mr_cache_get_pages(c, addr, len, pages, max);
+}
+EXPORT_SYMBOL_IF_DMAPLANE_KUNIT(dmaplane_mr_test_get_pages);
 #endif /* CONFIG_KUNIT */

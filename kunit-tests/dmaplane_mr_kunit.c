@@ -470,6 +470,61 @@ static void delivery_copy_through_cache(struct kunit *test)
 	dmaplane_mr_cache_put(c);
 }
 
+/*
+ * The pages of an entry for a reader of another address space (the
+ * helper of a split copy: dmaplane_mr_cache_get_pages()): the entry's own
+ * pages under the range, each referenced once more, for a read-only
+ * entry too; the entry stays cached and unused.  A range the entry does
+ * not cover whole, more pages than the caller has room for, an empty or
+ * wrapping range, an invalidated entry: -ENOENT, nothing referenced.
+ */
+static void helper_pages_through_cache(struct kunit *test)
+{
+	struct dmaplane_mr_cache *c = cache_or_fail(test, 4);
+	struct page *pages[3], *got[4];
+	unsigned int entries, unused, i;
+	int refs[3];
+	u64 inval, hits;
+
+	for (i = 0; i < 3; i++) {
+		pages[i] = alloc_page(GFP_KERNEL);
+		KUNIT_ASSERT_NOT_NULL(test, pages[i]);
+	}
+	KUNIT_ASSERT_EQ(test, dmaplane_mr_test_add(c, BASE, pages, 3, false), 0);
+	for (i = 0; i < 3; i++)
+		refs[i] = page_ref_count(pages[i]);
+
+	/* Across all three pages, from an odd offset. */
+	KUNIT_ASSERT_EQ(test, dmaplane_mr_test_get_pages(c, BASE + 100, 2 * PAGE_SIZE, got, 4),
+			3);
+	for (i = 0; i < 3; i++) {
+		KUNIT_EXPECT_PTR_EQ(test, got[i], pages[i]);
+		KUNIT_EXPECT_EQ(test, page_ref_count(pages[i]), refs[i] + 1);
+		put_page(got[i]);
+		KUNIT_EXPECT_EQ(test, page_ref_count(pages[i]), refs[i]);
+	}
+	/* Within the middle page. */
+	KUNIT_ASSERT_EQ(test, dmaplane_mr_test_get_pages(c, BASE + PAGE_SIZE + 5, 10, got, 1),
+			1);
+	KUNIT_EXPECT_PTR_EQ(test, got[0], pages[1]);
+	put_page(got[0]);
+	dmaplane_mr_test_counts(c, &entries, &unused, &inval, &hits);
+	KUNIT_EXPECT_EQ(test, entries, 1u);
+	KUNIT_EXPECT_EQ(test, unused, 1u);
+
+	/* Misses. */
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_get_pages(c, BASE, 3 * PAGE_SIZE, got, 2),
+			-ENOENT);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_get_pages(c, BASE + 2 * PAGE_SIZE, PAGE_SIZE + 1,
+							 got, 4), -ENOENT);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_get_pages(c, BASE - 1, 2, got, 4), -ENOENT);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_get_pages(c, BASE, 0, got, 4), -ENOENT);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_get_pages(c, U64_MAX - 5, 20, got, 4), -ENOENT);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_invalidate(c, BASE, BASE + 1), 1u);
+	KUNIT_EXPECT_EQ(test, dmaplane_mr_test_get_pages(c, BASE, 10, got, 4), -ENOENT);
+	dmaplane_mr_cache_put(c);
+}
+
 static struct kunit_case dmaplane_mr_cases[] = {
 	KUNIT_CASE(lookup_covering_ranges),
 	KUNIT_CASE(lookup_among_many_entries),
@@ -478,6 +533,7 @@ static struct kunit_case dmaplane_mr_cases[] = {
 	KUNIT_CASE(invalidate_removes_exactly_overlapping),
 	KUNIT_CASE(mr_copy_honours_offset_and_bounds),
 	KUNIT_CASE(delivery_copy_through_cache),
+	KUNIT_CASE(helper_pages_through_cache),
 	KUNIT_CASE(rkeys_unique_and_resolvable),
 	KUNIT_CASE(region_copy_bounds),
 	{}
