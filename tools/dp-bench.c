@@ -1448,8 +1448,12 @@ static int bench_bw(int windows)
 {
 	static const size_t sizes[] = { 1024, 16384, 65536, 1 << 20, 4 << 20,
 					16 << 20, 64 << 20 };
+	int want[NR_XPORTS];
 	char sz[32];
 
+	/* -o: only the transports named */
+	for (unsigned int t = 0; t < NR_XPORTS; t++)
+		want[t] = row_wanted(xports[t].name);
 	printf("# dp-bench bw: window of 16 messages, MB/s (higher is better), median of %d\n"
 	       "# runs; buffers in small pages (bwdiag: with huge pages)\n", BW_RUNS);
 	printf("%-8s", "size");
@@ -1457,7 +1461,7 @@ static int bench_bw(int windows)
 		printf(" %10s", xports[t].name);
 	printf(" %12s %12s\n", "dp/cma", "dp/shm2copy");
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		double v[NR_XPORTS], r[NR_XPORTS][BW_RUNS];
+		double v[NR_XPORTS] = { 0 }, r[NR_XPORTS][BW_RUNS];
 		int n = bw_windows(windows, sizes[i]);
 
 		if (sizes[i] > max_size)
@@ -1469,18 +1473,18 @@ static int bench_bw(int windows)
 			for (unsigned int t = 0; t < NR_XPORTS; t++) {
 				struct xport x = xports[t];
 
-				/* -o: only the transports named (0: left out) */
-				r[t][k] = row_wanted(xports[t].name) ?
-					  run_stream(&x, sizes[i], 16, n) : 0;
+				if (want[t])
+					r[t][k] = run_stream(&x, sizes[i], 16, n);
 			}
 		for (unsigned int t = 0; t < NR_XPORTS; t++) {
+			if (!want[t]) {
+				printf(" %10s", "-");
+				continue;
+			}
 			v[t] = median_or_error(r[t], BW_RUNS);
 			if (v[t] < 0 && !t)
 				dp_failures++;
-			if (!v[t])
-				printf(" %10s", "-");
-			else
-				print_cell(v[t] < 0 ? v[t] : v[t] * sizes[i] / 1e6);
+			print_cell(v[t] < 0 ? v[t] : v[t] * sizes[i] / 1e6);
 		}
 		printf(" %12.2f %12.2f\n", v[0] > 0 && v[3] > 0 ? v[0] / v[3] : 0,
 		       v[0] > 0 && v[4] > 0 ? v[0] / v[4] : 0);
