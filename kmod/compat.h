@@ -65,6 +65,17 @@ static inline void dmaplane_uring_cmd_done(struct io_uring_cmd *ioucmd,
 #define DMAPLANE_DMA_BUF_INVALIDATE_OP(fn)	.move_notify = (fn)
 #endif
 
+/*
+ * A per-CPU workqueue is allocated with WQ_PERCPU by 7.2, which warns
+ * about one with neither WQ_PERCPU nor WQ_UNBOUND; before, per-CPU is
+ * what no flag means.
+ */
+#ifdef DMAPLANE_HAVE_WQ_PERCPU
+#define DMAPLANE_WQ_PERCPU	WQ_PERCPU
+#else
+#define DMAPLANE_WQ_PERCPU	0
+#endif
+
 /* <asm/unaligned.h> moved to <linux/unaligned.h> in 6.12. */
 #ifdef DMAPLANE_HAVE_LINUX_UNALIGNED_H
 #include <linux/unaligned.h>

@@ -544,7 +544,7 @@ int dmaplane_ib_init(void)
 	struct rdma_cm_id *id;
 	int ret;
 
-	dmaplane_ib_wq = alloc_workqueue("dmaplane_ib", WQ_MEM_RECLAIM, 0);
+	dmaplane_ib_wq = alloc_workqueue("dmaplane_ib", DMAPLANE_WQ_PERCPU | WQ_MEM_RECLAIM, 0);
 	if (!dmaplane_ib_wq)
 		return -ENOMEM;
 	ret = ib_register_client(&dmaplane_ib_client);
