@@ -88,6 +88,10 @@ struct seq_file;
  *	helper read through the pages of the source's registration cache
  *	rather than pinning them (mr.c: dmaplane_mr_cache_get_pages());
  *	cumulative
+ * @DMAPLANE_STAT_COPIES_SPLIT_PEER: large copies of messages whose
+ *	helper was queued on the CPU of the other side's owner (msg.c:
+ *	copy_split_queue()) rather than where the scheduler puts it;
+ *	cumulative
  * @DMAPLANE_STAT_MSG_REGS: message buffers (a posted receive's, a
  *	rendezvous send's range) registered in the registration cache by
  *	the message (mr.c: dmaplane_mr_cache_add_msg()); cumulative
@@ -123,6 +127,7 @@ enum dmaplane_stat {
 	DMAPLANE_STAT_COPIES_SPLIT,
 	DMAPLANE_STAT_COPIES_SPLIT_REDONE,
 	DMAPLANE_STAT_COPIES_SPLIT_CACHED,
+	DMAPLANE_STAT_COPIES_SPLIT_PEER,
 	DMAPLANE_STAT_MSG_REGS,
 	DMAPLANE_STAT_MSG_REG_HITS,
 	DMAPLANE_NUM_STATS
@@ -162,6 +167,7 @@ struct dmaplane_stats {
 			long copies_split;
 			long copies_split_redone;
 			long copies_split_cached;
+			long copies_split_peer;
 			long msg_regs;
 			long msg_reg_hits;
 		};
@@ -377,6 +383,11 @@ struct dmaplane_matcher {
  *	acknowledged yet (ib_tx.c)
  * @recv_pins: posted receives holding their buffer's page pinned (msg.c:
  *	recv_pin()), at most recv_pins_max
+ * @cpu: the CPU its owner last entered the module on for it (a
+ *	submission, poll()), or -1: where the helper of a copy of a message
+ *	to or from this endpoint runs, the CPU its owner leaves idle while it
+ *	waits (msg.c: copy_split_queue()).  A hint, read and written with
+ *	READ_ONCE()/WRITE_ONCE() and no lock.
  * @iov_bytes: bytes of iovec arrays (%DMAPLANE_OP_F_IOV) copied in for
  *	this endpoint's operations and not freed yet (msg.c)
  * @rcu: the endpoint is freed after a grace period, so that a reader of
@@ -415,6 +426,7 @@ struct dmaplane_ep {
 	atomic64_t eager_backlog;
 	atomic64_t iov_bytes;
 	atomic_t recv_pins;
+	int cpu;
 	struct rcu_head rcu;
 };
 
@@ -816,6 +828,18 @@ struct dmaplane_ep *dmaplane_ep_get_by_uid(u64 ep_uid);
 bool dmaplane_ep_uid_in_mm(u64 src, const struct mm_struct *mm);
 void dmaplane_ep_put(struct dmaplane_ep *ep);
 struct dmaplane_cq *dmaplane_ep_cq(struct dmaplane_ep *ep);
+
+/*
+ * The owner of @ep enters the module on this CPU (&dmaplane_ep.cpu).  An
+ * io_uring submission thread or worker is not the owner: its CPU is not
+ * the one the owner waits on.
+ */
+static inline void dmaplane_ep_note_cpu(struct dmaplane_ep *ep)
+{
+	if (!(current->flags & PF_IO_WORKER))
+		WRITE_ONCE(ep->cpu, raw_smp_processor_id());
+}
+
 int dmaplane_av_lookup(struct dmaplane_ep *ep, u32 handle, u64 *ep_uid);
 u32 dmaplane_av_reverse(struct dmaplane_ep *ep, u64 src);
 bool dmaplane_ep_same_domain(const struct dmaplane_ep *a, const struct dmaplane_ep *b);

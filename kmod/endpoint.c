@@ -86,6 +86,7 @@ struct dmaplane_ep *dmaplane_ep_create(void)
 
 	kref_init(&ep->ref);
 	ep->uid = current_euid();
+	ep->cpu = -1;
 	xa_init_flags(&ep->regions, XA_FLAGS_ALLOC1);
 	xa_init_flags(&ep->av, XA_FLAGS_ALLOC);
 	xa_init_flags(&ep->claims, XA_FLAGS_ALLOC1);

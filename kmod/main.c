@@ -60,6 +60,7 @@ const char * const dmaplane_stat_names[] = {
 	[DMAPLANE_STAT_COPIES_SPLIT] = "copies_split",
 	[DMAPLANE_STAT_COPIES_SPLIT_REDONE] = "copies_split_redone",
 	[DMAPLANE_STAT_COPIES_SPLIT_CACHED] = "copies_split_cached",
+	[DMAPLANE_STAT_COPIES_SPLIT_PEER] = "copies_split_peer",
 	[DMAPLANE_STAT_MSG_REGS] = "msg_regs",
 	[DMAPLANE_STAT_MSG_REG_HITS] = "msg_reg_hits",
 };
@@ -202,6 +203,7 @@ static __poll_t dmaplane_poll(struct file *file, poll_table *wait)
 	struct dmaplane_ep *ep = file->private_data;
 	struct dmaplane_cq *cq = dmaplane_ep_cq(ep);
 
+	dmaplane_ep_note_cpu(ep);
 	poll_wait(file, &ep->wq, wait);
 	/* Pairs with wq_has_sleeper() in cqe_post() (msg.c). */
 	smp_mb();
@@ -262,6 +264,7 @@ static int dmaplane_stats_show(struct seq_file *m, void *unused)
 	DMAPLANE_STAT_CHECK(copies_split, DMAPLANE_STAT_COPIES_SPLIT);
 	DMAPLANE_STAT_CHECK(copies_split_redone, DMAPLANE_STAT_COPIES_SPLIT_REDONE);
 	DMAPLANE_STAT_CHECK(copies_split_cached, DMAPLANE_STAT_COPIES_SPLIT_CACHED);
+	DMAPLANE_STAT_CHECK(copies_split_peer, DMAPLANE_STAT_COPIES_SPLIT_PEER);
 	DMAPLANE_STAT_CHECK(msg_regs, DMAPLANE_STAT_MSG_REGS);
 	DMAPLANE_STAT_CHECK(msg_reg_hits, DMAPLANE_STAT_MSG_REG_HITS);
 	BUILD_BUG_ON(sizeof(struct dmaplane_stats) !=

@@ -109,6 +109,13 @@ static struct workqueue_struct *deliver_wq;
  * most one per CPU at a time).
  */
 static struct workqueue_struct *copy_wq;
+/*
+ * Runs the helpers of split copies of messages on the CPU of the other
+ * side (copy_split_queue()): per CPU, one at a time (a second waits, and
+ * its caller cancels it when done), CPU-intensive (a helper copies for
+ * hundreds of microseconds: other work of that CPU's pool need not wait).
+ */
+static struct workqueue_struct *copy_peer_wq;
 
 /**
  * struct dmaplane_msg - a message queued as unexpected at its receiver
@@ -706,6 +713,8 @@ struct copy_job {
  * @work: the helper, on copy_wq
  * @jobs: the copies, in the order both sides take them
  * @nr: entries of @jobs
+ * @cpu: the CPU the helper is queued on: the last one of the owner of
+ *	the other side (&dmaplane_ep.cpu), or -1: where the scheduler puts it
  * @pages: the source's user pages of the helper's chunk, pinned (one more
  *	than COPY_PAGES when the chunk does not start at a page boundary)
  * @bv: the same pages as the iterator the chunk is copied from
@@ -714,6 +723,7 @@ struct copy_split {
 	struct work_struct work;
 	struct copy_job *jobs[COPY_BATCH];
 	unsigned int nr;
+	int cpu;
 	struct page *pages[COPY_PAGES + 1];
 	struct bio_vec bv[COPY_PAGES + 1];
 };
@@ -875,7 +885,30 @@ static void copy_split_work(struct work_struct *work)
 }
 
 /*
- * Run the copies of @s: with a helper on copy_wq when @helper, both
+ * Start the helper of @s.  A message's copy is waited for by the other
+ * side's owner, whose CPU is idle or soon will be (it sleeps in poll(),
+ * or spins on its ring and gives way to a woken kworker): the helper goes
+ * there, on copy_peer_wq.  Left to the scheduler (copy_wq, unbound), it
+ * wakes where a CPU looks idle at that instant: when the other side has
+ * not gone to sleep yet, on the caller's own CPU, behind the caller, and
+ * copies nothing until the caller is done.  A CPU that went offline since
+ * the hint was taken is no harm: the work then runs unbound.
+ */
+static void copy_split_queue(struct copy_split *s)
+{
+	int cpu = s->cpu;
+
+	if (cpu >= 0 && cpu < nr_cpu_ids && cpu != raw_smp_processor_id() &&
+	    cpu_online(cpu)) {
+		dmaplane_stat_inc(copies_split_peer);
+		queue_work_on(cpu, copy_peer_wq, &s->work);
+		return;
+	}
+	queue_work(copy_wq, &s->work);
+}
+
+/*
+ * Run the copies of @s: with a helper when @helper (copy_split_queue()), both
  * claiming chunks of COPY_PAGES pages, job after job, and copying them,
  * each at its own speed, so that the CPU a waiting receiver leaves idle
  * copies part of the data.  When no CPU is free the helper starts late or
@@ -892,7 +925,7 @@ static void copy_split_run(struct copy_split *s, bool helper)
 	if (helper) {
 		INIT_WORK(&s->work, copy_split_work);
 		dmaplane_stat_inc(copies_split);
-		queue_work(copy_wq, &s->work);
+		copy_split_queue(s);
 	}
 	for (i = 0; i < s->nr; i++) {
 		struct copy_job *j = s->jobs[i];
@@ -944,7 +977,7 @@ static u64 copy_split_bytes(void)
  * Return: 0, or as copy_remote() and dmaplane_region_copy().
  */
 static int copy_split(const struct copy_side *rem, const struct copy_side *loc,
-		      u64 n, bool to_remote)
+		      u64 n, bool to_remote, int cpu)
 {
 	struct copy_split *s;
 	struct copy_job j;
@@ -960,6 +993,7 @@ static int copy_split(const struct copy_side *rem, const struct copy_side *loc,
 	}
 	s->jobs[0] = &j;
 	s->nr = 1;
+	s->cpu = cpu;
 	copy_split_run(s, true);
 	kfree(s);
 	return j.status;
@@ -991,14 +1025,15 @@ static bool copy_side_of(struct dmaplane_ubuf *b, struct mm_struct *mm,
  * and @lb, a buffer of the caller's own (@lmm, its address space),
  * @to_remote as for copy_remote().  A copy of at least copy_split_min
  * bytes between user memory and regions with pages is shared with a
- * helper: copy_split(), which builds an iterator per chunk.  Any other
- * is one iterator over @lb: copy_remote_ubuf().
+ * helper: copy_split(), which builds an iterator per chunk, its helper
+ * on CPU @cpu (&struct copy_split; -1: anywhere).  Any other is one
+ * iterator over @lb: copy_remote_ubuf().
  *
  * Return: 0, or as copy_remote() and dmaplane_region_copy().
  */
 static int copy_remote_split(struct mm_struct *mm, struct dmaplane_ubuf *b,
 			     struct mm_struct *lmm, struct dmaplane_ubuf *lb,
-			     u64 n, bool to_remote)
+			     u64 n, bool to_remote, int cpu)
 {
 	struct dmaplane_region_map map;
 	struct copy_side rem, loc;
@@ -1007,7 +1042,7 @@ static int copy_remote_split(struct mm_struct *mm, struct dmaplane_ubuf *b,
 
 	if (n >= copy_split_bytes() && lmm == current->mm &&
 	    copy_side_of(b, mm, &rem) && copy_side_of(lb, lmm, &loc))
-		return copy_split(&rem, &loc, n, to_remote);
+		return copy_split(&rem, &loc, n, to_remote, cpu);
 	ret = dmaplane_ubuf_iter(lb, to_remote ? ITER_SOURCE : ITER_DEST, n, &iter, &map);
 	if (!ret)
 		ret = copy_remote_ubuf(mm, b, &iter, to_remote);
@@ -1264,7 +1299,8 @@ static void deliver_unexpected(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	if (n && !msg->data && READ_ONCE(msg->sender->dead)) {
 		ret = -ECONNRESET;
 	} else if (n && !msg->data && !r->page) {
-		ret = copy_remote_split(msg->mm, &msg->buf, ep->mm, &r->buf, n, false);
+		ret = copy_remote_split(msg->mm, &msg->buf, ep->mm, &r->buf, n, false,
+					READ_ONCE(msg->sender->cpu));
 	} else if (n) {
 		/* Into the page of a pinned receive, or a payload. */
 		struct dmaplane_region_map map = { .r = NULL };
@@ -1538,13 +1574,15 @@ static bool batch_wanted(struct copy_batch *b, bool more)
  * The next job of *@batch (allocated here) for the copy of a message of
  * @len bytes from @b (a buffer of @mm) into receive @r (a buffer of
  * @rmm), @to_remote as in &struct copy_job (a send's: @b moves into the
- * job); NULL when a batch does not take it: nothing to copy,
- * %COPY_BATCH_BYTES or more, into a pinned page, a side that is neither
- * user memory nor a region with pages (copy_side_of()), no memory.
+ * job), with the other side's owner on @cpu (the first job's is where
+ * the batch's helper goes: &struct copy_split); NULL when a batch does
+ * not take it: nothing to copy, %COPY_BATCH_BYTES or more, into a pinned
+ * page, a side that is neither user memory nor a region with pages
+ * (copy_side_of()), no memory.
  */
 static struct batch_job *batch_job_new(struct copy_batch **batch, struct dmaplane_ubuf *b,
 				       struct mm_struct *mm, struct dmaplane_recv *r,
-				       struct mm_struct *rmm, u64 len, bool to_remote)
+				       struct mm_struct *rmm, u64 len, bool to_remote, int cpu)
 {
 	u64 n = min(r->buf.len, len);
 	struct copy_batch *cb = *batch;
@@ -1562,6 +1600,8 @@ static struct batch_job *batch_job_new(struct copy_batch **batch, struct dmaplan
 		cb->bytes = 0;
 		*batch = cb;
 	}
+	if (!cb->split.nr)
+		cb->split.cpu = cpu;
 	bj = &cb->jobs[cb->split.nr];
 	if (to_remote) {
 		/* A send's buffer: the job keeps it, and its ranges. */
@@ -1592,7 +1632,8 @@ static bool batch_add_send(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 			   struct dmaplane_recv *r, const struct dmaplane_msg *msg,
 			   struct dmaplane_ubuf *sbuf, struct copy_batch **batch)
 {
-	struct batch_job *bj = batch_job_new(batch, sbuf, ep->mm, r, dest->mm, msg->len, true);
+	struct batch_job *bj = batch_job_new(batch, sbuf, ep->mm, r, dest->mm, msg->len, true,
+					     READ_ONCE(dest->cpu));
 
 	if (!bj)
 		return false;
@@ -1625,7 +1666,8 @@ static bool batch_add_recv(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	spin_unlock(&ep->deliver_lock);
 	if (pending)
 		return false;
-	bj = batch_job_new(batch, &msg->buf, msg->mm, r, ep->mm, msg->len, false);
+	bj = batch_job_new(batch, &msg->buf, msg->mm, r, ep->mm, msg->len, false,
+			   READ_ONCE(msg->sender->cpu));
 	if (!bj)
 		return false;
 	bj->msg = msg;
@@ -1818,7 +1860,8 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 	int ret = 0, end;
 
 	if (n && !msg->data && !r->page) {
-		ret = copy_remote_split(dest->mm, &r->buf, ep->mm, sbuf, n, true);
+		ret = copy_remote_split(dest->mm, &r->buf, ep->mm, sbuf, n, true,
+					READ_ONCE(dest->cpu));
 	} else if (n) {
 		/* A payload, or into the page of a pinned receive. */
 		if (msg->data)
@@ -2238,7 +2281,11 @@ static int do_rma(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 		if (check_add_overflow(op->roffset, op->len, &end) || end > r->len)
 			status = -ERANGE;
 		else
-			status = copy_remote_split(NULL, &rb, ep->mm, &b, op->len, put);
+			/*
+			 * Nobody waits for it on the target's CPU (its owner
+			 * may be computing): the helper goes anywhere.
+			 */
+			status = copy_remote_split(NULL, &rb, ep->mm, &b, op->len, put, -1);
 	}
 	if (target)
 		dmaplane_put_data_complete(dest, status, ep->ep_uid, op->len, op->data);
@@ -2326,6 +2373,7 @@ int dmaplane_submit(struct dmaplane_ep *ep, u64 uops, u32 nr, u32 op_size)
 	 */
 	if (!current->mm || current->mm != ep->mm)
 		return -EPERM;
+	dmaplane_ep_note_cpu(ep);
 
 	for (i = 0; i < nr; i++) {
 		ret = copy_struct_from_user(&op, sizeof(op),
@@ -2391,8 +2439,14 @@ int dmaplane_msg_init(void)
 	copy_wq = alloc_workqueue("dmaplane_copy", WQ_UNBOUND, num_possible_cpus());
 	if (!copy_wq)
 		goto err_destroy_deliver;
+	copy_peer_wq = alloc_workqueue("dmaplane_copy_peer",
+				       DMAPLANE_WQ_PERCPU | WQ_CPU_INTENSIVE, 1);
+	if (!copy_peer_wq)
+		goto err_destroy_copy;
 	return 0;
 
+err_destroy_copy:
+	destroy_workqueue(copy_wq);
 err_destroy_deliver:
 	destroy_workqueue(deliver_wq);
 	return -ENOMEM;
@@ -2408,6 +2462,7 @@ void dmaplane_msg_exit(void)
 {
 	destroy_workqueue(deliver_wq);
 	/* Empty: every split copy waited for its helper. */
+	destroy_workqueue(copy_peer_wq);
 	destroy_workqueue(copy_wq);
 }
 

@@ -2351,6 +2351,112 @@ TEST_F(pair, split_copy_reads_a_registered_source)
 }
 
 /*
+ * The helper of a message's split copy is queued on the CPU where the
+ * other side's owner last entered the module (its submission, its
+ * poll()): where it waits for this copy.  On the caller's own CPU, or
+ * for a side that never entered it, the helper is left to the scheduler.
+ * "copies_split_peer" counts the first kind.  One process plays both
+ * sides, moving itself between CPUs 0 and 1, so that each endpoint's
+ * last CPU is known.
+ */
+static void on_cpu(struct __test_metadata *_metadata, int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(set), &set));
+}
+
+#define PEER_LEN	(1UL << 20)
+
+TEST_F(pair, split_copy_helper_runs_on_the_peers_cpu)
+{
+	static const struct {
+		int rcpu, scpu;	/* the receiver's and the sender's CPU */
+		int expected;	/* receive posted before the send */
+		int n;		/* messages: RECVs in one dp_submit() (a batch) */
+		long peer;	/* copies_split_peer's growth */
+	} cases[] = {
+		{ 1, 0, 1, 1, 1 },	/* the sender copies, the receiver waits */
+		{ 1, 0, 0, 1, 1 },	/* the receiver copies, the sender waits */
+		{ 0, 1, 1, 1, 1 },
+		{ 1, 0, 0, 4, 1 },	/* a batch: one helper, for four */
+		{ 0, 0, 1, 1, 0 },	/* both on one CPU: the scheduler's */
+		{ 1, 1, 0, 1, 0 },
+		{ 0, 0, 0, 4, 0 },
+	};
+	long old = read_param("copy_split_min");
+	struct dmaplane_op ops[4];
+	struct dmaplane_cqe c[4];
+	unsigned char *src, *dst;
+	cpu_set_t all;
+	char val[32];
+
+	if (old < 0 || dp_test_stat("copies_split_peer") < 0)
+		SKIP(return, "no copy_split_min parameter or copies_split_peer counter");
+	ASSERT_EQ(0, sched_getaffinity(0, sizeof(all), &all));
+	if (!CPU_ISSET(0, &all) || !CPU_ISSET(1, &all))
+		SKIP(return, "needs CPUs 0 and 1 (has %d CPUs, 0: %d, 1: %d)", CPU_COUNT(&all),
+		     CPU_ISSET(0, &all), CPU_ISSET(1, &all));
+	src = mmap(NULL, 4 * PEER_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	dst = mmap(NULL, 4 * PEER_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		   -1, 0);
+	ASSERT_NE(MAP_FAILED, src);
+	ASSERT_NE(MAP_FAILED, dst);
+	ASSERT_EQ(0, set_param("copy_split_min", "524288"));
+
+	for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
+		int n = cases[k].n, i;
+		long split = dp_test_stat("copies_split");
+		long peer = dp_test_stat("copies_split_peer");
+
+		/* 1 MiB alone is split; four of them share one helper. */
+		for (i = 0; i < n; i++) {
+			dp_test_fill(src + i * PEER_LEN, PEER_LEN, 100 * k + i);
+			dp_prep_recv(&ops[i], self->b2a, 100 * k + i, 0, dst + i * PEER_LEN,
+				     PEER_LEN, 10 + i);
+		}
+		memset(dst, 0, 4 * PEER_LEN);
+		if (cases[k].expected) {
+			on_cpu(_metadata, cases[k].rcpu);
+			ASSERT_EQ(n, dp_submit(self->b, ops, n));
+		}
+		on_cpu(_metadata, cases[k].scpu);
+		for (i = 0; i < n; i++)
+			ASSERT_EQ(0, dp_send(self->a, self->a2b, 100 * k + i,
+					     src + i * PEER_LEN, PEER_LEN, 20 + i));
+		if (!cases[k].expected) {
+			on_cpu(_metadata, cases[k].rcpu);
+			ASSERT_EQ(n, dp_submit(self->b, ops, n));
+		}
+		for (i = 0; i < n; i++) {
+			ASSERT_EQ(1, wait1(self->b, &c[i]));
+			EXPECT_EQ(0, c[i].status);
+			EXPECT_EQ(10 + i, c[i].ctx);
+			EXPECT_EQ(PEER_LEN, c[i].len);
+			EXPECT_EQ(-1, dp_test_check(dst + i * PEER_LEN, PEER_LEN, 100 * k + i))
+				TH_LOG("case %zu, message %d", k, i);
+		}
+		for (i = 0; i < n; i++) {
+			ASSERT_EQ(1, wait1(self->a, &c[i]));
+			EXPECT_EQ(0, c[i].status);
+			EXPECT_EQ(20 + i, c[i].ctx);
+		}
+		EXPECT_EQ(1, dp_test_stat("copies_split") - split) TH_LOG("case %zu", k);
+		EXPECT_EQ(cases[k].peer, dp_test_stat("copies_split_peer") - peer)
+			TH_LOG("case %zu", k);
+	}
+
+	ASSERT_EQ(0, sched_setaffinity(0, sizeof(all), &all));
+	snprintf(val, sizeof(val), "%ld", old);
+	ASSERT_EQ(0, set_param("copy_split_min", val));
+	munmap(src, 4 * PEER_LEN);
+	munmap(dst, 4 * PEER_LEN);
+}
+
+/*
  * Sends of one dp_submit() that find their receives posted share one
  * helper between them (kmod/msg.c struct send_batch): a window of medium
  * messages, each below copy_split_min, is one split ("copies_split" + 1).
