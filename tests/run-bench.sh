@@ -75,7 +75,8 @@ done
 # over dmaplane); in build/bench/ab.txt.  DMAPLANE_BENCH_AB=self: A is
 # this tree's module too, told apart by module parameters:
 # DMAPLANE_BENCH_AB_PARAMS_A and _B (NAME=VALUE,NAME=VALUE).
-# DMAPLANE_BENCH_AB_ARGS: more dp-bench arguments (commas for spaces).
+# DMAPLANE_BENCH_AB_ARGS: more dp-bench arguments (commas for spaces);
+# DMAPLANE_BENCH_AB_ARGS_A and _B: for A or for B only.
 if [ -n "${DMAPLANE_BENCH_AB:-}" ] && [ "$DMAPLANE_BENCH_AB" != self ]; then
 	[ -e "$DMAPLANE_BENCH_AB/dmaplane.ko" ] ||
 		{ echo "$0: no $DMAPLANE_BENCH_AB/dmaplane.ko" >&2; exit 2; }
@@ -91,7 +92,7 @@ args="dmaplane.fabric_build=$(pwd)/$BUILD"
 # DMAPLANE_BENCH_ONLY=lat,rate,matchbench,kvstore-dmaplane,peers: only
 # these parts of the one-node job (jobs/bench.sh)
 [ -n "${DMAPLANE_BENCH_ONLY:-}" ] && args="$args dmaplane.bench_only=$DMAPLANE_BENCH_ONLY"
-# DMAPLANE_BENCH_PROFILE=self,rs,rate,bw64k,bw1m (any of them): instead of the bench, Linux perf's
+# DMAPLANE_BENCH_PROFILE=self,rs,rate,bw64k,bw1m,sched64k (any of them): instead of the bench, Linux perf's
 # profile of these dp-bench runs (jobs/bench.sh: profile) in
 # build/bench/profile.txt
 table=bench.txt
@@ -101,7 +102,7 @@ if [ -n "${DMAPLANE_BENCH_PROFILE:-}" ]; then
 fi
 if [ -n "${DMAPLANE_BENCH_AB:-}" ]; then
 	args="$args dmaplane.bench_ab=${DMAPLANE_BENCH_AB_ROUNDS:-3}"
-	for v in pa:PARAMS_A pb:PARAMS_B args:ARGS; do
+	for v in pa:PARAMS_A pb:PARAMS_B args:ARGS aa:ARGS_A ab:ARGS_B; do
 		eval "val=\${DMAPLANE_BENCH_AB_${v#*:}:-}"
 		[ -n "$val" ] && args="$args dmaplane.bench_ab_${v%%:*}=$val"
 	done

@@ -162,6 +162,25 @@ profile() {
 	# split copies run in kworkers, and the idle time shows)
 	bw64k) args="bw -o dmaplane -m 65536 -n 1000" ;;
 	bw1m) args="bw -o dmaplane -m 1048576 -n 400" ;;
+	# the scheduler's view of bw64k: who runs on which CPU when, and how
+	# long each wake-up waits for its CPU (perf sched, both CPUs)
+	sched64k)
+		args="bw -o dmaplane -m 65536 -n 300"
+		# the tracepoints, for perf in the chroot
+		grep -q " $H/sys/kernel/tracing " /proc/mounts ||
+			mount -t tracefs tracefs $H/sys/kernel/tracing
+		ev=sched:sched_switch,sched:sched_wakeup
+		ev=$ev,workqueue:workqueue_execute_start,workqueue:workqueue_execute_end
+		echo "# profile $1: perf record -a -g -e $ev -- dp-bench $args"
+		# shellcheck disable=SC2086
+		in_host env LD_LIBRARY_PATH="$B" perf record -a -g -q -e $ev \
+			-o /tmp/sched.data -- "$B/dp-bench" $args
+		rc=$?
+		echo "# profile $1: events of the 64 KiB windows, 6 frames of stack each"
+		in_host perf script -i /tmp/sched.data --max-stack 6 2>&1 |
+			tail -4000 | head -1500
+		case_result "profile-$1" $rc "perf record rc=$rc"
+		return ;;
 	*) case_result "profile-$1" 1 "no such profile"; return ;;
 	esac
 	all=
@@ -232,7 +251,8 @@ fi
 # Without $D/ab/dmaplane.ko (DMAPLANE_BENCH_AB=self) A is this tree's
 # module too.  dmaplane.bench_ab_pa / bench_ab_pb: module parameters of A
 # and B (NAME=VALUE,...); dmaplane.bench_ab_args: more dp-bench arguments
-# (commas for spaces).
+# (commas for spaces), for both; bench_ab_aa / bench_ab_ab: for A / for B
+# only (the same module twice, two ways of running dp-bench).
 AB=$(cmdline dmaplane.bench_ab 0)
 if [ "$AB" != 0 ]; then
 	AB_ARGS=$(cmdline dmaplane.bench_ab_args "" | tr , ' ')
@@ -243,16 +263,18 @@ if [ "$AB" != 0 ]; then
 		for m in A B; do
 			ko=$D/dmaplane.ko
 			params=$(cmdline dmaplane.bench_ab_pb "" | tr , ' ')
+			margs=$(cmdline dmaplane.bench_ab_ab "" | tr , ' ')
 			if [ $m = A ]; then
 				[ -e $D/ab/dmaplane.ko ] && ko=$D/ab/dmaplane.ko
 				params=$(cmdline dmaplane.bench_ab_pa "" | tr , ' ')
+				margs=$(cmdline dmaplane.bench_ab_aa "" | tr , ' ')
 			fi
 			# shellcheck disable=SC2086
 			if ! rmmod dmaplane || ! insmod "$ko" $params; then
 				rc=1
 				break 2
 			fi
-			echo "# ab round $round: module $m $params"
+			echo "# ab round $round: module $m $params${margs:+ (dp-bench $margs)}"
 			for mode in $(echo "${ONLY:-rate,path}" | tr , ' '); do
 				if [ "$mode" = kvstore ]; then
 					timeout "$TMO" $D/dp-kvstore -t dmaplane -n 8000 \
@@ -265,7 +287,8 @@ if [ "$AB" != 0 ]; then
 				*) n=200 ;;
 				esac
 				# shellcheck disable=SC2086
-				timeout "$TMO" $D/dp-bench "$mode" -n $n $AB_ARGS || rc=1
+				timeout "$TMO" $D/dp-bench "$mode" -n $n $AB_ARGS $margs ||
+					rc=1
 			done
 			grep '^copies_\|^msg_reg' /sys/kernel/debug/dmaplane/stats | tr '\n' ' '
 			echo
