@@ -710,7 +710,7 @@ struct copy_job {
 
 /**
  * struct copy_split - copies shared by their caller and a helper
- * @work: the helper, on copy_wq
+ * @work: the helper, on copy_peer_wq or copy_wq (copy_split_queue())
  * @jobs: the copies, in the order both sides take them
  * @nr: entries of @jobs
  * @cpu: the CPU the helper is queued on: the last one of the owner of
