@@ -39,8 +39,8 @@
  * submission thread is awake), and sqp/rs, rs_sqpoll's time over dp_rs.
  * Each cell is the median of three runs.
  *
- * bw, rate: windows of messages (16 of each size; 64 of 8 bytes) from one
- * process to the other, each window acknowledged; dmaplane submits a
+ * bw, rate: windows of 64 messages (as OSU's osu_bw; bw -w sets another
+ * count) from one process to the other, each window acknowledged; dmaplane submits a
  * window as one batch and polls its ring.  bw's sizes go from 1 KiB to
  * 64 MiB and its cells are medians of three runs.  rate also submits the same
  * windows through io_uring (dp_uring) and io_uring with SQPOLL
@@ -1434,14 +1434,28 @@ static int bench_lat(int iters)
 #define BW_RUNS		3
 
 /*
- * bw's windows at SIZE: all of them up to 64 KiB, a tenth from 1 MiB,
- * a fortieth from 16 MiB (at least 2: a 64 MiB window is a GiB).
+ * bw's messages per window (-w): 64, as OSU's osu_bw and osu_bibw send
+ * them (OMB's window_size); dp-bench sent 16 until e20ac99.
  */
-static int bw_windows(int windows, size_t size)
+static int bw_window = 64;
+
+/*
+ * bw's windows at SIZE of @w messages: as many bytes as @windows windows
+ * of 16 messages moved at SIZE: all of those up to 64 KiB, a tenth from
+ * 1 MiB, a fortieth from 16 MiB; at least 2 (1 from 16 MiB, where a window
+ * of 64 is 1-4 GiB).
+ */
+static int bw_windows(int windows, size_t size, int w)
 {
+	int n, least;
+
 	if (size >= (16 << 20))
-		return windows >= 80 ? windows / 40 : 2;
-	return size >= (1 << 20) ? (windows + 9) / 10 : windows;
+		n = windows >= 80 ? windows / 40 : 2;
+	else
+		n = size >= (1 << 20) ? (windows + 9) / 10 : windows;
+	n = n * 16 / w;
+	least = size >= (16 << 20) ? 1 : 2;
+	return n > least ? n : least;
 }
 
 static int bench_bw(int windows)
@@ -1454,15 +1468,15 @@ static int bench_bw(int windows)
 	/* -o: only the transports named */
 	for (unsigned int t = 0; t < NR_XPORTS; t++)
 		want[t] = row_wanted(xports[t].name);
-	printf("# dp-bench bw: window of 16 messages, MB/s (higher is better), median of %d\n"
-	       "# runs; buffers in small pages (bwdiag: with huge pages)\n", BW_RUNS);
+	printf("# dp-bench bw: window of %d messages, MB/s (higher is better), median of %d\n"
+	       "# runs; buffers in small pages (bwdiag: with huge pages)\n", bw_window, BW_RUNS);
 	printf("%-8s", "size");
 	for (unsigned int t = 0; t < NR_XPORTS; t++)
 		printf(" %10s", xports[t].name);
 	printf(" %12s %12s\n", "dp/cma", "dp/shm2copy");
 	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		double v[NR_XPORTS] = { 0 }, r[NR_XPORTS][BW_RUNS];
-		int n = bw_windows(windows, sizes[i]);
+		int n = bw_windows(windows, sizes[i], bw_window);
 
 		if (sizes[i] > max_size)
 			break;
@@ -1474,7 +1488,7 @@ static int bench_bw(int windows)
 				struct xport x = xports[t];
 
 				if (want[t])
-					r[t][k] = run_stream(&x, sizes[i], 16, n);
+					r[t][k] = run_stream(&x, sizes[i], bw_window, n);
 			}
 		for (unsigned int t = 0; t < NR_XPORTS; t++) {
 			if (!want[t]) {
@@ -2570,7 +2584,8 @@ static int usage(FILE *f)
 		   "       (messaging modes: -Y spins with sched_yield() instead of sleeping in dp_wait();\n"
 		   "        -m MAX_BYTES leaves out larger messages in every mode)\n"
 		   "       dp-bench lat [-n ITERS]\n"
-		   "       dp-bench bw [-n WINDOWS] [-b BUFS]  (-b: dmaplane receives into BUFS buffers in turn)\n"
+		   "       dp-bench bw [-n WINDOWS] [-w MESSAGES] [-b BUFS]\n"
+		   "       (-w: messages per window, 64; -b: dmaplane receives into BUFS buffers in turn)\n"
 		   "       dp-bench rate [-n WINDOWS]\n"
 		   "       dp-bench bwdiag [-n WINDOWS]\n"
 		   "       dp-bench overlap [-n ITERS]\n"
@@ -2599,11 +2614,16 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return usage(stdout);
 	optind = 2;
-	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:o:b:", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:o:b:w:", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
 			rx_bufs = atoi(optarg);
 			if (rx_bufs < 1 || rx_bufs > 100000)
+				return usage(stderr);
+			break;
+		case 'w':
+			bw_window = atoi(optarg);
+			if (bw_window < 1 || bw_window > 256)
 				return usage(stderr);
 			break;
 		case 'm':
