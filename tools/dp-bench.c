@@ -39,8 +39,9 @@
  * submission thread is awake), and sqp/rs, rs_sqpoll's time over dp_rs.
  * Each cell is the median of three runs.
  *
- * bw, rate: windows of 64 messages (as OSU's osu_bw; bw -w sets another
- * count) from one process to the other, each window acknowledged; dmaplane submits a
+ * bw, rate: windows of messages (16 of each size, -w another count: OSU's
+ * osu_bw sends 64; 64 of 8 bytes) from one process to the other, each
+ * window acknowledged; dmaplane submits a
  * window as one batch and polls its ring.  bw's sizes go from 1 KiB to
  * 64 MiB and its cells are medians of three runs.  rate also submits the same
  * windows through io_uring (dp_uring) and io_uring with SQPOLL
@@ -1434,10 +1435,11 @@ static int bench_lat(int iters)
 #define BW_RUNS		3
 
 /*
- * bw's messages per window (-w): 64, as OSU's osu_bw and osu_bibw send
- * them (OMB's window_size); dp-bench sent 16 until e20ac99.
+ * bw's messages per window (-w): 16.  OSU's osu_bw and osu_bibw send 64
+ * (OMB's window_size): -w 64, measured in
+ * Documentation/bench/2026-12-06-window-64.rst.
  */
-static int bw_window = 64;
+static int bw_window = 16;
 
 /*
  * bw's windows at SIZE of @w messages: as many bytes as @windows windows
@@ -2585,7 +2587,7 @@ static int usage(FILE *f)
 		   "        -m MAX_BYTES leaves out larger messages in every mode)\n"
 		   "       dp-bench lat [-n ITERS]\n"
 		   "       dp-bench bw [-n WINDOWS] [-w MESSAGES] [-b BUFS]\n"
-		   "       (-w: messages per window, 64; -b: dmaplane receives into BUFS buffers in turn)\n"
+		   "       (-w: messages per window, 16; -b: dmaplane receives into BUFS buffers in turn)\n"
 		   "       dp-bench rate [-n WINDOWS]\n"
 		   "       dp-bench bwdiag [-n WINDOWS]\n"
 		   "       dp-bench overlap [-n ITERS]\n"

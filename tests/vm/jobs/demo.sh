@@ -28,8 +28,8 @@ fi
 
 echo "== timed part: $(uname -r) (Debian's stock kernel, no KASAN), $(nproc) vCPUs, QEMU TCG"
 echo "   every number is measured in this VM; only ratios mean much under TCG"
-# lat: ping-pong of two processes, half the round trip; bw: windows of 64
-# messages (as OSU's osu_bw).  Columns: size, dmaplane, pipe, unix, cma, shm2copy (dp-bench).
+# lat: ping-pong of two processes, half the round trip; bw: windows of 16
+# messages.  Columns: size, dmaplane, pipe, unix, cma, shm2copy (dp-bench).
 $D/dp-bench lat -m 1048576 -n 100 >/tmp/lat.out 2>&1
 case_result dp-bench-lat $? "$(tail -3 /tmp/lat.out | tr '\n' ' ')"
 $D/dp-bench bw -m 1048576 -n 10 >/tmp/bw.out 2>&1
@@ -50,7 +50,7 @@ for s in "64 KiB" "1 MiB"; do
 	dp=$(cellof "$s" 2 /tmp/bw.out)
 	cma=$(cellof "$s" 5 /tmp/bw.out)
 	shm=$(cellof "$s" 6 /tmp/bw.out)
-	echo "bandwidth $s: dmaplane $dp MB/s (windows of 64 messages), against CMA $cma MB/s" \
+	echo "bandwidth $s: dmaplane $dp MB/s (windows of 16 messages), against CMA $cma MB/s" \
 		"(the other single copy) and a two-copy shared-memory slot $shm MB/s"
 done
 echo "== dp-pingpong on the stock kernel (1 B to 4 MiB, every byte checked; rtt is the whole round trip)"
