@@ -997,10 +997,13 @@ static int dp_x_recv(struct xport *x, int rank, void *buf, size_t len)
 	return ret ? ret : dp_wait_one(x->ep);
 }
 
+/* The most messages dmaplane's window holds (bw -w): its arrays below. */
+#define WINDOW_MAX	256
+
 static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w)
 {
-	struct dmaplane_op ops[256];
-	struct dmaplane_cqe c[256];
+	struct dmaplane_op ops[WINDOW_MAX];
+	struct dmaplane_cqe c[WINDOW_MAX];
 	int done = 0, got = 0, n;
 
 	for (int i = 0; i < w; i++) {
@@ -1016,7 +1019,7 @@ static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w
 	while (done < w) {
 		n = x_submit(x, ops + done, w - done);
 		if (n == -EAGAIN) {
-			n = dp_poll(x->ep, c, 256);
+			n = dp_poll(x->ep, c, WINDOW_MAX);
 			if (n < 0)
 				return n;
 			for (int i = 0; i < n; i++)
@@ -1030,7 +1033,7 @@ static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w
 		done += n;
 	}
 	for (unsigned int spin = 1; got < w;) {
-		n = dp_take(x->ep, c, 256, spin);
+		n = dp_take(x->ep, c, WINDOW_MAX, spin);
 		if (n < 0)
 			return n;
 		for (int i = 0; i < n; i++)
@@ -2625,7 +2628,7 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			bw_window = atoi(optarg);
-			if (bw_window < 1 || bw_window > 256)
+			if (bw_window < 1 || bw_window > WINDOW_MAX)
 				return usage(stderr);
 			break;
 		case 'm':
