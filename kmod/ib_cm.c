@@ -647,6 +647,26 @@ static int bind_privileged(struct rdma_cm_id *id, int family)
 	return ret;
 }
 
+/*
+ * Whether @p's own request is being accepted: a connection it asked for
+ * waits for its ESTABLISHED event.  Our retry, armed when an earlier
+ * attempt of ours failed (the peer had not added this node yet), must
+ * not start a second connection then: its arrival would replace the
+ * first one on both nodes just after they came up, failing what was
+ * under way on it.
+ */
+static bool peer_accepting(struct dmaplane_ib_peer *p)
+{
+	struct dmaplane_conn *c;
+
+	lockdep_assert_held(&dmaplane_ib_lock);
+	list_for_each_entry(c, &dmaplane_ib_conns, node)
+		if (c->peer == p && !c->active && !atomic_read(&c->failing) &&
+		    READ_ONCE(c->state) == CONN_CONNECTING)
+			return true;
+	return false;
+}
+
 void dmaplane_peer_connect_work(struct work_struct *work)
 {
 	struct dmaplane_ib_peer *p = container_of(to_delayed_work(work),
@@ -656,7 +676,9 @@ void dmaplane_peer_connect_work(struct work_struct *work)
 	int ret;
 
 	mutex_lock(&dmaplane_ib_lock);
-	if (p->deleted || dmaplane_ib_exiting || p->conn || p->connecting) {
+	/* Failing, an accepted connection arms this work again (conn_unlink()). */
+	if (p->deleted || dmaplane_ib_exiting || p->conn || p->connecting ||
+	    peer_accepting(p)) {
 		mutex_unlock(&dmaplane_ib_lock);
 		return;
 	}
