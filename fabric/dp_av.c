@@ -95,8 +95,9 @@ static int dpf_av_insert(struct fid_av *fav, const void *addr, size_t count,
 		ret = av_resolve(av, i);
 		if (ret) {
 			av->used[i] = false;
-			DPF_INFO(FI_LOG_AV, "address %zu refused: %s\n", n,
-				 fi_strerror(-ret));
+			DPF_WARN(FI_LOG_AV, "address %zu (node %016" PRIx64 ", endpoint %" PRIu64
+				 ") refused: %s\n", n, (uint64_t)names[n].node_id,
+				 (uint64_t)names[n].ep_uid, fi_strerror(-ret));
 		} else {
 			done++;
 		}
