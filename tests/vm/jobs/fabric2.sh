@@ -68,6 +68,7 @@ check insmod load_dmaplane
 chmod 0666 /dev/dmaplane
 check peer-add $D/dpctl peer add "$DMAPLANE_PEER_IP"
 peer_up peer-up 60
+peer_once peer-once
 
 fab() {	# as jobs/fabric.sh: a host program, bounded by $TMO (or $tmo)
 	chroot $H /usr/bin/env -i PATH=/usr/bin:/bin:/usr/sbin:/sbin HOME=/tmp \
@@ -138,6 +139,7 @@ pair() {
 		src=$?
 		sed 's/^/#   server: /' /tmp/srv.$$
 		case_result "$name-server" $src "server rc=$src: $(tail -2 /tmp/srv.$$ | tr '\n' ' ')"
+		[ "$src" = 0 ] || diag
 		publish $((sp + 2)) "rc=$src" 120 ||
 			echo "# node 0 never fetched the server's status of $name"
 		return
@@ -167,6 +169,14 @@ pair() {
 	rc=0
 	[ $crc = 0 ] && [ "$src" = 0 ] || rc=1
 	case_result "$name" $rc "server rc=$src, client rc=$crc: $(tail -2 /tmp/cli.$$ | tr '\n' ' ')"
+	[ $rc = 0 ] || diag
+}
+
+# diag: after a failed check, the module's view of the peer (the module's
+# log lines and the peer table) on this node
+diag() {
+	dmesg | grep "dmaplane:" | tail -8 | sed 's/^/#   dmesg: /'
+	echo "#   peers: $($D/dpctl -j peer list 2>&1)"
 }
 
 skip() {

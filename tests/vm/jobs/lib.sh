@@ -230,6 +230,16 @@ peer_up() {	# case-name [secs]
 	case_result "$1" $? "$($D/dpctl -j peer list 2>&1)"
 }
 
+# peer_once: after the first peer_up of a boot, the connection that came
+# up is the only one (a second one, such as a retry of the node whose first
+# attempt the peer refused, would replace it and fail what runs on it).
+peer_once() {	# case-name
+	sleep 3
+	n=$(dmesg | grep -c "dmaplane: connected to")
+	[ "$n" = 1 ]
+	case_result "$1" $? "$n connections came up: $(dmesg | grep 'dmaplane: conn' | tr '\n' '|')"
+}
+
 rmmod_retry() {	# the module, once the processes using it are gone
 	for i in $(seq 10); do
 		rmmod dmaplane 2>/dev/null && return 0
