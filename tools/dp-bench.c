@@ -824,7 +824,7 @@ static int dp_x_setup(struct xport *x, int rank)
 }
 
 /*
- * Waiting for a completion: poll the ring 1024 times, then sleep in
+ * Waiting for a completion: poll the ring 1024 times (-s), then sleep in
  * dp_wait() (-Y: sched_yield() and keep spinning instead, as dp-bench
  * did first).  dmaplane moves the data in the peer's system call, so a
  * waiter that keeps spinning competes for a CPU with the copy it waits
@@ -832,6 +832,9 @@ static int dp_x_setup(struct xport *x, int rank)
  * was the 4 MiB bandwidth collapse.  CMA and the pipe block in read().
  */
 static int spin_yield;
+
+/* -s: polls of the ring before a wait sleeps (or yields) */
+static unsigned int spin_polls = 1024;
 
 /* bw -b: dmaplane's receiving buffers, used in turn (see the top comment). */
 static unsigned int rx_bufs = 1;
@@ -849,7 +852,7 @@ static int dp_take(struct dp_ep *ep, struct dmaplane_cqe *c, int max,
 {
 	int n;
 
-	if (spin % 1024)
+	if (spin % spin_polls)
 		return dp_poll(ep, c, max);
 	if (spin_yield) {
 		sched_yield();
@@ -2587,6 +2590,7 @@ static int usage(FILE *f)
 {
 	fprintf(f, "usage: dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]\n"
 		   "       (messaging modes: -Y spins with sched_yield() instead of sleeping in dp_wait();\n"
+		   "        -s SPINS polls the ring SPINS times (1024) before each sleep or yield;\n"
 		   "        -m MAX_BYTES leaves out larger messages in every mode)\n"
 		   "       dp-bench lat [-n ITERS]\n"
 		   "       dp-bench bw [-n WINDOWS] [-w MESSAGES] [-b BUFS]\n"
@@ -2619,7 +2623,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return usage(stdout);
 	optind = 2;
-	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:o:b:w:", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:o:b:w:s:", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
 			rx_bufs = atoi(optarg);
@@ -2646,6 +2650,11 @@ int main(int argc, char **argv)
 			break;
 		case 'Y':
 			spin_yield = 1;
+			break;
+		case 's':
+			spin_polls = atoi(optarg);
+			if (spin_polls < 1 || spin_polls > 1000000)
+				return usage(stderr);
 			break;
 		case 'o':
 			only_rows = optarg;
