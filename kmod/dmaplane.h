@@ -836,8 +836,11 @@ struct dmaplane_cq *dmaplane_ep_cq(struct dmaplane_ep *ep);
  */
 static inline void dmaplane_ep_note_cpu(struct dmaplane_ep *ep)
 {
-	if (!(current->flags & PF_IO_WORKER))
-		WRITE_ONCE(ep->cpu, raw_smp_processor_id());
+	int cpu = raw_smp_processor_id();
+
+	/* Compare first: the endpoint's line is written only on a move. */
+	if (!(current->flags & PF_IO_WORKER) && READ_ONCE(ep->cpu) != cpu)
+		WRITE_ONCE(ep->cpu, cpu);
 }
 
 int dmaplane_av_lookup(struct dmaplane_ep *ep, u32 handle, u64 *ep_uid);
