@@ -207,9 +207,10 @@ fi
 # time: a guest under TCG keeps one of its two vCPUs busy most of the
 # time, so two lanes on a 2-core host take little more than the longer
 # one.  Lane a: the 6.1 test kernel (suite, fault injection, kill loop,
-# fuzzer, the two-VM job).  Lane b: the 6.12 test kernel, the stock
-# kernels, the bench smoke run, the two-VM kill loop and the libfabric
-# provider (the steps that run make themselves, one after the other).  Lane b's output is printed after lane
+# fuzzer), the stock kernels and the bench smoke run, then the two-VM
+# job.  Lane b: the 6.12 test kernel, the two-VM kill loop and the
+# libfabric provider (the steps that run make themselves, one after the
+# other; ~55 min of the ~60).  Lane b's output is printed after lane
 # a's, with its own step times.
 lane_a() {
 	section "lane a: test kernel 6.1 VM: KUnit and kselftest suite"
@@ -221,20 +222,11 @@ lane_a() {
 	section "lane a: test kernel 6.1 VM: ioctl fuzzer (100,000 calls)"
 	run_vm fuzz "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" fuzz 1 2400 \
 		"dmaplane.fuzz_calls=100000"
-	section "lane a: two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
-	run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
-	section "lane a: done"
-}
-
-lane_b() {
-	section "lane b: test kernel 6.12 VM: KUnit and kselftest suite"
-	JUDGE_KSRC=$KSRC612 run_vm testkernel-6.12 "$KSRC612/arch/x86/boot/bzImage" \
-		"$BUILD/ko-test612" suite 1 900
-	section "lane b: stock kernel $stock VM: kselftest suite"
+	section "lane a: stock kernel $stock VM: kselftest suite"
 	run_vm stock "/boot/vmlinuz-$stock" "$BUILD/ko-stock" suite 1 600
-	section "lane b: stock kernel $stock612 VM: kselftest suite"
+	section "lane a: stock kernel $stock612 VM: kselftest suite"
 	run_vm stock-6.12 "/boot/vmlinuz-$stock612" "$BUILD/ko-stock612" suite 1 600
-	section "lane b: stock kernel $stock VM: make bench's job, smoke run (every dp-bench mode and peer, tiny sizes)"
+	section "lane a: stock kernel $stock VM: make bench's job, smoke run (every dp-bench mode and peer, tiny sizes)"
 	# tests/run-bench.sh smoke: a case per dp-bench mode (non-zero exit or an
 	# "error"/"n/a" dmaplane cell fails it) and per peer (ucx_perftest,
 	# NetPIPE over Open MPI's vader, UCX and the provider; skipped when not
@@ -246,6 +238,15 @@ lane_b() {
 	else
 		judge --label benchsmoke "$BUILD/bench-smoke/vm" 1
 	fi
+	section "lane a: two VMs: network, soft-RoCE, remote_test across the nodes, peer failures"
+	run_vm twonode "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" twonode 2 2400
+	section "lane a: done"
+}
+
+lane_b() {
+	section "lane b: test kernel 6.12 VM: KUnit and kselftest suite"
+	JUDGE_KSRC=$KSRC612 run_vm testkernel-6.12 "$KSRC612/arch/x86/boot/bzImage" \
+		"$BUILD/ko-test612" suite 1 900
 	section "lane b: two VMs: kill loop across the nodes (100 rounds)"
 	run_vm killloop2 "$KSRC/arch/x86/boot/bzImage" "$BUILD/ko-test" killloop2 2 1800 \
 		"dmaplane.kill_rounds=100"
