@@ -323,8 +323,14 @@ static inline int dp_test_uffd_fault(int uffd, int timeout_ms, uint64_t *where)
 {
 	struct pollfd pfd = { .fd = uffd, .events = POLLIN };
 	struct uffd_msg msg;
+	int n;
 
-	if (poll(&pfd, 1, timeout_ms) <= 0)
+	do
+		n = poll(&pfd, 1, timeout_ms);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0)
 		return -ETIMEDOUT;
 	if (read(uffd, &msg, sizeof(msg)) != sizeof(msg))
 		return -errno;
