@@ -10,6 +10,11 @@
 # DMAPLANE_QEMU_CPU= overrides the CPU model (max,la57=off), e.g.
 # max,la57=off,erms=off,fsrm=off: a CPU without "fast rep movsb", whose
 # kernel copies with its unrolled loop (Documentation/bench/).
+# DMAPLANE_QEMU_SMP= overrides the vCPUs' topology: two sockets of one core
+# by default, because the test kernels (no ACPI) find CPUs only in the BIOS's
+# MP table, and SeaBIOS lists there only the first CPU of each package: with
+# two cores in one socket they would run on one CPU.  make bench keeps one
+# socket of two cores (tests/run-bench.sh), the topology of its records.
 #
 # Node N writes the kernel console to OUTDIR/console-N.log and the job's
 # output (second serial port) to OUTDIR/results-N.log.  With -n 2 the two
@@ -26,6 +31,7 @@ set -e
 nodes=1
 timeout=600
 mem=2048
+smp=${DMAPLANE_QEMU_SMP:-2,sockets=2,cores=1,threads=1}
 extra=
 hostroot=
 while getopts k:i:j:o:n:t:m:a:R opt; do
@@ -63,7 +69,7 @@ start_node() {
 	rm -f "$out/console-$n.log" "$out/results-$n.log"
 	# shellcheck disable=SC2086
 	timeout -k 10 "$timeout" qemu-system-x86_64 \
-		-M pc -cpu "${DMAPLANE_QEMU_CPU:-max,la57=off}" -smp 2 -m "$mem" \
+		-M pc -cpu "${DMAPLANE_QEMU_CPU:-max,la57=off}" -smp "$smp" -m "$mem" \
 		-nodefaults -display none -no-reboot \
 		-kernel "$kernel" -initrd "$initrd" \
 		-append "console=ttyS0 panic=-1 mitigations=off dmaplane.job=$job dmaplane.node=$n $extra" \
