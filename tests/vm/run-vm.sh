@@ -10,11 +10,14 @@
 # DMAPLANE_QEMU_CPU= overrides the CPU model (max,la57=off), e.g.
 # max,la57=off,erms=off,fsrm=off: a CPU without "fast rep movsb", whose
 # kernel copies with its unrolled loop (Documentation/bench/).
-# DMAPLANE_QEMU_SMP= overrides the vCPUs' topology: two sockets of one core
-# by default, because the test kernels (no ACPI) find CPUs only in the BIOS's
-# MP table, and SeaBIOS lists there only the first CPU of each package: with
-# two cores in one socket they would run on one CPU.  make bench keeps one
-# socket of two cores (tests/run-bench.sh), the topology of its records.
+# DMAPLANE_QEMU_SMP= overrides the vCPUs' topology.  One VM gets two
+# sockets of one core: the test kernels (no ACPI) find CPUs only in the
+# BIOS's MP table, and SeaBIOS lists there only the first CPU of each
+# package, so with two cores in one socket they would run on one CPU.
+# Two VMs get one vCPU each: with two each, on a 2-core host beside make
+# check's other lane, the two-VM jobs ran 1.5-2.4x longer (vCPUs spinning
+# on locks whose holders' vCPUs the host had preempted).  make bench keeps
+# one socket of two cores (tests/run-bench.sh), the topology of its records.
 #
 # Node N writes the kernel console to OUTDIR/console-N.log and the job's
 # output (second serial port) to OUTDIR/results-N.log.  With -n 2 the two
@@ -31,7 +34,6 @@ set -e
 nodes=1
 timeout=600
 mem=2048
-smp=${DMAPLANE_QEMU_SMP:-2,sockets=2,cores=1,threads=1}
 extra=
 hostroot=
 while getopts k:i:j:o:n:t:m:a:R opt; do
@@ -48,6 +50,11 @@ while getopts k:i:j:o:n:t:m:a:R opt; do
 	*) echo "usage: see $0" >&2; exit 2 ;;
 	esac
 done
+if [ "$nodes" -gt 1 ]; then
+	smp=${DMAPLANE_QEMU_SMP:-1}
+else
+	smp=${DMAPLANE_QEMU_SMP:-2,sockets=2,cores=1,threads=1}
+fi
 [ -n "$kernel" ] && [ -n "$initrd" ] && [ -n "$job" ] && [ -n "$out" ] ||
 	{ echo "run-vm: -k, -i, -j and -o are required" >&2; exit 2; }
 
