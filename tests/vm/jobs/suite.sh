@@ -11,6 +11,11 @@ ONLY=$(cmdline dmaplane.suite_only "")
 job_load
 [ -c /dev/dmaplane ]
 case_result device-node $?
+# run-vm.sh gives a one-VM job two vCPUs, and every kernel must bring up
+# both: on one, the tests that need two CPUs would skip unnoticed.
+cpus=$(grep -c '^processor' /proc/cpuinfo)
+[ "$cpus" -ge 2 ]
+case_result two-cpus $? "$cpus CPU(s) up"
 
 run_kunit $D/dmaplane_kunit.ko
 
