@@ -37,7 +37,7 @@ rev=$(git describe --always --dirty 2>/dev/null || echo '?')
 DMAPLANE_QEMU_CPU=${DMAPLANE_QEMU_CPU:-max,la57=off,erms=off,fsrm=off}
 export DMAPLANE_QEMU_CPU
 # One socket of two cores, as every record in Documentation/bench/ was
-# measured (run-vm.sh's default is two sockets, for the test kernels).
+# measured (run-vm.sh gives one VM two sockets, for the test kernels).
 DMAPLANE_QEMU_SMP=${DMAPLANE_QEMU_SMP:-2}
 export DMAPLANE_QEMU_SMP
 if [ "$mode" = smoke ]; then

@@ -12,16 +12,9 @@
 # kernel copies with its unrolled loop (Documentation/bench/).
 # DMAPLANE_QEMU_SMP= overrides the vCPUs' topology.  One VM gets two
 # sockets of one core: the test kernels (no ACPI) find CPUs only in the
-# BIOS's MP table, and SeaBIOS lists there only the first CPU of each
-# package, so with two cores in one socket they would run on one CPU.
-# Two VMs keep QEMU's default, one socket of two cores, on which the test
-# kernels bring up one CPU: with two CPUs each, on a 2-core host beside
-# make check's other lane, the two-VM jobs ran 1.5-2.4x longer (vCPUs
-# spinning on locks whose holders' vCPUs the host had preempted), and with
-# -smp 1 a test kernel once crashed while it set up its IO-APIC (an
-# interrupt on a half-made IRQ, before any code of ours).  make bench keeps
-# one socket of two cores too (tests/run-bench.sh), the topology of its
-# records.
+# BIOS's MP table, which lists only the first CPU of each package.  Two
+# VMs, and make bench (tests/run-bench.sh), keep QEMU's one socket of two
+# cores: one CPU up on the test kernels (why: Documentation/testing.rst).
 #
 # Node N writes the kernel console to OUTDIR/console-N.log and the job's
 # output (second serial port) to OUTDIR/results-N.log.  With -n 2 the two
