@@ -54,7 +54,9 @@
  *
  * rlat, rbw, rrate: lat, bw and rate between a dp-bench on each of two
  * nodes (dmaplane's remote transport), beside TCP on the connection the
- * two use to swap names; see "Across nodes" below.
+ * two use to swap names; see "Across nodes" below.  rbw's windows are
+ * bw's (16 messages, -w another count, as many bytes per size either
+ * way).
  *
  * bw -b BUFS: dmaplane's receiver takes its messages into BUFS buffers
  * in turn (one mapping, touched), not into one, so that each is used
@@ -2453,8 +2455,10 @@ static int serve(int port)
 		return 1;
 	}
 	while (!full_read(fd, &req, sizeof(req))) {
+		/* a window beyond WINDOW_MAX would overrun dp_x_window()'s arrays */
 		if (req.magic != CTL_MAGIC || req.xport >= NR_RXPORTS ||
-		    req.op < CTL_LAT || req.op > CTL_END) {
+		    req.op < CTL_LAT || req.op > CTL_END || req.w > WINDOW_MAX ||
+		    req.iters > 1000000) {
 			fprintf(stderr, "dp-bench: bad request from the client\n");
 			break;
 		}
@@ -2547,8 +2551,8 @@ static int bench_remote(const char *mode, const char *peer, int port, int iters)
 	} else if (!strcmp(mode, "rbw")) {
 		if (!iters)
 			iters = 50;
-		printf("# dp-bench rbw: window of 16 messages to %s, MB/s (higher is better)\n",
-		       peer);
+		printf("# dp-bench rbw: window of %d messages to %s, MB/s (higher is better)\n",
+		       bw_window, peer);
 		printf("%-8s", "size");
 		for (unsigned int t = 0; t < NR_RXPORTS; t++)
 			printf(" %10s", rxports[t].name);
@@ -2558,9 +2562,11 @@ static int bench_remote(const char *mode, const char *peer, int port, int iters)
 
 			if (bsizes[i] > max_size)
 				break;
+			/* as many bytes as n windows of 16 */
+			n = (n * 16 + bw_window - 1) / bw_window;
 			printf("%-8s", fmt_size(bsizes[i], sz, sizeof(sz)));
 			for (unsigned int t = 0; t < NR_RXPORTS; t++) {
-				v[t] = rrun(ctl, t, CTL_STREAM, bsizes[i], n, 16);
+				v[t] = rrun(ctl, t, CTL_STREAM, bsizes[i], n, bw_window);
 				rcell(v[t], bsizes[i] / 1e6);
 			}
 			if (v[0] > 0 && v[1] > 0)
