@@ -21,10 +21,14 @@
 # VMs share an Ethernet segment: a QEMU socket netdev on 127.0.0.1 (the
 # host side never leaves loopback).  A job that prints DMAPLANE-KILL-VM
 # on its results port is killed (SIGKILL to its QEMU, as if the machine
-# died) within a second: that counts as the end of its job.  Exit status:
-# 0 when every node ran the job to its end (the job's own verdict is in
-# results-N.log, judged by tests/vm/results.py), 1 when a node crashed,
-# hung past the timeout or never started the job.
+# died) within a second: that counts as the end of its job.  A node
+# whose kernel dies before the job starts (no DMAPLANE-GUEST-START from
+# /init: nothing of dmaplane's has run yet) stops every node, and the run
+# boots again, once; its console is kept as console-N.boot1.log (an
+# upstream boot race under TCG was seen once: Documentation/testing.rst).
+# Exit status: 0 when every node ran the job to its end (the job's own
+# verdict is in results-N.log, judged by tests/vm/results.py), 1 when a
+# node crashed, hung past the timeout or never started the job.
 
 set -e
 
@@ -97,28 +101,103 @@ kill_on_request() {
 	done
 }
 
+# boot_watch N: once node N's QEMU has exited without its job having
+# started, mark it (bootfail-N) and stop the other nodes (stopped-M),
+# which would otherwise wait for it until their timeout.
+boot_watch() {
+	n=$1
+	eval "tpid=\$pid$n"
+	while kill -0 "$tpid" 2>/dev/null; do
+		sleep 1
+	done
+	grep -q 'DMAPLANE-GUEST-START' "$out/results-$n.log" 2>/dev/null && return
+	: >"$out/bootfail-$n"
+	m=0
+	while [ "$m" -lt "$nodes" ]; do
+		eval "opid=\$pid$m"
+		if [ "$m" != "$n" ] && pkill -KILL -P "$opid" 2>/dev/null; then
+			: >"$out/stopped-$m"
+		fi
+		m=$((m + 1))
+	done
+}
+
+# run_nodes: boot every node and start their watchers.
+run_nodes() {
+	rm -f "$out"/bootfail-* "$out"/stopped-*
+	start_node 0
+	if [ "$nodes" -gt 1 ]; then
+		sleep 1
+		start_node 1
+	fi
+	n=0
+	while [ "$n" -lt "$nodes" ]; do
+		kill_on_request "$n" &
+		boot_watch "$n" &
+		n=$((n + 1))
+	done
+}
+
+# wait_nodes: wait for every node's QEMU (their exit codes in rcN).
+wait_nodes() {
+	n=0
+	while [ "$n" -lt "$nodes" ]; do
+		eval "pid=\$pid$n"
+		rc=0
+		wait "$pid" || rc=$?
+		eval "rc$n=\$rc"
+		n=$((n + 1))
+	done
+	wait	# the watchers
+}
+
+# boot_died: did a node's kernel end (QEMU exited 0: panic=-1 reboots,
+# -no-reboot exits) before its job started?
+boot_died() {
+	n=0
+	while [ "$n" -lt "$nodes" ]; do
+		eval "rc=\$rc$n"
+		[ -e "$out/bootfail-$n" ] && [ "$rc" = 0 ] && return 0
+		n=$((n + 1))
+	done
+	return 1
+}
+
 start=$(date +%s)
-start_node 0
-if [ "$nodes" -gt 1 ]; then
-	sleep 1
-	start_node 1
+run_nodes
+wait_nodes
+if boot_died; then
+	n=0
+	while [ "$n" -lt "$nodes" ]; do
+		eval "rc=\$rc$n"
+		if [ -e "$out/bootfail-$n" ] && [ "$rc" = 0 ]; then
+			echo "run-vm: node $n: its kernel died before the job started:" >&2
+			tail -30 "$out/console-$n.log" >&2
+		elif [ -e "$out/stopped-$n" ]; then
+			echo "run-vm: node $n: stopped with it" >&2
+		fi
+		mv "$out/console-$n.log" "$out/console-$n.boot1.log" 2>/dev/null || :
+		n=$((n + 1))
+	done
+	echo "run-vm: booting again (console-N.boot1.log: the first boot)" >&2
+	run_nodes
+	wait_nodes
 fi
-n=0
-while [ "$n" -lt "$nodes" ]; do
-	kill_on_request "$n" &
-	n=$((n + 1))
-done
 
 status=0
 n=0
 while [ "$n" -lt "$nodes" ]; do
-	eval "pid=\$pid$n"
-	rc=0
-	wait "$pid" || rc=$?
+	eval "rc=\$rc$n"
 	tr -d '\r' <"$out/results-$n.log" >"$out/results-$n.tmp" 2>/dev/null || :
 	mv "$out/results-$n.tmp" "$out/results-$n.log" 2>/dev/null || :
 	if grep -q '^DMAPLANE-KILL-VM' "$out/results-$n.log" 2>/dev/null; then
 		:	# killed on request: the end of its job
+	elif [ -e "$out/bootfail-$n" ] && [ "$rc" = 0 ]; then
+		echo "run-vm: node $n: its kernel died before the job started" >&2
+		status=1
+	elif [ -e "$out/stopped-$n" ]; then
+		echo "run-vm: node $n: stopped: another node never started the job" >&2
+		status=1
 	elif [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 		echo "run-vm: node $n: timed out after ${timeout}s (job $job)" >&2
 		status=1
