@@ -2608,7 +2608,7 @@ static int usage(FILE *f)
 		   "       dp-bench path [-n ITERS]\n"
 		   "       (rate and path: -o NAME[,NAME...] runs only the rows named; bw: the transports)\n"
 		   "       dp-bench rlat|rbw|rrate --server [-p PORT]        (on one node)\n"
-		   "       dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N]  (on the other)\n"
+		   "       dp-bench rlat|rbw|rrate --peer ADDR [-p PORT] [-n N]  (on the other; rbw -w as bw)\n"
 		   "exit status: 1 when a dmaplane measurement failed, 2 on a usage error\n");
 	return f == stderr ? 2 : 0;
 }
