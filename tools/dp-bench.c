@@ -2558,12 +2558,10 @@ static int bench_remote(const char *mode, const char *peer, int port, int iters)
 			printf(" %10s", rxports[t].name);
 		printf(" %12s\n", "dp/tcp");
 		for (unsigned int i = 0; i < sizeof(bsizes) / sizeof(bsizes[0]); i++) {
-			int n = bsizes[i] >= (1 << 20) ? (iters + 9) / 10 : iters;
+			int n = bw_windows(iters, bsizes[i], bw_window);
 
 			if (bsizes[i] > max_size)
 				break;
-			/* as many bytes as n windows of 16 */
-			n = (n * 16 + bw_window - 1) / bw_window;
 			printf("%-8s", fmt_size(bsizes[i], sz, sizeof(sz)));
 			for (unsigned int t = 0; t < NR_RXPORTS; t++) {
 				v[t] = rrun(ctl, t, CTL_STREAM, bsizes[i], n, bw_window);
