@@ -87,8 +87,11 @@ start_node() {
 	eval "pid$n=\$!"
 }
 
-# kill_on_request N: SIGKILL node N's QEMU once its job asks for it.
-kill_on_request() {
+# watch_node N: SIGKILL node N's QEMU once its job asks for it.  Once
+# the QEMU has exited without the job having started, mark the node
+# (bootfail-N) and stop the other nodes (stopped-M), which would
+# otherwise wait for it until their timeout.
+watch_node() {
 	n=$1
 	eval "tpid=\$pid$n"
 	while kill -0 "$tpid" 2>/dev/null; do
@@ -98,17 +101,6 @@ kill_on_request() {
 			return
 		fi
 		sleep 0.2
-	done
-}
-
-# boot_watch N: once node N's QEMU has exited without its job having
-# started, mark it (bootfail-N) and stop the other nodes (stopped-M),
-# which would otherwise wait for it until their timeout.
-boot_watch() {
-	n=$1
-	eval "tpid=\$pid$n"
-	while kill -0 "$tpid" 2>/dev/null; do
-		sleep 1
 	done
 	grep -q 'DMAPLANE-GUEST-START' "$out/results-$n.log" 2>/dev/null && return
 	: >"$out/bootfail-$n"
@@ -122,7 +114,7 @@ boot_watch() {
 	done
 }
 
-# run_nodes: boot every node and start their watchers.
+# run_nodes: boot every node and start its watcher.
 run_nodes() {
 	rm -f "$out"/bootfail-* "$out"/stopped-*
 	start_node 0
@@ -132,8 +124,7 @@ run_nodes() {
 	fi
 	n=0
 	while [ "$n" -lt "$nodes" ]; do
-		kill_on_request "$n" &
-		boot_watch "$n" &
+		watch_node "$n" &
 		n=$((n + 1))
 	done
 }
@@ -151,13 +142,18 @@ wait_nodes() {
 	wait	# the watchers
 }
 
-# boot_died: did a node's kernel end (QEMU exited 0: panic=-1 reboots,
-# -no-reboot exits) before its job started?
+# died_at_boot N: did node N's kernel end (QEMU exited 0: panic=-1
+# reboots, -no-reboot exits) before its job started?  Sets rc.
+died_at_boot() {
+	eval "rc=\$rc$1"
+	[ -e "$out/bootfail-$1" ] && [ "$rc" = 0 ]
+}
+
+# boot_died: did any node's?
 boot_died() {
 	n=0
 	while [ "$n" -lt "$nodes" ]; do
-		eval "rc=\$rc$n"
-		[ -e "$out/bootfail-$n" ] && [ "$rc" = 0 ] && return 0
+		died_at_boot "$n" && return 0
 		n=$((n + 1))
 	done
 	return 1
@@ -169,8 +165,7 @@ wait_nodes
 if boot_died; then
 	n=0
 	while [ "$n" -lt "$nodes" ]; do
-		eval "rc=\$rc$n"
-		if [ -e "$out/bootfail-$n" ] && [ "$rc" = 0 ]; then
+		if died_at_boot "$n"; then
 			echo "run-vm: node $n: its kernel died before the job started:" >&2
 			tail -30 "$out/console-$n.log" >&2
 		elif [ -e "$out/stopped-$n" ]; then
@@ -192,7 +187,7 @@ while [ "$n" -lt "$nodes" ]; do
 	mv "$out/results-$n.tmp" "$out/results-$n.log" 2>/dev/null || :
 	if grep -q '^DMAPLANE-KILL-VM' "$out/results-$n.log" 2>/dev/null; then
 		:	# killed on request: the end of its job
-	elif [ -e "$out/bootfail-$n" ] && [ "$rc" = 0 ]; then
+	elif died_at_boot "$n"; then
 		echo "run-vm: node $n: its kernel died before the job started" >&2
 		status=1
 	elif [ -e "$out/stopped-$n" ]; then
