@@ -244,7 +244,7 @@ def main():
     for n in notes:
         print(n if n.startswith("#") else "# " + n)
     print()
-    for label in ("dp-rlat", "dp-rbw", "dp-rrate"):
+    for label in ("dp-rlat", "dp-rbw", "dp-rbw-w64", "dp-rrate"):
         sec = secs.get(label)
         tab = [ln for ln in sec["lines"] if not ln.startswith("# client")] if sec else []
         if sec and sec["rc"] == 0 and tab:

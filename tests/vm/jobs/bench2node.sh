@@ -140,6 +140,10 @@ for m in rlat rbw rrate; do
 	test_peer dp-$m 300 "$D/dp-bench $m --server" \
 		"$D/dp-bench $m --peer $srv -n $it"
 done
+# rbw again with OSU's window of 64 messages (bw's -w; the same bytes per
+# size, so fewer windows)
+test_peer dp-rbw-w64 300 "$D/dp-bench rbw --server" \
+	"$D/dp-bench rbw --peer $srv -n $((n / 20)) -w 64"
 
 # perftest on rxe0 (RoCE v2, GID 1: the IPv4 address of eth0); MB/sec is MiB/s.
 pt="-d rxe0 -x 1 -F"
