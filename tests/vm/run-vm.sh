@@ -6,7 +6,10 @@
 #                  [-n NODES] [-t TIMEOUT_S] [-m MEM_MB] [-a EXTRA_CMDLINE] [-R]
 #
 # -R shares the host's / read-only with the guest over virtio-9p (mount
-# tag hostroot), for make bench's peers; off by default.
+# tag hostroot), for make bench's peers; off by default.  multidevs=remap:
+# files of different host file systems get different inode numbers in
+# the guest (without it /proc and /sys, both inode 1, were one directory
+# to a guest that caches inodes: tests/vm/bench/hostroot.sh).
 # DMAPLANE_QEMU_CPU= overrides the CPU model (max,la57=off), e.g.
 # max,la57=off,erms=off,fsrm=off: a CPU without "fast rep movsb", whose
 # kernel copies with its unrolled loop (Documentation/bench/).
@@ -47,7 +50,7 @@ while getopts k:i:j:o:n:t:m:a:R opt; do
 	t) timeout=$OPTARG ;;
 	m) mem=$OPTARG ;;
 	a) extra=$OPTARG ;;
-	R) hostroot="-fsdev local,id=hostroot,path=/,security_model=none,readonly=on -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot" ;;
+	R) hostroot="-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot" ;;
 	*) echo "usage: see $0" >&2; exit 2 ;;
 	esac
 done
