@@ -20,8 +20,9 @@
 #     dp-bench mode and peer with tiny sizes, tests/run-bench.sh smoke)
 #  6b. fault injection (every allocation of every ioctl path failed once),
 #     100 kill rounds and 100,000 fuzzed ioctls, on the 6.1 test kernel
-#  7. two VMs over a socket netdev: link, soft-RoCE, module on both nodes,
-#     remote_test across them, peer unload and rxe removal under load;
+#  7. two VMs on one link (a UNIX socket between their QEMUs): link,
+#     soft-RoCE, module on both nodes, remote_test across them, peer
+#     unload and rxe removal under load;
 #     then 100 kill rounds of a group spread over the two nodes
 #  8. the libfabric provider (when libfabric-dev is installed): its host
 #     test, then fi_pingpong, fabtests and Open MPI in a 6.1 test kernel VM

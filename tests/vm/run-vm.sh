@@ -21,14 +21,15 @@
 #
 # Node N writes the kernel console to OUTDIR/console-N.log and the job's
 # output (second serial port) to OUTDIR/results-N.log.  With -n 2 the two
-# VMs share an Ethernet segment: a QEMU socket netdev on 127.0.0.1 (the
-# host side never leaves loopback).  A job that prints DMAPLANE-KILL-VM
-# on its results port is killed (SIGKILL to its QEMU, as if the machine
-# died) within a second: that counts as the end of its job.  A node
-# whose kernel dies before the job starts (no DMAPLANE-GUEST-START from
-# /init: nothing of dmaplane's has run yet) stops every node, and the run
-# boots again, once; its console is kept as console-N.boot1.log (an
-# upstream boot race under TCG was seen once: Documentation/testing.rst).
+# VMs share an Ethernet segment: a UNIX stream socket between their
+# QEMUs (netsock below; nothing leaves the host).  A job that prints
+# DMAPLANE-KILL-VM on its results port is killed (SIGKILL to its QEMU,
+# as if the machine died) within a second: that counts as the end of its
+# job.  A node whose kernel dies before the job starts (no
+# DMAPLANE-GUEST-START from /init: nothing of dmaplane's has run yet)
+# stops every node, and the run boots again, once; its console is kept
+# as console-N.boot1.log (an upstream boot race under TCG was seen once:
+# Documentation/testing.rst).
 # Exit status: 0 when every node ran the job to its end (the job's own
 # verdict is in results-N.log, judged by tests/vm/results.py), 1 when a
 # node crashed, hung past the timeout or never started the job.
@@ -63,19 +64,25 @@ fi
 	{ echo "run-vm: -k, -i, -j and -o are required" >&2; exit 2; }
 
 mkdir -p "$out"
-# A loopback port for the socket netdev, different for concurrent runs.
-port=$((20000 + $$ % 20000))
+# The two VMs' link: a UNIX stream socket between their QEMUs (one per
+# run).  Not QEMU's "socket" netdev, a TCP connection on loopback: its
+# Nagle algorithm held the second of two back-to-back frames (soft-RoCE's
+# acknowledgement, then the next message) until the other host side's
+# delayed ACK, and every soft-RoCE exchange took ~23 ms (ib_send_lat;
+# 0.46 ms over this socket).
+netsock=/tmp/dmaplane-net-$$.sock
 
 start_node() {
 	n=$1
 	net=
 	if [ "$nodes" -gt 1 ]; then
 		if [ "$n" = 0 ]; then
-			sock="listen=127.0.0.1:$port"
+			server=on
 		else
-			sock="connect=127.0.0.1:$port"
+			server=off
 		fi
-		net="-netdev socket,id=net0,$sock -device virtio-net-pci,netdev=net0,mac=52:54:00:d9:00:0$n"
+		net="-netdev stream,id=net0,server=$server,addr.type=unix,addr.path=$netsock"
+		net="$net -device virtio-net-pci,netdev=net0,mac=52:54:00:d9:00:0$n"
 	fi
 	rm -f "$out/console-$n.log" "$out/results-$n.log"
 	# shellcheck disable=SC2086
@@ -119,10 +126,15 @@ watch_node() {
 
 # run_nodes: boot every node and start its watcher.
 run_nodes() {
-	rm -f "$out"/bootfail-* "$out"/stopped-*
+	rm -f "$out"/bootfail-* "$out"/stopped-* "$netsock"
 	start_node 0
 	if [ "$nodes" -gt 1 ]; then
-		sleep 1
+		# node 1 connects to node 0's socket: once it is there (30 s)
+		i=0
+		while [ ! -S "$netsock" ] && [ "$i" -lt 300 ]; do
+			sleep 0.1
+			i=$((i + 1))
+		done
 		start_node 1
 	fi
 	n=0
@@ -182,6 +194,7 @@ if boot_died; then
 	wait_nodes
 fi
 
+rm -f "$netsock"
 status=0
 n=0
 while [ "$n" -lt "$nodes" ]; do

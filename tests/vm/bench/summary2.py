@@ -239,7 +239,7 @@ def main():
         servers(sys.argv[2])
     print("# make bench2: two QEMU TCG VMs (2 vCPUs each) on one 2-core host;")
     print("# node 0 (10.77.0.1) runs the clients, node 1 (10.77.0.2) the servers,")
-    print("# over eth0 (virtio-net on a QEMU socket netdev) and rxe0 (soft-RoCE on it).")
+    print("# over eth0 (virtio-net on a UNIX stream socket) and rxe0 (soft-RoCE on it).")
     print("# One run; only ratios within this file mean much.")
     for n in notes:
         print(n if n.startswith("#") else "# " + n)
