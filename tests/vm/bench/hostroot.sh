@@ -17,6 +17,8 @@ hostroot_mount() {
 	# 9p: under TCG fi_info took 7-9 s and "mpirun -np 4 /bin/true" 32-35
 	# s, with it 1.6-2.6 s and 10-12 s.  Nothing may change under the
 	# share while a VM runs anyway (a program rebuilt under a running one).
+	# It needs run-vm.sh -R's multidevs=remap: a guest that caches inodes
+	# takes two host files of the same inode number for one.
 	mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose hostroot $H ||
 		return 1
 	mount -t proc proc $H/proc
