@@ -65,11 +65,8 @@ fi
 
 mkdir -p "$out"
 # The two VMs' link: a UNIX stream socket between their QEMUs (one per
-# run).  Not QEMU's "socket" netdev, a TCP connection on loopback: its
-# Nagle algorithm held the second of two back-to-back frames (soft-RoCE's
-# acknowledgement, then the next message) until the other host side's
-# delayed ACK, and every soft-RoCE exchange took ~23 ms (ib_send_lat;
-# 0.46 ms over this socket).
+# run), not QEMU's "socket" netdev (TCP on loopback, whose Nagle algorithm
+# delayed back-to-back frames: Documentation/bench/2026-12-06-link.rst).
 netsock=/tmp/dmaplane-net-$$.sock
 
 start_node() {
