@@ -68,6 +68,11 @@ mkdir -p "$out"
 # run), not QEMU's "socket" netdev (TCP on loopback, whose Nagle algorithm
 # delayed back-to-back frames: Documentation/bench/2026-12-06-link.rst).
 netsock=/tmp/dmaplane-net-$$.sock
+# Removed at the end, and when this script is stopped by a signal.
+trap 'rm -f "$netsock"' EXIT
+trap 'exit 129' HUP
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 start_node() {
 	n=$1
@@ -191,7 +196,6 @@ if boot_died; then
 	wait_nodes
 fi
 
-rm -f "$netsock"
 status=0
 n=0
 while [ "$n" -lt "$nodes" ]; do
