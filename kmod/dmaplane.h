@@ -332,6 +332,14 @@ struct dmaplane_matcher {
 	unsigned int fail_alloc;
 };
 
+struct dmaplane_recv;
+
+/*
+ * The completed receives an endpoint keeps for its next posts: a window
+ * of 64 (OSU's) is posted again without an allocation.
+ */
+#define DMAPLANE_RECV_CACHE	64
+
 /**
  * struct dmaplane_ep - an endpoint: one open of /dev/dmaplane
  * @id: identifier, unique among open endpoints, allocated cyclically from
@@ -390,6 +398,11 @@ struct dmaplane_matcher {
  *	READ_ONCE()/WRITE_ONCE() and no lock.
  * @iov_bytes: bytes of iovec arrays (%DMAPLANE_OP_F_IOV) copied in for
  *	this endpoint's operations and not freed yet (msg.c)
+ * @recv_cache_lock: protects @recv_cache and @recv_cached
+ * @recv_cache: receives of this endpoint that completed, kept for its next
+ *	posts (msg.c: recv_alloc()), at most as many as it had posted at
+ *	once; freed with the endpoint
+ * @recv_cached: how many @recv_cache holds
  * @rcu: the endpoint is freed after a grace period, so that a reader of
  *	dmaplane_ep_ids under RCU may look at @ep_uid and @mm
  */
@@ -427,6 +440,9 @@ struct dmaplane_ep {
 	atomic64_t iov_bytes;
 	atomic_t recv_pins;
 	int cpu;
+	spinlock_t recv_cache_lock;	/* see @recv_cache_lock above */
+	struct dmaplane_recv *recv_cache[DMAPLANE_RECV_CACHE];
+	u32 recv_cached;
 	struct rcu_head rcu;
 };
 
@@ -818,6 +834,7 @@ int dmaplane_ioctl_probe(struct dmaplane_ep *ep, void __user *uarg);
 int dmaplane_ioctl_cancel(struct dmaplane_ep *ep, void __user *uarg);
 void dmaplane_ep_drain_messages(struct dmaplane_ep *ep);
 void dmaplane_ep_deliver_init(struct dmaplane_ep *ep);
+void dmaplane_ep_recv_cache_free(struct dmaplane_ep *ep);
 int dmaplane_msg_init(void);
 void dmaplane_msg_exit(void);
 

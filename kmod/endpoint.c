@@ -141,6 +141,7 @@ static void ep_free(struct kref *ref)
 	dmaplane_cq_destroy(ep->cq);
 	/* Drained by dmaplane_ep_drain_messages(): only the tables are left. */
 	dmaplane_matcher_destroy(&ep->matcher);
+	dmaplane_ep_recv_cache_free(ep);
 	rhashtable_free_and_destroy(&ep->av_rev, av_rev_free, NULL);
 	xa_destroy(&ep->av);
 	xa_destroy(&ep->claims);

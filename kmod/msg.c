@@ -1219,6 +1219,42 @@ static void recv_page_iter(struct dmaplane_recv *r, u64 n, struct bio_vec *bv,
 	iov_iter_bvec(iter, ITER_DEST, bv, 1, n);
 }
 
+/*
+ * A receive for @ep, zeroed: one that completed from @ep's cache, or a
+ * new allocation.  The cache spares a receive's kmalloc() and kfree(),
+ * the latter often on the sender's CPU, and their memory cgroup charges
+ * (in 2026-12-04's profile 6-8% of a small message's path).
+ */
+static struct dmaplane_recv *recv_alloc(struct dmaplane_ep *ep)
+{
+	struct dmaplane_recv *r = NULL;
+
+	spin_lock(&ep->recv_cache_lock);
+	if (ep->recv_cached)
+		r = ep->recv_cache[--ep->recv_cached];
+	spin_unlock(&ep->recv_cache_lock);
+	if (!r)
+		return kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	memset(r, 0, sizeof(*r));
+	return r;
+}
+
+/*
+ * Give back receive @r of @ep, whose buffer and page are released: to
+ * @ep's cache while it has room.  Any context that holds @ep: its owner,
+ * a sender, the delivery work, the transport.
+ */
+static void recv_release(struct dmaplane_ep *ep, struct dmaplane_recv *r)
+{
+	spin_lock(&ep->recv_cache_lock);
+	if (ep->recv_cached < DMAPLANE_RECV_CACHE) {
+		ep->recv_cache[ep->recv_cached++] = r;
+		r = NULL;
+	}
+	spin_unlock(&ep->recv_cache_lock);
+	kfree(r);
+}
+
 static void recv_free(struct dmaplane_recv *r)
 {
 	if (r->page) {
@@ -1228,7 +1264,7 @@ static void recv_free(struct dmaplane_recv *r)
 		dmaplane_stat_dec(recv_pins);
 	}
 	ubuf_free(&r->buf);
-	kfree(r);
+	recv_release(r->owner, r);
 }
 
 static void msg_free(struct dmaplane_msg *msg)
@@ -1440,7 +1476,8 @@ static void deliver_work(struct work_struct *work)
 }
 
 /**
- * dmaplane_ep_deliver_init() - set up an endpoint's delivery queue
+ * dmaplane_ep_deliver_init() - set up an endpoint's delivery queue and its
+ *	cache of receives
  * @ep: a new endpoint
  */
 void dmaplane_ep_deliver_init(struct dmaplane_ep *ep)
@@ -1448,6 +1485,18 @@ void dmaplane_ep_deliver_init(struct dmaplane_ep *ep)
 	spin_lock_init(&ep->deliver_lock);
 	INIT_LIST_HEAD(&ep->deliveries);
 	INIT_WORK(&ep->deliver_work, deliver_work);
+	spin_lock_init(&ep->recv_cache_lock);
+	ep->recv_cached = 0;
+}
+
+/**
+ * dmaplane_ep_recv_cache_free() - free an endpoint's cached receives
+ * @ep: the endpoint, with its last reference gone
+ */
+void dmaplane_ep_recv_cache_free(struct dmaplane_ep *ep)
+{
+	while (ep->recv_cached)
+		kfree(ep->recv_cache[--ep->recv_cached]);
 }
 
 /* Eager bytes the kernel holds for @ep; under its match_lock. */
@@ -1684,7 +1733,7 @@ static int do_recv_claimed(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 
 	if (op->tag || op->ignore)
 		return -EINVAL;
-	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	r = recv_alloc(ep);
 	if (!r)
 		return -ENOMEM;
 	r->owner = ep;
@@ -1711,7 +1760,7 @@ static int do_recv_claimed(struct dmaplane_ep *ep, const struct dmaplane_op *op)
 err_free_buf:
 	ubuf_free(&r->buf);
 err_free_recv:
-	kfree(r);
+	recv_release(ep, r);
 	return ret;
 }
 
@@ -1738,7 +1787,7 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 			return ret;
 	}
 
-	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	r = recv_alloc(ep);
 	if (!r)
 		return -ENOMEM;
 	ret = ubuf_from_op(ep, &r->buf, op);
@@ -1795,7 +1844,7 @@ take_locked:
 err_free_buf:
 	ubuf_free(&r->buf);
 err_free_recv:
-	kfree(r);
+	recv_release(ep, r);
 	return ret;
 }
 
