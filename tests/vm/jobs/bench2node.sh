@@ -135,15 +135,17 @@ if [ "$DMAPLANE_NODE" = 0 ]; then
 		echo "DMAPLANE-PEER-END local-$m rc=$rc"
 	done
 fi
-for m in rlat rbw rrate; do
-	case $m in rlat) it=$n ;; rbw) it=$((n / 20)) ;; rrate) it=$n ;; esac
-	test_peer dp-$m 300 "$D/dp-bench $m --server" \
-		"$D/dp-bench $m --peer $srv -n $it"
+# rbw-w64: rbw with OSU's window of 64 messages (bw's -w; the same bytes
+# per size, so fewer windows)
+for m in rlat rbw rbw-w64 rrate; do
+	case $m in
+	rbw) mode=rbw args="-n $((n / 20))" ;;
+	rbw-w64) mode=rbw args="-n $((n / 20)) -w 64" ;;
+	*) mode=$m args="-n $n" ;;
+	esac
+	test_peer dp-$m 300 "$D/dp-bench $mode --server" \
+		"$D/dp-bench $mode --peer $srv $args"
 done
-# rbw again with OSU's window of 64 messages (bw's -w; the same bytes per
-# size, so fewer windows)
-test_peer dp-rbw-w64 300 "$D/dp-bench rbw --server" \
-	"$D/dp-bench rbw --peer $srv -n $((n / 20)) -w 64"
 
 # perftest on rxe0 (RoCE v2, GID 1: the IPv4 address of eth0); MB/sec is MiB/s.
 pt="-d rxe0 -x 1 -F"
