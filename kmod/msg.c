@@ -1486,7 +1486,6 @@ void dmaplane_ep_deliver_init(struct dmaplane_ep *ep)
 	INIT_LIST_HEAD(&ep->deliveries);
 	INIT_WORK(&ep->deliver_work, deliver_work);
 	spin_lock_init(&ep->recv_cache_lock);
-	ep->recv_cached = 0;
 }
 
 /**
