@@ -138,7 +138,7 @@ pair() {
 		wait $srv
 		src=$?
 		sed 's/^/#   server: /' /tmp/srv.$$
-		case_result "$name-server" $src "server rc=$src: $(tail -2 /tmp/srv.$$ | tr '\n' ' ')"
+		case_result "$name-server" $src "server rc=$src: $(fail_why /tmp/srv.$$)"
 		[ "$src" = 0 ] || diag
 		publish $((sp + 2)) "rc=$src" 120 ||
 			echo "# node 0 never fetched the server's status of $name"
@@ -168,8 +168,21 @@ pair() {
 	[ -n "$st" ] || src="unknown (node 1 did not answer)"
 	rc=0
 	[ $crc = 0 ] && [ "$src" = 0 ] || rc=1
-	case_result "$name" $rc "server rc=$src, client rc=$crc: $(tail -2 /tmp/cli.$$ | tr '\n' ' ')"
+	case_result "$name" $rc "server rc=$src, client rc=$crc: $(fail_why /tmp/cli.$$)"
 	[ $rc = 0 ] || diag
+}
+
+# fail_why OUTPUT: one line on why a program failed, for its check's
+# verdict (which is all that make check's summary shows): the output's
+# last two lines, the provider's last warning (an fi_av_insert refusal
+# names its errno there) and the module's last three log lines (a
+# connection that broke and came back says so there).
+fail_why() {
+	w=$(tail -2 "$1" | tr '\n' ' ')
+	p=$(grep ':dmaplane:' "$1" | tail -1)
+	k=$(dmesg | grep 'dmaplane:' | grep -v 'taints kernel\|loaded, ABI' | tail -3 |
+		tr '\n' '|')
+	echo "$w${p:+ [provider: $p]}${k:+ [kernel: $k]}"
 }
 
 # diag: after a failed check, the module's view of the peer (the module's
@@ -382,14 +395,35 @@ if [ -n "$mpi_wanted" ]; then
 fi
 
 # The end: every endpoint released (the peer's connection stays), the
-# module unloaded, kmemleak.  Node 1 is done with its servers by the time
-# node 0 has read the last status.
+# connection unbroken and idle, the module unloaded, kmemleak.  Node 1 is
+# done with its servers by the time node 0 has read the last status.
 ok=1
 for i in $(seq 10); do
 	grep -qx 'endpoints 0' /sys/kernel/debug/dmaplane/stats && { ok=0; break; }
 	sleep 1
 done
 case_result endpoints-released $ok "$(cat /sys/kernel/debug/dmaplane/stats | tr '\n' ' ')"
+# The connection that came up at the start carried the whole run (none
+# broke and came back, which the programs may not notice), and it is idle:
+# every credit back, nothing queued, sent and unanswered, or in flight.
+ok=1
+for i in $(seq 10); do
+	conns=$(cat /sys/kernel/debug/dmaplane/conns)
+	echo "$conns" | grep -q " state 1 .* credits 32 backlog 0 sent 0 cookies 0 rw_inflight 0 " &&
+		[ "$(echo "$conns" | wc -l)" = 1 ] &&
+		[ "$(dmesg | grep -c 'dmaplane: connected to')" = 1 ] &&
+		! dmesg | grep -q 'dmaplane: connection to .* closed' && { ok=0; break; }
+	sleep 1
+done
+case_result link-stayed-up $ok "$(dmesg | grep 'dmaplane: ' | grep -v 'taints kernel\|loaded, ABI' |
+	tail -6 | tr '\n' '|') | conns: $(echo "$conns" | tr '\n' ';')"
+# Neither node unloads before the other has looked: node 1 hands
+# "checked" over once it has, and node 0 takes it once it has.
+if [ "$DMAPLANE_NODE" = 1 ]; then
+	publish 19187 checked 300 || echo "# node 0 never fetched 'checked'"
+else
+	[ "$(fetch 19187 300)" = checked ] || echo "# node 1 never said 'checked'"
+fi
 check rmmod rmmod_retry
 check rxe-del rdma link del rxe0
 kmemleak_report
