@@ -100,7 +100,9 @@ pair() {
 	fi
 	rc=0
 	[ $crc = 0 ] && [ $src = 0 ] || rc=1
-	case_result "$name" $rc "server rc=$src, client rc=$crc: $(tail -2 /tmp/cli.$$ | tr '\n' ' ')"
+	out=/tmp/cli.$$
+	[ $crc = 0 ] && out=/tmp/srv.$$
+	case_result "$name" $rc "server rc=$src, client rc=$crc: $(fail_why $out)"
 }
 
 skip() {

@@ -172,19 +172,6 @@ pair() {
 	[ $rc = 0 ] || diag
 }
 
-# fail_why OUTPUT: one line on why a program failed, for its check's
-# verdict (which is all that make check's summary shows): the output's
-# last two lines, the provider's last warning (an fi_av_insert refusal
-# names its errno there) and the module's last three log lines (a
-# connection that broke and came back says so there).
-fail_why() {
-	w=$(tail -2 "$1" | tr '\n' ' ')
-	p=$(grep ':dmaplane:' "$1" | tail -1)
-	k=$(dmesg | grep 'dmaplane:' | grep -v 'taints kernel\|loaded, ABI' | tail -3 |
-		tr '\n' '|')
-	echo "$w${p:+ [provider: $p]}${k:+ [kernel: $k]}"
-}
-
 # diag: after a failed check, the module's view of the peer (the module's
 # log lines and the peer table) on this node
 diag() {

@@ -159,6 +159,20 @@ counters_zero() {
 	case_result "$1" 1 "$(echo $left)$(transport_state)"
 }
 
+# fail_why OUTPUT: one line on why a program of jobs/fabric.sh or
+# jobs/fabric2.sh failed, for its check's verdict (which is all that make
+# check's summary shows): the output's last two lines, the provider's
+# last warning (an fi_av_insert refusal names its errno there) and the
+# module's last three log lines (a connection that broke and came back
+# says so there).  Called in $(...): its variables stay there.
+fail_why() {
+	w=$(tail -2 "$1" | tr '\n' ' ')
+	p=$(grep ':dmaplane:' "$1" | tail -1)
+	k=$(dmesg | grep 'dmaplane:' | grep -v 'taints kernel\|loaded, ABI' | tail -3 |
+		tr '\n' '|')
+	echo "$w${p:+ [provider: $p]}${k:+ [kernel: $k]}"
+}
+
 # transport_state: for a failure's reason, the state of the connections
 # to other nodes (debugfs "conns") and the device's non-zero counters
 # (rxe's retries, NAKs and drops), on one line; nothing on one node.
