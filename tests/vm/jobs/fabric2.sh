@@ -402,8 +402,7 @@ for i in $(seq 10); do
 		! dmesg | grep -q 'dmaplane: connection to .* closed' && { ok=0; break; }
 	sleep 1
 done
-case_result link-stayed-up $ok "$(dmesg | grep 'dmaplane: ' | grep -v 'taints kernel\|loaded, ABI' |
-	tail -6 | tr '\n' '|') | conns: $(echo "$conns" | tr '\n' ';')"
+case_result link-stayed-up $ok "$(module_log 6)$(transport_state)"
 # Neither node unloads before the other has looked: node 1 hands
 # "checked" over once it has, and node 0 takes it once it has.
 if [ "$DMAPLANE_NODE" = 1 ]; then

@@ -168,9 +168,14 @@ counters_zero() {
 fail_why() {
 	w=$(tail -2 "$1" | tr '\n' ' ')
 	p=$(grep ':dmaplane:' "$1" | tail -1)
-	k=$(dmesg | grep 'dmaplane:' | grep -v 'taints kernel\|loaded, ABI' | tail -3 |
-		tr '\n' '|')
+	k=$(module_log 3)
 	echo "$w${p:+ [provider: $p]}${k:+ [kernel: $k]}"
+}
+
+# module_log N: the module's last N kernel log lines but its loading's,
+# on one line (for a failure's reason)
+module_log() {
+	dmesg | grep 'dmaplane:' | grep -v 'taints kernel\|loaded, ABI' | tail -"$1" | tr '\n' '|'
 }
 
 # transport_state: for a failure's reason, the state of the connections
