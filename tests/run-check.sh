@@ -121,26 +121,29 @@ stock612=$(stock_version linux-image-6.12-amd64)
 KSFT=$KSRC/tools/testing/selftests
 
 section "build (W=1 -Werror against every kernel; two builds at a time)"
-# The newest kernel Debian has (unstable's linux-source, no Debian 12
-# package): compiled against a modules_prepare'd tree, not run; a skip when
-# the archive cannot be reached or no longer carries it.
+# The newest kernels Debian has (unstable's linux-source, and
+# experimental's release candidate; no Debian 12 package): compiled
+# against a modules_prepare'd tree, not run; a skip when the archive cannot
+# be reached or no longer carries one.
 build_ko_compile_only() (
 	export KBUILD_MODPOST_WARN=1	# no Module.symvers: symbols unresolved
 	build_ko "$@"
 )
-newest=7.2
+newest="7.2 7.3"
 # Each build is one make without -j, in its own directory: two of them
 # side by side keep both cores busy.
 build_other_kernels() {
 	step build/module-testkernel-6.12 build_ko test612 "$KSRC612"
 	step build/module-stock-$stock build_ko stock "/usr/src/linux-headers-$stock"
 	step build/module-stock-$stock612 build_ko stock612 "/usr/src/linux-headers-$stock612"
-	KSRCNEW=$(tests/vm/prepare-kernel.sh $newest 2>"$out/prepare-$newest.log")
-	case $? in
-	0) step build/module-$newest-compile-only build_ko_compile_only newest "$KSRCNEW" ;;
-	3) record SKIP build/module-$newest-compile-only "$(tail -1 "$out/prepare-$newest.log")" ;;
-	*) record FAIL build/module-$newest-compile-only "$(tail -20 "$out/prepare-$newest.log")" ;;
-	esac
+	for v in $newest; do
+		ksrc=$(tests/vm/prepare-kernel.sh "$v" 2>"$out/prepare-$v.log")
+		case $? in
+		0) step build/module-$v-compile-only build_ko_compile_only "new$v" "$ksrc" ;;
+		3) record SKIP build/module-$v-compile-only "$(tail -1 "$out/prepare-$v.log")" ;;
+		*) record FAIL build/module-$v-compile-only "$(tail -20 "$out/prepare-$v.log")" ;;
+		esac
+	done
 }
 build_other_kernels &
 build_pid=$!

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Prepare (once) a kernel tree to compile the module against, for a kernel
 # newer than the Debian 12 archive has: Debian unstable's linux-source-VER
-# (7.2 by default), fetched from deb.debian.org's pool, configured with the
+# (7.2 by default), or experimental's while unstable does not have it yet
+# (a release candidate), fetched from deb.debian.org's pool, configured with the
 # test kernels' fragment (kernel.config) and brought to modules_prepare --
 # no kernel is built, so the module is compiled and checked (W=1 -Werror)
 # but not run.  Prints the tree's path on stdout.
@@ -10,8 +11,9 @@
 # Usage: prepare-kernel.sh [VER]
 # Cached in ${DMAPLANE_CACHE:-/var/cache/dmaplane}/kernel-VER-prep-<key>,
 # <key> hashing the fragment, the recipe and the source package's version.
-# Exit 3 (nothing prepared) when unstable no longer carries linux-source-VER
-# or the archive cannot be reached: the caller reports that as a skip.
+# Exit 3 (nothing prepared) when neither unstable nor experimental carries
+# linux-source-VER or the archive cannot be reached: the caller reports
+# that as a skip.
 
 set -e
 
@@ -25,14 +27,22 @@ recipe=1
 mkdir -p "$cache"
 # The newest cached tree of this version is used when the archive cannot
 # be asked (offline); otherwise the version unstable has now.
-index=$(curl -fsS -m 120 "$mirror/dists/sid/main/binary-all/Packages.xz" | xz -dc) || index=
+packages() {
+	curl -fsS -m 120 "$mirror/dists/$1/main/binary-all/Packages.xz" | xz -dc
+}
+index=$(packages sid) || index=
+# A version unstable does not have yet: experimental's (its index holds only
+# what differs from unstable's).
+if [ -n "$index" ] && ! printf '%s\n' "$index" | grep -qx "Package: linux-source-$ver"; then
+	index=$(packages experimental) || index=
+fi
 if [ -z "$index" ]; then
 	done=$(ls -t "$cache"/kernel-"$ver"-prep-*/done 2>/dev/null | head -1)
 	if [ -n "$done" ]; then
 		echo "${done%/done}/linux"
 		exit 0
 	fi
-	echo "prepare-kernel: cannot read $mirror's unstable index" >&2
+	echo "prepare-kernel: cannot read $mirror's unstable or experimental index" >&2
 	exit 3
 fi
 stanza=$(printf '%s\n' "$index" | awk -v p="linux-source-$ver" \
@@ -41,7 +51,7 @@ srcver=$(printf '%s\n' "$stanza" | sed -n 's/^Version: //p')
 file=$(printf '%s\n' "$stanza" | sed -n 's/^Filename: //p')
 sum=$(printf '%s\n' "$stanza" | sed -n 's/^SHA256: //p')
 if [ -z "$srcver" ] || [ -z "$file" ] || [ -z "$sum" ]; then
-	echo "prepare-kernel: unstable has no linux-source-$ver" >&2
+	echo "prepare-kernel: neither unstable nor experimental has linux-source-$ver" >&2
 	exit 3
 fi
 key=$( (cat "$frag"; echo "recipe $recipe"; echo "$srcver") | sha256sum | cut -c1-16)
