@@ -26,7 +26,8 @@ recipe=1
 
 mkdir -p "$cache"
 # The newest cached tree of this version is used when the archive cannot
-# be asked (offline); otherwise the version unstable has now.
+# be asked (offline); otherwise the version unstable (or experimental) has
+# now.
 packages() {
 	curl -fsS -m 120 "$mirror/dists/$1/main/binary-all/Packages.xz" | xz -dc
 }
