@@ -41,11 +41,9 @@ cellof() {
 }
 # dmaplane's two columns: dp_rs (each side posts its next receive and
 # sends in one dp_submit(), as MPI pre-posts its receives) and a blocking
-# dp_send() then dp_recv(), two system calls a side whose waits sleep
-# more often (dp-bench waits poll the ring 1,024 times, then sleep in
-# dp_wait(); with waiters that never sleep, -s 1000000, that column took
-# 9.7-13.8 us from 8 B to 1 KiB against 11.4-36.3 us in an A/B in one
-# boot: Documentation/bench/index.rst, lat).
+# dp_send() then dp_recv(), two system calls a side whose waits reach
+# dp_wait()'s sleep more often (measured: Documentation/bench/index.rst,
+# lat).
 for s in "8 B" "64 KiB" "1 MiB"; do
 	dp=$(cellof "$s" 2 /tmp/lat.out)
 	pipe=$(cellof "$s" 3 /tmp/lat.out)
