@@ -2060,10 +2060,11 @@ static int bench_overlap(int iters)
  * any source (the wildcard list, which every arrival searches up to the
  * receive it matches: all of them, as they were posted first).  Ranks 0
  * and 1 then ping-pong 8 bytes on tag 1 while the others block in
- * dp_wait() until rank 0's message for their first receive.  Ranks 0
- * and 1 are bound to CPUs 0 and 1 (as mpirun binds its ranks), so that
- * the two never share one of the VM's two vCPUs, where each would spin
- * out its 1024 polls before the other could answer.  Reported:
+ * dp_wait() until rank 0's message for their first receive; rank 0
+ * starts once they all sleep there (sc_settle()).  Ranks 0 and 1 are
+ * bound to CPUs 0 and 1 (as mpirun binds its ranks), so that the two
+ * never share one of the VM's two vCPUs, where each would spin out its
+ * 1024 polls before the other could answer.  Reported:
  * half the round trip, the median of SC_RUNS runs (one stall of the
  * emulator, tens of milliseconds, made a single run's mean 10x in a cell
  * picked at random), and its ratio to N = 2.
@@ -2076,9 +2077,52 @@ enum sc_extra { SC_NONE, SC_SPECIFIC, SC_WILDCARD, SC_NR };
 struct sc_shared {
 	volatile int ready;	/* ranks with their receives posted */
 	volatile int failed;	/* a rank failed: the others give up */
+	volatile int idle;	/* idle ranks about to block in dp_wait() */
 	double lat;
+	pid_t pids[64];
 	struct dmaplane_name names[64];
 };
+
+/* sc_asleep - whether process @pid sleeps (state S in /proc/PID/stat) */
+static int sc_asleep(pid_t pid)
+{
+	char path[64], line[512], *p;
+	FILE *f;
+	int ok = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 1;	/* gone: not running either */
+	if (fgets(line, sizeof(line), f)) {
+		p = strrchr(line, ')');
+		ok = p && p[1] == ' ' && p[2] == 'S';
+	}
+	fclose(f);
+	return ok;
+}
+
+/*
+ * sc_settle - rank 0 waits until the idle ranks sleep in dp_wait(): they
+ * leave their wait for the others' receives within 200 us of each other
+ * and spin on their rings before they sleep, on the same two vCPUs as
+ * ranks 0 and 1; timed round trips that overlap those spins measure N
+ * ranks that are not idle yet (up to 2 s, then it goes on).
+ */
+static void sc_settle(struct sc_shared *sh, int n)
+{
+	double end = now_us() + 2e6;
+	int r = 2;
+
+	while (__atomic_load_n(&sh->idle, __ATOMIC_ACQUIRE) < n - 2 && now_us() < end &&
+	       !sh->failed)
+		usleep(200);
+	while (r < n && now_us() < end && !sh->failed)
+		if (sc_asleep(sh->pids[r]))
+			r++;
+		else
+			usleep(200);
+}
 
 /* sc_post_extra - the SC_EXTRA receives nothing matches */
 static int sc_post_extra(struct dp_ep *ep, enum sc_extra extra, const uint32_t *addr,
@@ -2112,6 +2156,7 @@ static int sc_rank(struct sc_shared *sh, int rank, int n, int iters, enum sc_ext
 			fprintf(stderr, "dp-bench scaling: rank %d on CPU %d: %s\n", rank,
 				rank, strerror(errno));
 	}
+	sh->pids[rank] = getpid();
 	ret = dp_open(NULL, 0, &ep);
 	if (!ret)
 		ret = dp_ep_setup(ep, 0, 2048);
@@ -2142,6 +2187,7 @@ static int sc_rank(struct sc_shared *sh, int rank, int n, int iters, enum sc_ext
 		struct dmaplane_cqe c;
 
 		/* Idle: blocked in the kernel until rank 0's message. */
+		__atomic_add_fetch(&sh->idle, 1, __ATOMIC_ACQ_REL);
 		while (!(ret = dp_wait(ep, &c, 1, 1000)) && !sh->failed)
 			;
 		ret = ret < 0 ? ret : ret ? c.status : -ETIMEDOUT;
@@ -2150,6 +2196,9 @@ static int sc_rank(struct sc_shared *sh, int rank, int n, int iters, enum sc_ext
 	{
 		uint32_t peer = addr[!rank];
 		double t0 = 0;
+
+		if (rank == 0)
+			sc_settle(sh, n);
 
 		for (int i = 0; !ret && i < iters + 10; i++) {
 			if (rank == 0) {
