@@ -2064,12 +2064,16 @@ static int bench_overlap(int iters)
  * starts once they all sleep there (sc_settle()).  Ranks 0 and 1 are
  * bound to CPUs 0 and 1 (as mpirun binds its ranks), so that the two
  * never share one of the VM's two vCPUs, where each would spin out its
- * 1024 polls before the other could answer.  Reported:
- * half the round trip, the median of SC_RUNS runs (one stall of the
- * emulator, tens of milliseconds, made a single run's mean 10x in a cell
- * picked at random), and its ratio to N = 2.
+ * 1024 polls before the other could answer.  Reported: half the round
+ * trip, the median of SC_RUNS runs (one stall of the emulator, tens of
+ * milliseconds, made a single run's mean 10x in a cell picked at
+ * random), and its ratio to N = 2.  The runs of all cells take turns
+ * (bench_scaling()): with three runs of a cell in a row, the host's speed
+ * moved one cell by up to 41% between tables and put 13% of the ratios
+ * above 1.10 and 14% below 0.90; in turns, nine runs each, 4% and none
+ * (Documentation/bench/2026-12-07-scaling-runs.rst).
  */
-#define SC_RUNS		3
+#define SC_RUNS		9
 #define SC_EXTRA	1000
 
 enum sc_extra { SC_NONE, SC_SPECIFIC, SC_WILDCARD, SC_NR };
@@ -2251,6 +2255,8 @@ static double sc_run(int n, int iters, enum sc_extra extra)
 	if (sh == MAP_FAILED)
 		return -1;
 	memset(sh, 0, sizeof(*sh));
+	/* The last run's exits: their deferred work done before this one. */
+	usleep(20000);
 	for (int r = 0; r < n; r++) {
 		pids[r] = fork();
 		if (!pids[r])
@@ -2273,51 +2279,54 @@ static double sc_run(int n, int iters, enum sc_extra extra)
 static int bench_scaling(int iters)
 {
 	static const int ns[] = { 2, 4, 8, 16 };
-	double base[SC_NR] = { 0 };
+	enum { NN = sizeof(ns) / sizeof(ns[0]) };
+	static double v[NN][SC_NR][SC_RUNS];
 
 	printf("# dp-bench scaling: 8-byte half round trip between ranks 0 and 1, microseconds;\n"
 	       "# every rank holds a posted receive for each other rank (latency), and\n"
 	       "# %d more for specific sources (spec%d) or any source (wild%d) that\n"
 	       "# nothing matches; idle ranks block in dp_wait(); ranks 0 and 1 on CPUs 0\n"
-	       "# and 1; x/N2: ratio to N = 2 (median of %d runs of %d iterations)\n",
+	       "# and 1; x/N2: ratio to N = 2 (median of %d runs of %d iterations, one\n"
+	       "# run of every cell in turn)\n",
 	       SC_EXTRA, SC_EXTRA, SC_EXTRA, SC_RUNS, iters);
 	printf("%-4s %10s %10s %10s %8s %8s %8s\n", "N", "latency", "spec1000", "wild1000",
 	       "lat/N2", "spec/N2", "wild/N2");
 	/*
 	 * One run thrown away first: the first cell of the table (N = 2, no
-	 * extra receives) came out 1.2-1.5x the others in every run.
+	 * extra receives) came out 1.2-1.5x the others in every run.  Then
+	 * every cell's k-th run in turn, so that the host's speed, which
+	 * drifts over seconds under TCG, weighs on every cell alike rather
+	 * than on the ones measured while it was slow.
 	 */
 	if (sc_run(2, iters, SC_NONE) < 0)
 		dp_failures++;
-	for (unsigned int i = 0; i < sizeof(ns) / sizeof(ns[0]); i++) {
+	for (int k = 0; k < SC_RUNS; k++)
+		for (int i = 0; i < NN; i++)
+			for (int e = 0; e < SC_NR; e++)
+				v[i][e][k] = k && v[i][e][k - 1] < 0 ? -1 :
+					     sc_run(ns[i], iters, e);
+	for (int i = 0; i < NN; i++) {
 		double lat[SC_NR];
 
 		for (int e = 0; e < SC_NR; e++) {
-			double v[SC_RUNS];
-			int k;
-
-			for (k = 0; k < SC_RUNS; k++) {
-				v[k] = sc_run(ns[i], iters, e);
-				if (v[k] < 0)
-					break;
-			}
-			lat[e] = k < SC_RUNS ? -1 : median(v, SC_RUNS);
+			lat[e] = median_or_error(v[i][e], SC_RUNS);
 			if (lat[e] < 0)
 				dp_failures++;
-			else if (!base[e])
-				base[e] = lat[e];
 		}
 		printf("%-4d", ns[i]);
 		for (int e = 0; e < SC_NR; e++)
 			print_cell(lat[e]);
-		for (int e = 0; e < SC_NR; e++)
-			if (lat[e] < 0 || !base[e])
+		for (int e = 0; e < SC_NR; e++) {
+			double base = median_or_error(v[0][e], SC_RUNS);
+
+			if (lat[e] < 0 || base <= 0)
 				printf(" %8s", "-");
 			else
-				printf(" %8.2f", lat[e] / base[e]);
+				printf(" %8.2f", lat[e] / base);
+		}
 		printf("\n");
-		fflush(stdout);
 	}
+	fflush(stdout);
 	return 0;
 }
 
