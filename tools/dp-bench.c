@@ -1472,6 +1472,8 @@ static int bench_bw(int windows)
 {
 	static const size_t sizes[] = { 1024, 16384, 65536, 1 << 20, 4 << 20,
 					16 << 20, 64 << 20 };
+	enum { NR_SIZES = sizeof(sizes) / sizeof(sizes[0]) };
+	static double r[NR_SIZES][NR_XPORTS][BW_RUNS];
 	int want[NR_XPORTS];
 	char sz[32];
 
@@ -1479,33 +1481,37 @@ static int bench_bw(int windows)
 	for (unsigned int t = 0; t < NR_XPORTS; t++)
 		want[t] = row_wanted(xports[t].name);
 	printf("# dp-bench bw: window of %d messages, MB/s (higher is better), median of %d\n"
-	       "# runs; buffers in small pages (bwdiag: with huge pages)\n", bw_window, BW_RUNS);
+	       "# runs, every cell's in turn; buffers in small pages (bwdiag: with huge pages)\n",
+	       bw_window, BW_RUNS);
 	printf("%-8s", "size");
 	for (unsigned int t = 0; t < NR_XPORTS; t++)
 		printf(" %10s", xports[t].name);
 	printf(" %12s %12s\n", "dp/cma", "dp/shm2copy");
-	for (unsigned int i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		double v[NR_XPORTS] = { 0 }, r[NR_XPORTS][BW_RUNS];
-		int n = bw_windows(windows, sizes[i], bw_window);
-
-		if (sizes[i] > max_size)
-			break;
-		printf("%-8s", fmt_size(sizes[i], sz, sizeof(sz)));
-		fflush(stdout);
-		/* The runs of the transports take turns: a slow spell of the host hits all. */
-		for (unsigned int k = 0; k < BW_RUNS; k++)
+	/*
+	 * The runs take turns, transports within a size and sizes within a
+	 * round: a slow spell of the host hits every cell alike, so neither
+	 * dp/cma nor one size against another is a sample of its seconds.
+	 */
+	for (unsigned int k = 0; k < BW_RUNS; k++)
+		for (unsigned int i = 0; i < NR_SIZES && sizes[i] <= max_size; i++)
 			for (unsigned int t = 0; t < NR_XPORTS; t++) {
 				struct xport x = xports[t];
 
 				if (want[t])
-					r[t][k] = run_stream(&x, sizes[i], bw_window, n);
+					r[i][t][k] = run_stream(&x, sizes[i], bw_window,
+								bw_windows(windows, sizes[i],
+									   bw_window));
 			}
+	for (unsigned int i = 0; i < NR_SIZES && sizes[i] <= max_size; i++) {
+		double v[NR_XPORTS] = { 0 };
+
+		printf("%-8s", fmt_size(sizes[i], sz, sizeof(sz)));
 		for (unsigned int t = 0; t < NR_XPORTS; t++) {
 			if (!want[t]) {
 				printf(" %10s", "-");
 				continue;
 			}
-			v[t] = median_or_error(r[t], BW_RUNS);
+			v[t] = median_or_error(r[i][t], BW_RUNS);
 			if (v[t] < 0 && !t)
 				dp_failures++;
 			print_cell(v[t] < 0 ? v[t] : v[t] * sizes[i] / 1e6);
@@ -1513,6 +1519,7 @@ static int bench_bw(int windows)
 		printf(" %12.2f %12.2f\n", v[0] > 0 && v[3] > 0 ? v[0] / v[3] : 0,
 		       v[0] > 0 && v[4] > 0 ? v[0] / v[4] : 0);
 	}
+	fflush(stdout);
 	return 0;
 }
 
