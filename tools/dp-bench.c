@@ -2077,8 +2077,8 @@ static int bench_overlap(int iters)
  * random), and its ratio to N = 2.  The runs of all cells take turns
  * (bench_scaling()): with three runs of a cell in a row, the host's speed
  * moved one cell by up to 41% between tables and put 13% of the ratios
- * above 1.10 and 14% below 0.90; in turns, nine runs each, 4% and none
- * (Documentation/bench/2026-12-07-scaling-runs.rst).
+ * above 1.10 and 14% below 0.90; in turns, nine runs each, 3% and one
+ * ratio in 216 (Documentation/bench/2026-12-07-scaling-runs.rst).
  */
 #define SC_RUNS		9
 #define SC_EXTRA	1000
