@@ -2288,6 +2288,7 @@ static int bench_scaling(int iters)
 	static const int ns[] = { 2, 4, 8, 16 };
 	enum { NN = sizeof(ns) / sizeof(ns[0]) };
 	static double v[NN][SC_NR][SC_RUNS];
+	double lat[NN][SC_NR];
 
 	printf("# dp-bench scaling: 8-byte half round trip between ranks 0 and 1, microseconds;\n"
 	       "# every rank holds a posted receive for each other rank (latency), and\n"
@@ -2312,25 +2313,21 @@ static int bench_scaling(int iters)
 			for (int e = 0; e < SC_NR; e++)
 				v[i][e][k] = k && v[i][e][k - 1] < 0 ? -1 :
 					     sc_run(ns[i], iters, e);
-	for (int i = 0; i < NN; i++) {
-		double lat[SC_NR];
-
+	for (int i = 0; i < NN; i++)
 		for (int e = 0; e < SC_NR; e++) {
-			lat[e] = median_or_error(v[i][e], SC_RUNS);
-			if (lat[e] < 0)
+			lat[i][e] = median_or_error(v[i][e], SC_RUNS);
+			if (lat[i][e] < 0)
 				dp_failures++;
 		}
+	for (int i = 0; i < NN; i++) {
 		printf("%-4d", ns[i]);
 		for (int e = 0; e < SC_NR; e++)
-			print_cell(lat[e]);
-		for (int e = 0; e < SC_NR; e++) {
-			double base = median_or_error(v[0][e], SC_RUNS);
-
-			if (lat[e] < 0 || base <= 0)
+			print_cell(lat[i][e]);
+		for (int e = 0; e < SC_NR; e++)
+			if (lat[i][e] < 0 || lat[0][e] <= 0)
 				printf(" %8s", "-");
 			else
-				printf(" %8.2f", lat[e] / base);
-		}
+				printf(" %8.2f", lat[i][e] / lat[0][e]);
 		printf("\n");
 	}
 	fflush(stdout);
