@@ -9,6 +9,7 @@
  * and unexpected messages are the kernel's; the provider only translates.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,8 +145,13 @@ int dpf_ep_av_insert(struct dpf_ep *ep, size_t index)
 	if (ep->peers[index] != DPF_NO_PEER)
 		return 0;
 	ret = dp_av_insert(ep->kep, &ep->av->names[index], &h);
-	if (ret)
+	if (ret) {
+		/* dpf_errno() folds two errnos into one: say which it was. */
+		DPF_WARN(FI_LOG_AV, "AV_INSERT of node %016" PRIx64 ", endpoint %" PRIu64
+			 ": %s\n", (uint64_t)ep->av->names[index].node_id,
+			 (uint64_t)ep->av->names[index].ep_uid, strerror(-ret));
 		return dpf_errno(ret);
+	}
 	if (h >= ep->nrpeers) {
 		fi_addr_t *r;
 

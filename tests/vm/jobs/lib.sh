@@ -162,12 +162,12 @@ counters_zero() {
 # fail_why OUTPUT: one line on why a program of jobs/fabric.sh or
 # jobs/fabric2.sh failed, for its check's verdict (which is all that make
 # check's summary shows): the output's last two lines, the provider's
-# last warning (an fi_av_insert refusal names its errno there) and the
-# module's last three log lines (a connection that broke and came back
-# says so there).  Called in $(...): its variables stay there.
+# last two warnings (an fi_av_insert refusal names the kernel's errno
+# there) and the module's last three log lines (a connection that broke
+# and came back says so there).  Called in $(...): its variables stay there.
 fail_why() {
 	w=$(tail -2 "$1" | tr '\n' ' ')
-	p=$(grep ':dmaplane:' "$1" | tail -1)
+	p=$(grep ':dmaplane:' "$1" | tail -2 | tr '\n' ' ')
 	k=$(module_log 3)
 	echo "$w${p:+ [provider: $p]}${k:+ [kernel: $k]}"
 }
