@@ -534,6 +534,8 @@ static int cm_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	if (p->connecting && dmaplane_node_id < node_id) {
 		spin_unlock(&p->lock);
 		mutex_unlock(&dmaplane_ib_lock);
+		pr_info_ratelimited("CONNECT from %pISp refused: our own attempt to it goes on (lower node id)\n",
+				    src);
 		goto err_reject;
 	}
 	mine = p->connecting;
@@ -561,6 +563,7 @@ static int cm_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	return 0;
 
 err_fail:
+	pr_info_ratelimited("CONNECT from %pISp refused: %pe\n", src, ERR_PTR(ret));
 	/* The teardown destroys @id; rdma_cm must not. */
 	rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
 	dmaplane_conn_fail(c, false);

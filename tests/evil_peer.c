@@ -545,7 +545,15 @@ static void valid_cm(struct dmaplane_wire_cm *cm)
 	memset(cm, 0, sizeof(*cm));
 	cm->magic = htole32(DMAPLANE_WIRE_MAGIC);
 	cm->version = DMAPLANE_WIRE_VERSION;
-	cm->node_id = htole64(rnd64());
+	/*
+	 * Random, but below 2^48 (and non-zero): lower than the node's own
+	 * node_id but for one node in 65,536.  After each drop the node
+	 * connects to this address again every second (it added it as a
+	 * peer, and nothing listens here), and of two nodes connecting to
+	 * each other at once the lower node_id's attempt wins: with a higher
+	 * one, a CONNECT that arrives during such an attempt is refused.
+	 */
+	cm->node_id = htole64((rnd64() >> 16) | 1);
 	cm->credits = htole32(DMAPLANE_WIRE_CREDITS);
 	cm->buf_size = htole32(DMAPLANE_WIRE_BUF_SIZE);
 }
@@ -569,9 +577,10 @@ static int check_peer_cm(struct conn *c)
 }
 
 /*
- * Connect with valid private data.  A node keeps one connection per peer,
- * so the previous case's may still be going away there: retry a refused
- * CONNECT a few times.
+ * Connect with valid private data.  The node refuses one only when it
+ * cannot build the connection (valid_cm() keeps its own attempts to
+ * connect here from winning over ours): retry a refused CONNECT a few
+ * times.
  */
 static struct conn *conn_open_valid_held(bool held)
 {
