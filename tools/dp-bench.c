@@ -1440,7 +1440,9 @@ static int bench_lat(int iters)
  * bw's cells: the median of BW_RUNS runs (one run at 1-4 MiB moved by
  * half between two runs on a busy host; with three, one size of 1 to
  * 64 MiB came out 0-4% below the best in two make bench runs of
- * 2026-12-07 and 16-17% in two others).
+ * 2026-12-07 and 16-17% in two others).  Five did not settle that in
+ * their first run (1 MiB 20% below: Documentation/bench/
+ * 2026-12-07-ef0c165.rst): the host's speed moves whole runs.
  */
 #define BW_RUNS		5
 
