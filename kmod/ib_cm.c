@@ -219,7 +219,7 @@ static void keepalive_work(struct work_struct *work)
 {
 	struct dmaplane_conn *c = container_of(to_delayed_work(work), struct dmaplane_conn,
 					       keepalive_work);
-	unsigned long silent = jiffies - READ_ONCE(c->last_rx);
+	unsigned long silent, since;
 	struct dmaplane_tx *tx;
 	bool waiting;
 
@@ -238,6 +238,18 @@ static void keepalive_work(struct work_struct *work)
 	}
 	waiting = !xa_empty(&c->cookies) || !list_empty(&c->sent) ||
 		  !list_empty(&c->backlog) || c->rw_inflight;
+	/*
+	 * An idle connection carries nothing: its silence counts from when
+	 * operations started to wait, here no earlier than this work's last
+	 * look that found none (at most IB_KEEPALIVE before), so that the
+	 * first request after a long quiet spell gets its answer's time.
+	 */
+	if (!waiting)
+		c->idle_at = jiffies;
+	since = READ_ONCE(c->last_rx);
+	if (time_after(c->idle_at, since))
+		since = c->idle_at;
+	silent = jiffies - since;
 	if (waiting && silent >= IB_DEAD_AFTER) {
 		mutex_unlock(&c->tx_lock);
 		pr_warn("%pISp silent for %u s with operations pending: dropping the connection\n",
@@ -455,6 +467,7 @@ static int conn_up(struct dmaplane_conn *c)
 	dmaplane_credits_init(&c->credits, DMAPLANE_WIRE_CREDITS);
 	c->state = CONN_UP;
 	WRITE_ONCE(c->last_rx, jiffies);
+	c->idle_at = jiffies;
 	mod_delayed_work(dmaplane_ib_wq, &c->keepalive_work, IB_KEEPALIVE);
 	mutex_unlock(&c->tx_lock);
 	wake_up_all(&c->up_wq);

@@ -62,8 +62,10 @@ static_assert(IB_SQ_NEEDED <= IB_SQ_DEPTH);
 /*
  * Silence from a peer while operations wait for it: PING it this often
  * (a live peer answers with an ACK at once), and give up on it after
- * IB_DEAD_AFTER.  A node that vanishes sends nothing, a FIN we wait for
- * never comes, and the connection's own retries may never run out (rxe
+ * IB_DEAD_AFTER (counted from no earlier than the keepalive's last look
+ * at an idle connection: one idle for minutes is not silent).  A node
+ * that vanishes sends nothing, a FIN we wait for never comes, and the
+ * connection's own retries may never run out (rxe
  * retries forever with a retry count of 7, and an RNR retry count of 7 is
  * infinite everywhere).  The same limit applies to a send queue on which
  * nothing completes while the peer still talks: a peer that posts no
@@ -187,13 +189,17 @@ struct dmaplane_rx {
  * @last_rx: jiffies of the last sign of life from the peer: a message, or
  *	a SEND, READ or WRITE its side acknowledged (a long bulk transfer
  *	is alive, though no message may arrive for minutes)
+ * @idle_at: jiffies of the keepalive's last look that found no operation
+ *	waiting (or of the connection's start), under @tx_lock: a peer is
+ *	silent since @last_rx or @idle_at, the later, as an idle connection
+ *	carries no messages
  * @sq_wrs: signalled work requests on the send queue (messages and RDMA
  *	contexts) posted and not completed
  * @sq_progress: jiffies of the last send-queue completion, or of a post to
  *	an idle send queue: a peer that keeps talking but lets none of our
  *	work requests complete is given up on all the same
  * @tx_lock: protects @state transitions, @credits.avail, @tx_seq,
- *	@backlog, @sent, @cookies and posting to the send queue
+ *	@backlog, @sent, @cookies, @idle_at and posting to the send queue
  * @state: &enum conn_state; read locklessly as a hint
  * @credits: requests we may send; @credits.owed is under @ack_lock
  * @tx_seq: seq of the last request posted
@@ -242,6 +248,7 @@ struct dmaplane_conn {
 	struct work_struct ack_work;
 	struct delayed_work keepalive_work;
 	unsigned long last_rx;
+	unsigned long idle_at;
 	atomic_t sq_wrs;
 	unsigned long sq_progress;
 	struct mutex tx_lock;	/* see @tx_lock above */
