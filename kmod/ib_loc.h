@@ -65,11 +65,11 @@ static_assert(IB_SQ_NEEDED <= IB_SQ_DEPTH);
  * IB_DEAD_AFTER (counted from no earlier than the keepalive's last look
  * at an idle connection: one idle for minutes is not silent).  A node
  * that vanishes sends nothing, a FIN we wait for never comes, and the
- * connection's own retries may never run out (rxe
- * retries forever with a retry count of 7, and an RNR retry count of 7 is
- * infinite everywhere).  The same limit applies to a send queue on which
- * nothing completes while the peer still talks: a peer that posts no
- * receives, or a device that drops a retried READ it cannot serve.
+ * connection's own retries may never run out (rxe retries forever with a
+ * retry count of 7, and an RNR retry count of 7 is infinite everywhere).
+ * The same limit applies to a send queue on which nothing completes while
+ * the peer still talks: a peer that posts no receives, or a device that
+ * drops a retried READ it cannot serve.
  */
 #define IB_KEEPALIVE		(5 * HZ)
 #define IB_DEAD_AFTER		(30 * HZ)
