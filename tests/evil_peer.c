@@ -13,6 +13,14 @@
  * connection that stays up.  One drop case is a burst: more requests
  * than the credits the node granted, none waiting for an ACK.
  *
+ * late-answer-after-idle, run only when named (jobs/evil.sh), plays an
+ * honest but slow peer: it connects with no receive posted, says nothing
+ * for longer than the node's IB_DEAD_AFTER, and once "go" arrives on its
+ * standard input (a process of the node is inserting this peer's name: a
+ * RESOLVE waits on the connection) it posts its receives 8 s later,
+ * takes the RESOLVE and answers it; the node must keep the connection
+ * and take the answer.
+ *
  * --random sends N frames made from SEED: well-formed messages of every
  * type, mutated or not, on as many connections as the node drops (see
  * run_random()); the seed is printed for a rerun.
@@ -21,7 +29,7 @@
  *             [--dst UID]
  *   evil_peer --addr IP [--port P] --random SEED --count N [--timeout S]
  *             [--dst UID [--rkey KEY --rlen BYTES]]
- *   evil_peer --list [all|accept|reject|drop|stay|stall|overflow]
+ *   evil_peer --list [all|accept|reject|drop|stay|stall|late|overflow]
  *
  * "overflow" lists the drop cases whose SEND is larger than the node's
  * receive buffers: the node sees an error completion instead of a
@@ -80,9 +88,13 @@ enum kind {
 			 * needs no answer: answered, stays up */
 	STALL,		/* accepted, no receive posted, talks on: the node
 			 * gives up on its send queue and disconnects */
+	LATE,		/* accepted, idle, then the node's first request is
+			 * answered late: it must wait, stays up */
 };
 
-static const char *const kind_names[] = { "accept", "reject", "drop", "stay", "stall" };
+static const char *const kind_names[] = {
+	"accept", "reject", "drop", "stay", "stall", "late"
+};
 
 struct conn {
 	struct rdma_event_channel *ch;
@@ -791,6 +803,8 @@ struct evil_case {
 	bool overflow;
 	/* DROP: @msg fills this many send slots, sent in one burst. */
 	unsigned int burst;
+	/* Not part of "all": it needs the node's side to play along. */
+	bool alone;
 };
 
 static uint8_t cm_bad_magic(struct dmaplane_wire_cm *cm)
@@ -1137,6 +1151,7 @@ static const struct evil_case cases[] = {
 	{ "stay-cancel-unknown-cookie", STAY, .msg = m_cancel_unknown },
 	{ "stay-ping", STAY, .msg = m_ping },
 	{ "stall-no-receives", STALL, .msg = m_ping },
+	{ "late-answer-after-idle", LATE, .alone = true },
 };
 
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
@@ -1432,6 +1447,162 @@ out:
 	return ret;
 }
 
+/*
+ * Wait until every send completed (send slots are reused from 0): false
+ * when the connection broke or the node does not answer.
+ */
+static bool send_idle(struct conn *c)
+{
+	long long end = now_ms() + opt.timeout_ms;
+
+	while (c->sends_done != c->sends) {
+		if (now_ms() >= end || c->rx_err || c->disconnected)
+			return false;
+		next_event(c, STEP_MS);
+	}
+	return !c->rx_err && !c->disconnected;
+}
+
+/* An honest ACK of every request of the node consumed so far. */
+static void send_ack(struct conn *c)
+{
+	struct dmaplane_wire_ack *a;
+
+	if (!send_idle(c))
+		return;
+	c->slot = 0;
+	a = msg_start(c, DMAPLANE_WIRE_ACK, sizeof(*a));
+	a->consumed = htole64(c->peer_seq);
+	a->credits = htole32(c->peer_owed);
+	c->peer_owed = 0;
+	send_msg(c, 0, HSZ + sizeof(*a));
+}
+
+/*
+ * The node's IB_DEAD_AFTER (30 s) and keepalive period (5 s): the node
+ * keeps the connection quiet for 45 s by its own clock before its first
+ * request (jobs/evil.sh); this side only checks that the quiet lasted
+ * IB_DEAD_AFTER by its clock, which may lag the node's by 20% under TCG
+ * (see STALL_MIN_MS).  The request is held back for longer than one
+ * keepalive period.
+ */
+#define LATE_IDLE_MS	30000
+#define LATE_HOLD_MS	8000
+
+/*
+ * "go" on standard input: 1, 0 while nothing came, -1 at end of file or
+ * on anything else.
+ */
+static int stdin_go(void)
+{
+	struct pollfd pfd = { .fd = 0, .events = POLLIN };
+	char line[16];
+	ssize_t n;
+
+	if (poll(&pfd, 1, 0) <= 0)
+		return 0;
+	n = read(0, line, sizeof(line) - 1);
+	if (n <= 0)
+		return -1;
+	line[n] = 0;
+	return strncmp(line, "go", 2) ? -1 : 1;
+}
+
+/*
+ * A connection that carries nothing for longer than IB_DEAD_AFTER, then
+ * one request of the node (a RESOLVE: a process of the node inserted this
+ * peer's name, jobs/evil.sh) that reaches us only LATE_HOLD_MS after the
+ * node sent it: no receive buffer is posted until then, so the node's
+ * SEND meets RNR NAKs and does not complete, and nothing else from here
+ * tells the node that we are alive (its PINGs wait the same way).  The
+ * peer was silent for so long only because nothing waited on it: the
+ * node must count the silence from when its request started to wait,
+ * keep the connection and take the answer.  The node's side writes "go"
+ * to our standard input once its request is under way (jobs/evil.sh);
+ * --timeout bounds each wait.
+ */
+static int run_late(void)
+{
+	const struct dmaplane_wire_resolve *q;
+	struct dmaplane_wire_resolve *a;
+	const struct dmaplane_wire_hdr *h;
+	long long start, asked, end;
+	struct conn *c;
+	unsigned int i;
+	int go = 0, ret = -1;
+
+	opt.no_recvs = true;
+	c = conn_open_valid();
+	opt.no_recvs = false;
+	if (!c)
+		return -1;
+	h = (void *)c->rx;
+	q = (void *)(c->rx + HSZ);
+	start = now_ms();
+	diag("connected, no receive posted; waiting up to %d ms for \"go\" on stdin",
+	     opt.timeout_ms);
+	end = start + opt.timeout_ms;
+	while (now_ms() < end && !(go = stdin_go())) {
+		if (next_event(c, STEP_MS) >= 0 || c->rx_err) {
+			diag("%s while idle", c->disconnected ?
+			     "DISCONNECTED" : "CM event or completion error");
+			goto out;
+		}
+	}
+	asked = now_ms();
+	if (go != 1) {
+		diag("no \"go\" on stdin within %d ms", opt.timeout_ms);
+		goto out;
+	}
+	if (asked - start < LATE_IDLE_MS) {
+		diag("\"go\" after %lld ms of quiet, want at least %d: proves nothing",
+		     asked - start, LATE_IDLE_MS);
+		goto out;
+	}
+	diag("\"go\" after %lld ms of quiet; posting receives in %d ms", asked - start,
+	     LATE_HOLD_MS);
+	if (stays_up(c, LATE_HOLD_MS)) {
+		diag("dropped %lld ms after the node's request was under way",
+		     now_ms() - asked);
+		goto out;
+	}
+	for (i = 0; i < DMAPLANE_WIRE_RECVS; i++) {
+		if (post_recv(c, i))
+			goto out;
+	}
+	end = now_ms() + opt.timeout_ms;
+	while (now_ms() < end && (!c->rx_len || rx_is_ack(c))) {
+		if (next_event(c, STEP_MS) >= 0 || c->rx_err) {
+			diag("%s while waiting for the RESOLVE", c->disconnected ?
+			     "DISCONNECTED" : "CM event or completion error");
+			goto out;
+		}
+	}
+	if (!c->rx_len || rx_is_ack(c)) {
+		diag("no request from the node within %d ms", opt.timeout_ms);
+		goto out;
+	}
+	if (h->type != DMAPLANE_WIRE_RESOLVE || c->rx_len != HSZ + sizeof(*q)) {
+		diag("first request: type %u, %u bytes; want a RESOLVE", h->type, c->rx_len);
+		goto out;
+	}
+	if (!send_idle(c))
+		goto out;
+	c->slot = 0;
+	a = msg_start(c, DMAPLANE_WIRE_RESOLVED, sizeof(*a));
+	*a = *q;
+	a->status = 0;
+	if (send_msg(c, 0, HSZ + sizeof(*a)))
+		goto out;
+	send_ack(c);
+	diag("RESOLVE taken %lld ms after \"go\" and answered; %u requests of the node",
+	     now_ms() - asked, c->peer_reqs);
+	ret = stays_up(c, 3000);
+out:
+	conn_close(c);
+	return ret;
+}
+
 static int run_case(const struct evil_case *t)
 {
 	switch (t->kind) {
@@ -1443,6 +1614,8 @@ static int run_case(const struct evil_case *t)
 		return run_drop(t);
 	case STALL:
 		return run_stall(t);
+	case LATE:
+		return run_late();
 	default:
 		return t->msg ? run_stay_msg(t) : run_stay();
 	}
@@ -1874,37 +2047,6 @@ static void rnd_frame(struct conn *c, uint64_t seed, unsigned long i, struct rfr
 }
 
 /*
- * Wait until every send completed (send slots are reused from 0): false
- * when the connection broke or the node does not answer.
- */
-static bool send_idle(struct conn *c)
-{
-	long long end = now_ms() + opt.timeout_ms;
-
-	while (c->sends_done != c->sends) {
-		if (now_ms() >= end || c->rx_err || c->disconnected)
-			return false;
-		next_event(c, STEP_MS);
-	}
-	return !c->rx_err && !c->disconnected;
-}
-
-/* An honest ACK of every request of the node consumed so far. */
-static void send_ack(struct conn *c)
-{
-	struct dmaplane_wire_ack *a;
-
-	if (!send_idle(c))
-		return;
-	c->slot = 0;
-	a = msg_start(c, DMAPLANE_WIRE_ACK, sizeof(*a));
-	a->consumed = htole64(c->peer_seq);
-	a->credits = htole32(c->peer_owed);
-	c->peer_owed = 0;
-	send_msg(c, 0, HSZ + sizeof(*a));
-}
-
-/*
  * Wait up to --timeout for the node to drop @c: true when it did (a
  * DISCONNECTED event, or a completion error: the node's QP is gone).
  */
@@ -2057,18 +2199,22 @@ static void usage(void)
 		"                 [--dst EP_UID]\n"
 		"       evil_peer --addr IPV4 [--port P] --random SEED --count N [--timeout S]\n"
 		"                 [--dst EP_UID [--rkey KEY --rlen BYTES]]\n"
-		"       evil_peer --list [all|accept|reject|drop|stay|stall|overflow]\n");
+		"       evil_peer --list [all|accept|reject|drop|stay|stall|late|overflow]\n");
 	exit(2);
 }
 
-/* @sel is "all", a case's name or names separated by commas. */
-static bool selected(const char *sel, const char *name)
+/*
+ * @sel is "all" (every case but the ones run alone), a case's name or
+ * names separated by commas.
+ */
+static bool selected(const char *sel, const struct evil_case *t)
 {
+	const char *name = t->name;
 	size_t n = strlen(name);
 	const char *p;
 
 	if (!strcmp(sel, "all"))
-		return true;
+		return !t->alone;
 	for (p = sel; p; p = strchr(p, ',')) {
 		if (*p == ',')
 			p++;
@@ -2169,7 +2315,7 @@ int main(int argc, char **argv)
 		return failed;
 	}
 	for (i = 0; i < NCASES; i++)
-		n += selected(name, cases[i].name);
+		n += selected(name, &cases[i]);
 	if (!n) {
 		fprintf(stderr, "evil_peer: no case %s (see --list)\n", name);
 		return 2;
@@ -2178,7 +2324,7 @@ int main(int argc, char **argv)
 	printf("TAP version 13\n1..%u\n", n);
 	n = 0;
 	for (i = 0; i < NCASES; i++) {
-		if (!selected(name, cases[i].name))
+		if (!selected(name, &cases[i]))
 			continue;
 		diag("%s: %s", cases[i].name, kind_names[cases[i].kind]);
 		n++;

@@ -42,6 +42,10 @@
  *                      complete) and a region open to remote put/get;
  *                      prints "EP_UID RKEY LEN" and serves until SIGTERM,
  *                      then prints what completed, closes and exits 0
+ *   --resolve NODE_ID EP_UID
+ *                      insert that name into a new endpoint's address
+ *                      vector (the malicious peer answers late); exit 0
+ *                      when inserted
  *
  * Environment: DMAPLANE_PEER_IP, DMAPLANE_ROLE=client|server|local,
  * DMAPLANE_CTL_PORT (20887), DMAPLANE_SYNC_PORT (20888),
@@ -3150,6 +3154,35 @@ static int hold(void)
 	return 0;
 }
 
+/*
+ * --resolve NODE_ID EP_UID: insert that name into a fresh endpoint's
+ * address vector (the node asks NODE_ID's connection: RESOLVE), for the
+ * malicious peer's late-answer-after-idle case (jobs/evil.sh).  Exit 0
+ * when the insert succeeded.
+ */
+static int resolve(const char *node_id, const char *ep_uid)
+{
+	struct dmaplane_name name = {
+		.node_id = strtoull(node_id, NULL, 0),
+		.ep_uid = strtoull(ep_uid, NULL, 0),
+	};
+	struct dp_ep *ep;
+	double t0;
+	uint32_t h;
+	int ret;
+
+	ep = dp_test_ep_new(0, LOCAL_RING);
+	if (!ep)
+		return 1;
+	t0 = dp_test_now();
+	ret = dp_av_insert(ep, &name, &h);
+	fprintf(stderr, "remote_test: resolve %#llx:%#llx: %s after %.1f s\n",
+		(unsigned long long)name.node_id, (unsigned long long)name.ep_uid,
+		ret ? strerror(-ret) : "inserted", dp_test_now() - t0);
+	dp_close(ep);
+	return ret ? 1 : 0;
+}
+
 static pid_t local_server, local_main;
 
 static void stop_local_server(void)
@@ -3193,10 +3226,12 @@ int main(int argc, char **argv)
 		return exchange(argc > 2 ? argv[2] : NULL);
 	if (argc > 1 && !strcmp(argv[1], "--hold"))
 		return hold();
+	if (argc > 3 && !strcmp(argv[1], "--resolve"))
+		return resolve(argv[2], argv[3]);
 	if (argc > 1 && argv[1][0] == '-' && strcmp(argv[1], "--local")) {
 		fprintf(stderr, "usage: %s [--local | --serve | --signal NAME | --wait-for NAME |"
 			" --disrupt unload|linkdel|kill|vmkill|linkdown | --exchange [STALE_FILE] |"
-			" --hold]\n", argv[0]);
+			" --hold | --resolve NODE_ID EP_UID]\n", argv[0]);
 		return 2;
 	}
 	if (role && !strcmp(role, "server"))

@@ -191,3 +191,90 @@ evil_random_node1() {
 	cat /tmp/evil-hold.log
 	counters_zero evil-random-counters-zero 20
 }
+
+# ---- late answer after a long quiet spell ---------------------------------
+# evil_peer's late-answer-after-idle: node 0's evil peer connects, posts
+# no receive buffer and says nothing; node 1 lets the connection idle for
+# longer than IB_DEAD_AFTER (30 s), then inserts a name of the evil peer's
+# node (AV_INSERT: a RESOLVE on that connection, whose SEND meets RNR NAKs
+# until the evil peer posts its receives, 8 s after node 1 said "go").
+# The peer was silent only because nothing waited on it: the insert must
+# succeed, the connection stay up and nothing count as a drop.
+#
+#   node 0                                 node 1
+#   evil_late_node0 <--evil-late-ready---  evil_late_node1
+#   evil_peer --case late-...              peer up (a new node_id), 45 s
+#                                          idle; remote_test --resolve, its
+#                                          RESOLVE pending (debugfs sq_wrs)
+#   "go" on its stdin <-evil-late-asked--
+#   receives posted 8 s later, answers     the insert returns
+#                   <--evil-late-done----
+
+# "node_id" of peer $1 when its connection is up, empty otherwise.
+evil_up_node_id() {
+	$D/dpctl -j peer list | tr '{' '\n' | grep "\"addr\":\"$1\"" |
+		grep '"state":"up"' | sed -n 's/.*"node_id":\([0-9]*\).*/\1/p'
+}
+
+evil_late_node0() {
+	sync_wait evil-late-ready
+	echo "DMAPLANE-BEGIN kselftest evil_late"
+	{
+		DMAPLANE_SYNC_TIMEOUT=300 $D/tests/remote_test --wait-for evil-late-asked &&
+			echo go
+	} | $D/evil_peer --addr $EVIL_NODE1 --port $EVIL_PORT \
+		--case late-answer-after-idle --timeout 180
+	rc=$?
+	echo "DMAPLANE-END kselftest evil_late rc=$rc"
+	[ $rc = 0 ] || fails=$((fails + 1))
+	sync_wait evil-late-done
+}
+
+# Node 1's connection to $EVIL_NODE0 has a send pending, within 20 s.
+evil_send_pending() {
+	for i in $(seq 20); do
+		grep -q "^$EVIL_NODE0:[0-9]* .* sq_wrs [1-9]" /sys/kernel/debug/dmaplane/conns &&
+			return 0
+		sleep 1
+	done
+	return 1
+}
+
+evil_late_node1() {
+	evil_before=$(evil_peer_drops $EVIL_NODE0)
+	silent_before=$(dmesg | grep -c "$EVIL_NODE0:[0-9]* silent for")
+	old=$(evil_up_node_id $EVIL_NODE0)
+	sync_signal evil-late-ready
+	node=
+	for i in $(seq 60); do
+		node=$(evil_up_node_id $EVIL_NODE0)
+		[ -n "$node" ] && [ "$node" != "$old" ] && break
+		node=
+		sleep 1
+	done
+	[ -n "$node" ]
+	case_result evil-late-up $? "no new connection from $EVIL_NODE0: $($D/dpctl -j peer list 2>&1)"
+	resolver=
+	if [ -n "$node" ]; then
+		# Longer than IB_DEAD_AFTER and one keepalive period.
+		sleep 45
+		$D/tests/remote_test --resolve "$node" 1 2>/tmp/evil-late.log &
+		resolver=$!
+		evil_send_pending
+		case_result evil-late-pending $? "$(cat /sys/kernel/debug/dmaplane/conns)"
+	fi
+	# Always: node 0's evil_peer waits for it.
+	sync_signal evil-late-asked
+	if [ -n "$resolver" ]; then
+		wait "$resolver"
+		case_result evil-late-resolve $? "$(cat /tmp/evil-late.log; dmesg | tail -5)"
+		cat /tmp/evil-late.log
+	fi
+	sync_signal evil-late-done
+	silent=$(dmesg | grep -c "$EVIL_NODE0:[0-9]* silent for")
+	[ "$silent" = "$silent_before" ]
+	case_result evil-late-no-silence-drop $? "$(dmesg | grep "silent for" | tail -3)"
+	drops=$(evil_peer_drops $EVIL_NODE0)
+	[ -n "$evil_before" ] && [ "$drops" = "$evil_before" ]
+	case_result evil-late-drops $? "peer $EVIL_NODE0 drops $evil_before -> $drops, want no change"
+}

@@ -22,6 +22,9 @@
 #   [evil-done]         --evil-done-->  [evil_phase_node1: drop counters]
 #   [evil_random_node0] <-evil-target-- [remote_test --hold]
 #   [random frames]     -evil-random-done-> [evil_random_node1: counters]
+#   [evil_late_node0]   <-evil-late-ready-  [evil_late_node1]
+#   [late answer]       <-evil-late-asked-  [45 s idle, AV_INSERT]
+#   (wait)              <-evil-late-done--
 #   insmod; peer add 10.77.0.2
 #   peer up                             peer up; remote_test --serve
 #   (wait)              <-server-up---
@@ -85,6 +88,7 @@ if [ "$DMAPLANE_NODE" = 1 ]; then
 		evil_phase_node1
 		evil_random_node1_start
 		evil_random_node1
+		evil_late_node1
 	fi
 else
 	if [ -x $D/evil_peer ]; then
@@ -92,6 +96,7 @@ else
 		evil_phase_node0
 		sync_signal evil-done
 		evil_random_node0
+		evil_late_node0
 	fi
 	check insmod insmod $D/dmaplane.ko
 	check peer-add $D/dpctl peer add 10.77.0.2
