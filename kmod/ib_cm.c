@@ -77,6 +77,7 @@ static void conn_stop(struct dmaplane_conn *c, struct list_head *backlog)
 	mutex_lock(&c->tx_lock);
 	c->state = CONN_DEAD;
 	list_splice_init(&c->backlog, backlog);
+	c->backlog_answers = 0;
 	mutex_unlock(&c->tx_lock);
 	wake_up_all(&c->up_wq);
 
@@ -219,7 +220,7 @@ static void keepalive_work(struct work_struct *work)
 {
 	struct dmaplane_conn *c = container_of(to_delayed_work(work), struct dmaplane_conn,
 					       keepalive_work);
-	unsigned long silent, since;
+	unsigned long silent, since, starved;
 	struct dmaplane_tx *tx;
 	bool waiting;
 
@@ -254,6 +255,15 @@ static void keepalive_work(struct work_struct *work)
 		mutex_unlock(&c->tx_lock);
 		pr_warn("%pISp silent for %u s with operations pending: dropping the connection\n",
 			&c->peer->addr, jiffies_to_msecs(silent) / 1000);
+		dmaplane_conn_fail(c, false);
+		return;
+	}
+	/* Talking, maybe, but keeping our credits: as good as silent. */
+	starved = list_empty(&c->backlog) ? 0 : jiffies - c->credit_wait;
+	if (starved >= IB_DEAD_AFTER) {
+		mutex_unlock(&c->tx_lock);
+		pr_warn("%pISp gave no credit back for %u s with requests waiting: dropping the connection\n",
+			&c->peer->addr, jiffies_to_msecs(starved) / 1000);
 		dmaplane_conn_fail(c, false);
 		return;
 	}

@@ -73,6 +73,13 @@ static_assert(IB_SQ_NEEDED <= IB_SQ_DEPTH);
  */
 #define IB_KEEPALIVE		(5 * HZ)
 #define IB_DEAD_AFTER		(30 * HZ)
+/*
+ * Answers (FINs, RESOLVEDs) queued for want of the peer's credits, at
+ * most: an honest peer gives credits back as it consumes our requests, so
+ * its answers queue only for an ACK's round trip (a few hundred for a
+ * burst of rendezvous FINs).  16,384 small messages hold about 4 MiB.
+ */
+#define IB_BACKLOG_ANSWERS	16384
 /* A connection not established by then is given up (and retried). */
 #define IB_CONNECT_TIMEOUT	(20 * HZ)
 #define IB_MAX_SLOT		((1U << (64 - DMAPLANE_SRC_NODE_SHIFT - 1)) - 1)
@@ -199,11 +206,21 @@ struct dmaplane_rx {
  *	an idle send queue: a peer that keeps talking but lets none of our
  *	work requests complete is given up on all the same
  * @tx_lock: protects @state transitions, @credits.avail, @tx_seq,
- *	@backlog, @sent, @cookies, @idle_at and posting to the send queue
+ *	@backlog, @credit_wait, @backlog_answers, @sent, @cookies, @idle_at
+ *	and posting to the send queue
  * @state: &enum conn_state; read locklessly as a hint
  * @credits: requests we may send; @credits.owed is under @ack_lock
  * @tx_seq: seq of the last request posted
  * @backlog: &struct dmaplane_tx requests waiting for a credit
+ * @credit_wait: jiffies since when @backlog has waited with no credit
+ *	coming back: of a request queued on an empty @backlog, or of the
+ *	last ACK that gave credits.  A peer that keeps talking (its empty
+ *	ACKs, its requests) but gives none back is given up on after
+ *	%IB_DEAD_AFTER all the same.
+ * @backlog_answers: FINs and RESOLVEDs in @backlog: answers to the peer's
+ *	requests, which a peer keeping our credits could have us queue
+ *	without end (we give its credits back as we consume its requests);
+ *	beyond %IB_BACKLOG_ANSWERS the peer is taken for a broken one
  * @xfer_wait: &struct dmaplane_xfer with contexts waiting for room in
  *	%IB_RW_BUDGET and %IB_RW_WRS, oldest first
  * @rw_inflight: RDMA contexts posted and not completed
@@ -256,6 +273,8 @@ struct dmaplane_conn {
 	struct dmaplane_credits credits;
 	u64 tx_seq;
 	struct list_head backlog;
+	unsigned long credit_wait;
+	unsigned int backlog_answers;
 	struct list_head xfer_wait;
 	unsigned int rw_inflight;
 	unsigned int rw_wrs;
@@ -504,6 +523,7 @@ void dmaplane_peer_connect_work(struct work_struct *work);
 void dmaplane_pend_uncharge(struct dmaplane_pend *p);
 void dmaplane_pend_free(struct dmaplane_pend *p);
 struct dmaplane_tx *dmaplane_tx_alloc(u8 type, u32 body_len);
+bool dmaplane_tx_is_answer(const struct dmaplane_tx *tx);
 void *dmaplane_tx_body(struct dmaplane_tx *tx);
 void dmaplane_tx_free(struct dmaplane_tx *tx);
 void dmaplane_conn_alive(struct dmaplane_conn *c);

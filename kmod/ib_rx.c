@@ -280,11 +280,15 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 		if (p->sreg && nack_status(ack, p->seq))
 			xa_erase(&c->cookies, p->sreg->cookie);
 	/* Credits came back: send what waited for them. */
+	if (le32_to_cpu(ack->credits))
+		c->credit_wait = jiffies;
 	while (!list_empty(&c->backlog) && dmaplane_credits_take(&c->credits)) {
 		struct dmaplane_tx *tx = list_first_entry(&c->backlog,
 							  struct dmaplane_tx, node);
 
 		list_del(&tx->node);
+		if (dmaplane_tx_is_answer(tx))
+			c->backlog_answers--;
 		if (dmaplane_tx_post_locked(c, tx)) {
 			dmaplane_conn_fail(c, false);
 			break;

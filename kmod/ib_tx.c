@@ -53,6 +53,14 @@ struct dmaplane_tx *dmaplane_tx_alloc(u8 type, u32 body_len)
 	return tx;
 }
 
+/* A FIN or a RESOLVED: an answer to a request of the peer. */
+bool dmaplane_tx_is_answer(const struct dmaplane_tx *tx)
+{
+	u8 type = ((const struct dmaplane_wire_hdr *)tx->buf)->type;
+
+	return type == DMAPLANE_WIRE_FIN || type == DMAPLANE_WIRE_RESOLVED;
+}
+
 void *dmaplane_tx_body(struct dmaplane_tx *tx)
 {
 	return tx->buf + sizeof(struct dmaplane_wire_hdr);
@@ -182,7 +190,15 @@ int dmaplane_conn_submit_locked(struct dmaplane_conn *c, struct dmaplane_tx *tx)
 		return -ECONNRESET;
 	if (tx->request &&
 	    (!list_empty(&c->backlog) || !dmaplane_credits_take(&c->credits))) {
+		if (list_empty(&c->backlog))
+			c->credit_wait = jiffies;
 		list_add_tail(&tx->node, &c->backlog);
+		if (dmaplane_tx_is_answer(tx) &&
+		    ++c->backlog_answers > IB_BACKLOG_ANSWERS) {
+			pr_warn_ratelimited("%pISp keeps our credits while its requests queue %u answers: dropping the connection\n",
+					    &c->peer->addr, c->backlog_answers);
+			dmaplane_conn_fail(c, true);
+		}
 		return 0;
 	}
 	if (dmaplane_tx_post_locked(c, tx))

@@ -29,7 +29,7 @@
  *             [--dst UID]
  *   evil_peer --addr IP [--port P] --random SEED --count N [--timeout S]
  *             [--dst UID [--rkey KEY --rlen BYTES]]
- *   evil_peer --list [all|accept|reject|drop|stay|stall|late|overflow]
+ *   evil_peer --list [all|accept|reject|drop|stay|stall|late|withhold|overflow]
  *
  * "overflow" lists the drop cases whose SEND is larger than the node's
  * receive buffers: the node sees an error completion instead of a
@@ -90,10 +90,12 @@ enum kind {
 			 * gives up on its send queue and disconnects */
 	LATE,		/* accepted, idle, then the node's first request is
 			 * answered late: it must wait, stays up */
+	WITHHOLD,	/* accepted, keeps the credits the node's requests
+			 * took, talks on: the node gives up and disconnects */
 };
 
 static const char *const kind_names[] = {
-	"accept", "reject", "drop", "stay", "stall", "late"
+	"accept", "reject", "drop", "stay", "stall", "late", "withhold"
 };
 
 struct conn {
@@ -1151,6 +1153,7 @@ static const struct evil_case cases[] = {
 	{ "stay-cancel-unknown-cookie", STAY, .msg = m_cancel_unknown },
 	{ "stay-ping", STAY, .msg = m_ping },
 	{ "stall-no-receives", STALL, .msg = m_ping },
+	{ "withhold-credits", WITHHOLD, .cm = NULL },
 	{ "late-answer-after-idle", LATE, .alone = true },
 };
 
@@ -1478,6 +1481,89 @@ static void send_ack(struct conn *c)
 	send_msg(c, 0, HSZ + sizeof(*a));
 }
 
+/* RESOLVEs sent by withhold-credits: more than the credits we granted. */
+#define WITHHOLD_REQS	(DMAPLANE_WIRE_CREDITS + 8)
+
+/*
+ * A peer that keeps the credits the node's requests took: it sends
+ * WITHHOLD_REQS RESOLVEs (within the credits the node gives back), which
+ * the node answers with as many RESOLVEDs, requests of its own; it never
+ * gives their credits back, so that the last ones wait in the node's
+ * backlog, and sends an empty ACK every second, so that the node never
+ * finds it silent.  The node must give up on the connection about
+ * IB_DEAD_AFTER after its backlog started to wait ("gave no credit back"
+ * in its log, jobs/evil.sh), neither much sooner nor never.
+ */
+static int run_withhold(void)
+{
+	struct dmaplane_wire_resolve *q;
+	long long start, next, end;
+	int type = -1, ret = -1;
+	unsigned int i, n = 0;
+	struct conn *c;
+
+	c = conn_open_valid();
+	if (!c)
+		return -1;
+	end = now_ms() + opt.timeout_ms;
+	for (i = 0; i < WITHHOLD_REQS; i++) {
+		while (c->credits <= 0 && now_ms() < end && !c->disconnected && !c->rx_err)
+			next_event(c, STEP_MS);
+		if (c->credits <= 0) {
+			diag("no credit for RESOLVE %u within %d ms", i + 1, opt.timeout_ms);
+			goto out;
+		}
+		c->slot = i;
+		q = msg_start(c, DMAPLANE_WIRE_RESOLVE, sizeof(*q));
+		q->cookie = htole64(i + 1);
+		q->ep_uid = htole64(rnd64() & ((1ull << DMAPLANE_SRC_NODE_SHIFT) - 1));
+		if (send_msg(c, i, HSZ + sizeof(*q)))
+			goto out;
+		c->credits--;
+	}
+	while (c->peer_reqs < DMAPLANE_WIRE_CREDITS && now_ms() < end && !c->disconnected &&
+	       !c->rx_err)
+		next_event(c, STEP_MS);
+	if (c->peer_reqs != DMAPLANE_WIRE_CREDITS) {
+		diag("%u RESOLVEDs from the node within %d ms, want %u (its credits)",
+		     c->peer_reqs, opt.timeout_ms, DMAPLANE_WIRE_CREDITS);
+		goto out;
+	}
+	start = now_ms();
+	next = start + 1000;
+	diag("%u RESOLVEs sent, %u answers taken and not ACKed; an empty ACK every second",
+	     WITHHOLD_REQS, c->peer_reqs);
+	while (now_ms() < start + STALL_MAX_MS && !c->rx_err) {
+		if (now_ms() >= next) {
+			/* Slots past the RESOLVEs' in turn. */
+			c->slot = WITHHOLD_REQS + n++ % (SEND_SLOTS - WITHHOLD_REQS);
+			msg_start(c, DMAPLANE_WIRE_ACK, sizeof(struct dmaplane_wire_ack));
+			if (send_msg(c, c->slot, HSZ + sizeof(struct dmaplane_wire_ack)))
+				goto out;
+			next += 1000;
+		}
+		type = next_event(c, 100);
+		if (type >= 0)
+			break;
+	}
+	if (c->peer_reqs != DMAPLANE_WIRE_CREDITS) {
+		diag("the node sent %u requests with %u credits", c->peer_reqs,
+		     DMAPLANE_WIRE_CREDITS);
+	} else if (type == RDMA_CM_EVENT_DISCONNECTED && now_ms() - start >= STALL_MIN_MS) {
+		diag("disconnected after %lld ms, %u empty ACKs sent", now_ms() - start, n);
+		ret = 0;
+	} else if (type >= 0) {
+		diag("%s after %lld ms (want DISCONNECTED after %d-%d ms)",
+		     rdma_event_str(type), now_ms() - start, STALL_MIN_MS, STALL_MAX_MS);
+	} else {
+		diag("still connected after %lld ms%s", now_ms() - start,
+		     c->rx_err ? " (completion error)" : "");
+	}
+out:
+	conn_close(c);
+	return ret;
+}
+
 /*
  * The node's IB_DEAD_AFTER (30 s) and keepalive period (5 s): the node
  * keeps the connection quiet for 45 s by its own clock before its first
@@ -1616,6 +1702,8 @@ static int run_case(const struct evil_case *t)
 		return run_stall(t);
 	case LATE:
 		return run_late();
+	case WITHHOLD:
+		return run_withhold();
 	default:
 		return t->msg ? run_stay_msg(t) : run_stay();
 	}
@@ -2199,7 +2287,8 @@ static void usage(void)
 		"                 [--dst EP_UID]\n"
 		"       evil_peer --addr IPV4 [--port P] --random SEED --count N [--timeout S]\n"
 		"                 [--dst EP_UID [--rkey KEY --rlen BYTES]]\n"
-		"       evil_peer --list [all|accept|reject|drop|stay|stall|late|overflow]\n");
+		"       evil_peer --list [all|accept|reject|drop|stay|stall|late|withhold|\n"
+		"                         overflow]\n");
 	exit(2);
 }
 

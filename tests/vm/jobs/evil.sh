@@ -14,7 +14,11 @@
 # that posts no receive buffer but keeps talking (evil_peer's stall
 # cases) must be given up on too, once nothing completed on node 1's send
 # queue for 30 s: a "completed none of our work requests" line each, not
-# counted as a drop (no malformed message).  One of
+# counted as a drop (no malformed message).  So must a peer that keeps
+# the credits of node 1's requests (evil_peer's withhold cases: its
+# RESOLVEs have node 1 answer more than the credits it was given) and
+# talks on in empty ACKs: a "gave no credit back" line each, not counted
+# as a drop either.  One of
 # the drop cases (drop-over-credits) sends one request more than the
 # credits node 1 granted, all before its connection is established; node
 # 1 consumes them once it is, and when its ACK work gave credits back
@@ -118,6 +122,11 @@ evil_phase_node1() {
 	stalls=$(dmesg | grep -c "$EVIL_NODE0:[0-9]* completed none of our work requests for")
 	[ "$stalls" = "$nstall" ]
 	case_result evil-stall-reason $? "$stalls connections dropped for a stalled send queue, want $nstall"
+	# The withhold cases: given up on for credits never given back.
+	nwith=$($D/evil_peer --list withhold | wc -l)
+	withheld=$(dmesg | grep -c "$EVIL_NODE0:[0-9]* gave no credit back for")
+	[ "$withheld" = "$nwith" ]
+	case_result evil-withhold-reason $? "$withheld connections dropped for credits withheld, want $nwith"
 	echo "# node 1 after the evil peer: $($D/dpctl -j peer list 2>&1)"
 }
 
