@@ -569,12 +569,20 @@ static int cm_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		dmaplane_conn_put(mine);
 	}
 	c = conn_alloc(p, false);
-	mutex_unlock(&dmaplane_ib_lock);
-	if (!c)
+	if (!c) {
+		mutex_unlock(&dmaplane_ib_lock);
 		goto err_reject;
+	}
+	/*
+	 * Whole before the lock goes: a teardown (the peer deleted, the
+	 * device removed) finds @c by the peer from then on, and must find
+	 * its id to destroy and its keepalive armed to cancel.
+	 */
 	c->cm_id = id;
 	c->node_id = node_id;
 	id->context = c;
+	queue_delayed_work(dmaplane_ib_wq, &c->keepalive_work, IB_CONNECT_TIMEOUT);
+	mutex_unlock(&dmaplane_ib_lock);
 	ret = dmaplane_conn_setup(c);
 	if (ret)
 		goto err_fail;
@@ -582,7 +590,6 @@ static int cm_connect_request(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	ret = rdma_accept(id, &param);
 	if (ret)
 		goto err_fail;
-	queue_delayed_work(dmaplane_ib_wq, &c->keepalive_work, IB_CONNECT_TIMEOUT);
 	return 0;
 
 err_fail:
