@@ -174,10 +174,13 @@ static void conn_destroy(struct dmaplane_conn *c)
 
 	/*
 	 * A transfer whose submitter dropped the last count after the drain
-	 * destroys its contexts on the QP: wait for it.  None starts now
-	 * (contexts are initialised only while the connection is up).
+	 * destroys its contexts on the QP, and a sender building its
+	 * registrations uses the device's PD until it submitted or undid
+	 * them: wait for both.  None starts now (contexts are initialised,
+	 * and builders counted, only while the connection is up).
 	 */
-	wait_event(c->rw_xfers_wq, !atomic_read(&c->rw_xfers));
+	wait_event(c->rw_xfers_wq, !atomic_read(&c->rw_xfers) &&
+		   !atomic_read(&c->sreg_builders));
 	if (c->qp)
 		rdma_destroy_qp(c->cm_id);
 	if (c->cq)

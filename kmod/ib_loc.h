@@ -229,7 +229,12 @@ struct dmaplane_rx {
  *	are destroyed in dmaplane_xfer_free(), which may run in the
  *	submitter just after teardown drained the QP): teardown destroys
  *	@qp at zero
- * @rw_xfers_wq: teardown waits there for @rw_xfers to reach zero
+ * @sreg_builders: senders building registrations on @dev for a
+ *	rendezvous SEND or an RMA_REQ, from sreg_enter() (only while the
+ *	connection is up) to their submission or undoing: teardown puts
+ *	@dev (whose removal frees its PD) at zero
+ * @rw_xfers_wq: teardown waits there for @rw_xfers and @sreg_builders to
+ *	reach zero
  * @sent: &struct dmaplane_pend of EAGER/RTS requests waiting for an ACK
  * @cookies: cookie -> operation waiting for a FIN or RESOLVED
  * @next_cookie: cursor for @cookies
@@ -279,6 +284,7 @@ struct dmaplane_conn {
 	unsigned int rw_inflight;
 	unsigned int rw_wrs;
 	atomic_t rw_xfers;
+	atomic_t sreg_builders;
 	wait_queue_head_t rw_xfers_wq;
 	struct list_head sent;
 	struct xarray cookies;

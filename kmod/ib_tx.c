@@ -455,6 +455,30 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 }
 
 /* A registered buffer for an operation of @ep, before sreg_build(). */
+/*
+ * A sender is about to build registrations on @c's device: counted, so
+ * that the teardown keeps the device (and its PD) until sreg_exit().
+ * False when @c is no longer up (the teardown may be past its wait).
+ */
+static bool sreg_enter(struct dmaplane_conn *c)
+{
+	bool up;
+
+	mutex_lock(&c->tx_lock);
+	up = c->state == CONN_UP;
+	if (up)
+		atomic_inc(&c->sreg_builders);
+	mutex_unlock(&c->tx_lock);
+	return up;
+}
+
+/* The sender submitted its registrations, or undid them. */
+static void sreg_exit(struct dmaplane_conn *c)
+{
+	if (atomic_dec_and_test(&c->sreg_builders))
+		wake_up_all(&c->rw_xfers_wq);
+}
+
 static struct dmaplane_sreg *sreg_alloc(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 					u64 tag, u64 len)
 {
@@ -598,6 +622,11 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 	s = sreg_alloc(ep, DMAPLANE_OP_SEND, op->ctx, op->tag, buf->len);
 	if (!s)
 		goto err_free_tx;
+	if (!sreg_enter(c)) {
+		ret = -ECONNRESET;
+		sreg_free(c, s);
+		goto err_free_tx;
+	}
 	ret = sreg_build(c, s, buf);
 	if (!ret) {
 		struct dmaplane_wire_rts *rts = (void *)(m + 1);
@@ -606,10 +635,11 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 		tx->pend = pend;
 		ret = sreg_submit(c, s, tx, &rts->nsegs, rts->segs, &rts->cookie);
 	}
-	if (ret) {
+	if (ret)
 		sreg_free(c, s);
+	sreg_exit(c);
+	if (ret)
 		goto err_free_tx;
-	}
 	goto out_put_conn;
 
 err_free_tx:
@@ -673,12 +703,19 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 		r->flags = DMAPLANE_WIRE_RMA_DATA;
 		r->data = cpu_to_le64(op->data);
 	}
+	if (!sreg_enter(c)) {
+		ret = -ECONNRESET;
+		sreg_free(c, s);
+		goto err_free_tx;
+	}
 	ret = sreg_build(c, s, buf);
 	if (!ret)
 		ret = sreg_submit(c, s, tx, &sl->nsegs, sl->segs, &r->cookie);
+	if (ret)
+		sreg_free(c, s);
+	sreg_exit(c);
 	if (!ret)
 		goto out_put_conn;
-	sreg_free(c, s);
 err_free_tx:
 	dmaplane_tx_free(tx);
 err_unreserve:
