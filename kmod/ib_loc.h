@@ -365,6 +365,14 @@ enum { COOKIE_SREG = 1, COOKIE_RESOLVE };
  * @withdrawn: SEND: a CANCEL went out (the endpoint closed)
  * @posted: its RTS or RMA_REQ went out (under the connection's tx_lock):
  *	before, it may wait in the backlog, and the peer cannot know it
+ * @sent: that SEND completed (under tx_lock): only then have the
+ *	registration work requests before it on the send queue run
+ * @early: the peer FINed or NACKed it before @sent (under tx_lock; the
+ *	SEND's acknowledgment late, or a peer that guessed the cookie of
+ *	a request stuck on our send queue): it left conn->cookies, and the
+ *	SEND's completion completes it with @early_status (-ECONNRESET when
+ *	the SEND failed), so that no MR is freed under a queued work request
+ * @early_status: that FIN's or NACK's status
  * @mm: address space charged for the pages (mmgrab()ed), or NULL
  * @charged: pages charged to @mm and the module cap
  * @pages: pinned pages of the buffer
@@ -385,6 +393,9 @@ struct dmaplane_sreg {
 	u64 len;
 	bool withdrawn;
 	bool posted;
+	bool sent;
+	bool early;
+	int early_status;
 	struct mm_struct *mm;
 	unsigned long charged;
 	struct page **pages;
@@ -530,6 +541,8 @@ void dmaplane_pend_uncharge(struct dmaplane_pend *p);
 void dmaplane_pend_free(struct dmaplane_pend *p);
 struct dmaplane_tx *dmaplane_tx_alloc(u8 type, u32 body_len);
 bool dmaplane_tx_is_answer(const struct dmaplane_tx *tx);
+bool dmaplane_sreg_finish_locked(struct dmaplane_conn *c, struct dmaplane_sreg *s,
+				 int status);
 void *dmaplane_tx_body(struct dmaplane_tx *tx);
 void dmaplane_tx_free(struct dmaplane_tx *tx);
 void dmaplane_conn_alive(struct dmaplane_conn *c);

@@ -63,6 +63,7 @@ static int rx_fin(struct dmaplane_conn *c, const struct dmaplane_wire_fin *f)
 	u64 cookie = le64_to_cpu(f->cookie);
 	struct dmaplane_sreg *s = NULL;
 	struct dmaplane_pend *p, *tmp;
+	bool now;
 
 	mutex_lock(&c->tx_lock);
 	if (cookie <= U32_MAX)
@@ -84,8 +85,10 @@ static int rx_fin(struct dmaplane_conn *c, const struct dmaplane_wire_fin *f)
 		}
 	}
 	xa_erase(&c->cookies, cookie);
+	now = dmaplane_sreg_finish_locked(c, s, (s32)le32_to_cpu(f->status));
 	mutex_unlock(&c->tx_lock);
-	dmaplane_sreg_complete(c, s, (s32)le32_to_cpu(f->status));
+	if (now)
+		dmaplane_sreg_complete(c, s, (s32)le32_to_cpu(f->status));
 	return 0;
 }
 
@@ -276,9 +279,18 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 		mutex_unlock(&c->tx_lock);
 		return -EPROTO;
 	}
-	list_for_each_entry(p, &done, node)
-		if (p->sreg && nack_status(ack, p->seq))
-			xa_erase(&c->cookies, p->sreg->cookie);
+	list_for_each_entry_safe(p, tmp, &done, node) {
+		int st = nack_status(ack, p->seq);
+
+		if (!p->sreg || !st)
+			continue;
+		xa_erase(&c->cookies, p->sreg->cookie);
+		/* Its SEND's completion completes it: forget the pend. */
+		if (!dmaplane_sreg_finish_locked(c, p->sreg, st)) {
+			list_del(&p->node);
+			dmaplane_pend_free(p);
+		}
+	}
 	/* Credits came back: send what waited for them. */
 	if (le32_to_cpu(ack->credits))
 		c->credit_wait = jiffies;

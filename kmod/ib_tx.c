@@ -97,11 +97,51 @@ void dmaplane_sq_done(struct dmaplane_conn *c)
 	atomic_dec(&c->sq_wrs);
 }
 
+/*
+ * The SEND of an RTS or RMA_REQ completed (or failed): its registrations
+ * have run.  One the peer FINed or NACKed before is completed now.
+ */
+static void tx_sreg_sent(struct dmaplane_conn *c, struct dmaplane_sreg *s, bool ok)
+{
+	bool early;
+
+	mutex_lock(&c->tx_lock);
+	s->sent = ok;
+	early = s->early;
+	mutex_unlock(&c->tx_lock);
+	/* Not early: @s is the FIN's or the teardown's, maybe freed now. */
+	if (early)
+		dmaplane_sreg_complete(c, s, ok ? s->early_status : -ECONNRESET);
+}
+
+/**
+ * dmaplane_sreg_finish_locked() - the peer FINed or NACKed @s
+ * @c: the connection, tx_lock held
+ * @s: the registered buffer, already taken out of @c's cookies
+ * @status: the status to complete it with
+ *
+ * Return: true when the caller completes @s now (dmaplane_sreg_complete()
+ * once tx_lock is dropped); false when its SEND has not completed yet, and
+ * tx_sreg_sent() will.
+ */
+bool dmaplane_sreg_finish_locked(struct dmaplane_conn *c, struct dmaplane_sreg *s,
+				 int status)
+{
+	lockdep_assert_held(&c->tx_lock);
+	if (s->sent)
+		return true;
+	s->early = true;
+	s->early_status = status;
+	return false;
+}
+
 static void tx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct dmaplane_tx *tx = container_of(wc->wr_cqe, struct dmaplane_tx, cqe);
 	struct dmaplane_conn *c = tx->conn;
 
+	if (tx->sreg)
+		tx_sreg_sent(c, tx->sreg, wc->status == IB_WC_SUCCESS);
 	dmaplane_sq_done(c);
 	ib_dma_unmap_single(c->dev->ibdev, tx->dma, tx->len, DMA_TO_DEVICE);
 	if (wc->status == IB_WC_SUCCESS) {
