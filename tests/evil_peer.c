@@ -1395,6 +1395,43 @@ out:
 #define STALL_MAX_MS	60000
 
 /*
+ * Send an empty ACK every second (from send slot @slot on, in turn) and
+ * wait for the node to drop @c: 0 when it did, after STALL_MIN_MS to
+ * STALL_MAX_MS.  The node never finds us silent, so what drops the
+ * connection is what the case provoked.
+ */
+static int talk_until_dropped(struct conn *c, unsigned int slot)
+{
+	long long start = now_ms(), next = start + 1000;
+	unsigned int n = 0;
+	int type = -1;
+
+	while (now_ms() < start + STALL_MAX_MS && !c->rx_err) {
+		if (now_ms() >= next) {
+			c->slot = slot + n++ % (SEND_SLOTS - slot);
+			msg_start(c, DMAPLANE_WIRE_ACK, sizeof(struct dmaplane_wire_ack));
+			if (send_msg(c, c->slot, HSZ + sizeof(struct dmaplane_wire_ack)))
+				return -1;
+			next += 1000;
+		}
+		type = next_event(c, 100);
+		if (type >= 0)
+			break;
+	}
+	if (type == RDMA_CM_EVENT_DISCONNECTED && now_ms() - start >= STALL_MIN_MS) {
+		diag("disconnected after %lld ms, %u empty ACKs sent", now_ms() - start, n);
+		return 0;
+	}
+	if (type >= 0)
+		diag("%s after %lld ms (want DISCONNECTED after %d-%d ms)",
+		     rdma_event_str(type), now_ms() - start, STALL_MIN_MS, STALL_MAX_MS);
+	else
+		diag("still connected after %lld ms%s", now_ms() - start,
+		     c->rx_err ? " (completion error)" : "");
+	return -1;
+}
+
+/*
  * A peer that posts no receive buffer but keeps talking: a request (the
  * node must ACK it), then every second an ACK that gives nothing back,
  * so that the node never finds the connection silent.  The node's ACK
@@ -1406,9 +1443,7 @@ out:
 static int run_stall(const struct evil_case *t)
 {
 	struct conn *c;
-	long long start, next;
-	int type = -1, ret = -1;
-	unsigned int n = 0;
+	int ret = -1;
 
 	opt.no_recvs = true;
 	c = conn_open_valid();
@@ -1418,33 +1453,9 @@ static int run_stall(const struct evil_case *t)
 	c->slot = 0;
 	if (send_msg(c, 0, t->msg(c)))
 		goto out;
-	start = now_ms();
-	next = start + 1000;
 	diag("request sent, no receive posted; an empty ACK every second");
-	while (now_ms() < start + STALL_MAX_MS && !c->rx_err) {
-		if (now_ms() >= next) {
-			/* Slots 1 .. SEND_SLOTS - 1 in turn: long completed. */
-			c->slot = 1 + n++ % (SEND_SLOTS - 1);
-			msg_start(c, DMAPLANE_WIRE_ACK, sizeof(struct dmaplane_wire_ack));
-			if (send_msg(c, c->slot, HSZ + sizeof(struct dmaplane_wire_ack)))
-				goto out;
-			next += 1000;
-		}
-		type = next_event(c, 100);
-		if (type >= 0)
-			break;
-	}
-	if (type == RDMA_CM_EVENT_DISCONNECTED &&
-	    now_ms() - start >= STALL_MIN_MS) {
-		diag("disconnected after %lld ms, %u ACKs sent", now_ms() - start, n);
-		ret = 0;
-	} else if (type >= 0) {
-		diag("%s after %lld ms (want DISCONNECTED after %d-%d ms)",
-		     rdma_event_str(type), now_ms() - start, STALL_MIN_MS, STALL_MAX_MS);
-	} else {
-		diag("still connected after %lld ms%s", now_ms() - start,
-		     c->rx_err ? " (completion error)" : "");
-	}
+	/* Slots 1 .. SEND_SLOTS - 1 in turn: long completed. */
+	ret = talk_until_dropped(c, 1);
 out:
 	conn_close(c);
 	return ret;
@@ -1497,10 +1508,10 @@ static void send_ack(struct conn *c)
 static int run_withhold(void)
 {
 	struct dmaplane_wire_resolve *q;
-	long long start, next, end;
-	int type = -1, ret = -1;
-	unsigned int i, n = 0;
+	int ret = -1;
 	struct conn *c;
+	unsigned int i;
+	long long end;
 
 	c = conn_open_valid();
 	if (!c)
@@ -1529,35 +1540,14 @@ static int run_withhold(void)
 		     c->peer_reqs, opt.timeout_ms, DMAPLANE_WIRE_CREDITS);
 		goto out;
 	}
-	start = now_ms();
-	next = start + 1000;
 	diag("%u RESOLVEs sent, %u answers taken and not ACKed; an empty ACK every second",
 	     WITHHOLD_REQS, c->peer_reqs);
-	while (now_ms() < start + STALL_MAX_MS && !c->rx_err) {
-		if (now_ms() >= next) {
-			/* Slots past the RESOLVEs' in turn. */
-			c->slot = WITHHOLD_REQS + n++ % (SEND_SLOTS - WITHHOLD_REQS);
-			msg_start(c, DMAPLANE_WIRE_ACK, sizeof(struct dmaplane_wire_ack));
-			if (send_msg(c, c->slot, HSZ + sizeof(struct dmaplane_wire_ack)))
-				goto out;
-			next += 1000;
-		}
-		type = next_event(c, 100);
-		if (type >= 0)
-			break;
-	}
-	if (c->peer_reqs != DMAPLANE_WIRE_CREDITS) {
+	/* Slots past the RESOLVEs' in turn. */
+	ret = talk_until_dropped(c, WITHHOLD_REQS);
+	if (!ret && c->peer_reqs != DMAPLANE_WIRE_CREDITS) {
 		diag("the node sent %u requests with %u credits", c->peer_reqs,
 		     DMAPLANE_WIRE_CREDITS);
-	} else if (type == RDMA_CM_EVENT_DISCONNECTED && now_ms() - start >= STALL_MIN_MS) {
-		diag("disconnected after %lld ms, %u empty ACKs sent", now_ms() - start, n);
-		ret = 0;
-	} else if (type >= 0) {
-		diag("%s after %lld ms (want DISCONNECTED after %d-%d ms)",
-		     rdma_event_str(type), now_ms() - start, STALL_MIN_MS, STALL_MAX_MS);
-	} else {
-		diag("still connected after %lld ms%s", now_ms() - start,
-		     c->rx_err ? " (completion error)" : "");
+		ret = -1;
 	}
 out:
 	conn_close(c);
