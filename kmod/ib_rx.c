@@ -66,6 +66,14 @@ static int rx_fin(struct dmaplane_conn *c, const struct dmaplane_wire_fin *f)
 	bool now;
 
 	mutex_lock(&c->tx_lock);
+	/*
+	 * Failing (a post that failed, under tx_lock: its SEND will never
+	 * complete): the teardown completes what waits in @cookies.
+	 */
+	if (atomic_read(&c->failing)) {
+		mutex_unlock(&c->tx_lock);
+		return 0;
+	}
 	if (cookie <= U32_MAX)
 		s = xa_load(&c->cookies, cookie);
 	/*
@@ -256,6 +264,11 @@ static int rx_ack(struct dmaplane_conn *c, const struct dmaplane_wire_ack *ack)
 	int ret;
 
 	mutex_lock(&c->tx_lock);
+	/* As in rx_fin(): the teardown completes what is pending. */
+	if (atomic_read(&c->failing)) {
+		mutex_unlock(&c->tx_lock);
+		return 0;
+	}
 	ret = dmaplane_credits_return(&c->credits, le32_to_cpu(ack->credits));
 	if (ret || consumed > c->tx_seq) {
 		mutex_unlock(&c->tx_lock);
