@@ -230,7 +230,8 @@ struct dmaplane_rx {
  *	submitter just after teardown drained the QP): teardown destroys
  *	@qp at zero
  * @sreg_builders: senders building registrations on @dev for a
- *	rendezvous SEND or an RMA_REQ, from sreg_enter() (only while the
+ *	rendezvous SEND or an RMA_REQ (their pages already pinned: nothing
+ *	in between blocks for long), from sreg_enter() (only while the
  *	connection is up) to their submission or undoing: teardown puts
  *	@dev (whose removal frees its PD) at zero
  * @rw_xfers_wq: teardown waits there for @rw_xfers and @sreg_builders to
@@ -378,6 +379,7 @@ enum { COOKIE_SREG = 1, COOKIE_RESOLVE };
  * @pages: pinned pages of the buffer
  * @npages: number of @pages
  * @region_pages: @pages are a region's, referenced (put_page()), not pinned
+ * @first_off: with @region_pages, the range's offset in its first page
  * @nmrs: MRs in use
  * @mrs: fast-registration MRs and their scatterlists
  * @segs: wire description of the MRs
@@ -401,6 +403,7 @@ struct dmaplane_sreg {
 	struct page **pages;
 	unsigned int npages;
 	bool region_pages;
+	unsigned int first_off;
 	unsigned int nmrs;
 	struct {
 		struct ib_mr *mr;

@@ -416,40 +416,28 @@ static int sreg_map(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 }
 
 /*
- * Register the buffer @b for remote read (SEND, PUT) or remote write
- * (GET), in MRs of at most the device's page-list length each.  A range
- * of a region uses the region's pages (already charged).  User memory of
- * the current task is pinned until the peer's FIN, which may be long for
- * a SEND: charged like a registration (RLIMIT_MEMLOCK unless
- * CAP_IPC_LOCK, and the module cap).
+ * Take the pages of buffer @b for @s: a range of a region uses the
+ * region's pages (already charged, referenced here); user memory of the
+ * current task is pinned until the peer's FIN, which may be long for a
+ * SEND: charged like a registration (RLIMIT_MEMLOCK unless CAP_IPC_LOCK,
+ * and the module cap).  Uses no device: it may block for long (a fault
+ * served by userfaultfd or FUSE), outside sreg_enter().
  */
-static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
-		      struct dmaplane_ubuf *b)
+static int sreg_pin(struct dmaplane_sreg *s, struct dmaplane_ubuf *b)
 {
-	struct ib_device *ibdev = c->dev->ibdev;
-	/*
-	 * One page short of the device's limit, and every MR one page larger
-	 * than it needs: rxe (6.1) reads one page-map entry past an MR whose
-	 * page count is a multiple of its 256-entry maps.
-	 */
-	unsigned int maxp = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len, 512) - 1;
 	bool write = s->opcode == DMAPLANE_OP_GET;
-	int access = write ? IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE :
-			     IB_ACCESS_REMOTE_READ;
-	unsigned int total = 0, pos = 0, first_off, i;
+	unsigned int total = 0, pos = 0, i;
 	int ret;
 
-	if (ibdev->attrs.max_fast_reg_page_list_len < 2)
-		return -EOPNOTSUPP;
 	if (b->region) {
 		if (!b->len)
 			return 0;
 		ret = dmaplane_region_pages(b->region, b->roff, b->len, &s->pages,
-					    &s->npages, &first_off);
+					    &s->npages, &s->first_off);
 		if (ret)
 			return ret;
 		s->region_pages = true;
-		return sreg_map(c, s, 0, s->npages, first_off, b->len, maxp, access);
+		return 0;
 	}
 	for (i = 0; i < b->nsegs; i++) {
 		unsigned long a = (unsigned long)b->segs[i].iov_base;
@@ -486,6 +474,44 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 		}
 		if (pinned != np)
 			return pinned < 0 ? pinned : -EFAULT;
+		pos += np;
+	}
+	return 0;
+}
+
+/*
+ * Register the pages sreg_pin() took of @b for remote read (SEND, PUT) or
+ * remote write (GET), in MRs of at most the device's page-list length
+ * each; between sreg_enter() and sreg_exit().
+ */
+static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
+		      struct dmaplane_ubuf *b)
+{
+	struct ib_device *ibdev = c->dev->ibdev;
+	/*
+	 * One page short of the device's limit, and every MR one page larger
+	 * than it needs: rxe (6.1) reads one page-map entry past an MR whose
+	 * page count is a multiple of its 256-entry maps.
+	 */
+	unsigned int maxp = min_t(u32, ibdev->attrs.max_fast_reg_page_list_len, 512) - 1;
+	int access = s->opcode == DMAPLANE_OP_GET ?
+		     IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE : IB_ACCESS_REMOTE_READ;
+	unsigned int pos = 0, i;
+	int ret;
+
+	if (ibdev->attrs.max_fast_reg_page_list_len < 2)
+		return -EOPNOTSUPP;
+	if (b->region)
+		return b->len ? sreg_map(c, s, 0, s->npages, s->first_off, b->len, maxp,
+					 access) : 0;
+	for (i = 0; i < b->nsegs; i++) {
+		unsigned long a = (unsigned long)b->segs[i].iov_base;
+		size_t l = b->segs[i].iov_len;
+		unsigned int np;
+
+		if (!l)
+			continue;
+		np = DIV_ROUND_UP(offset_in_page(a) + l, PAGE_SIZE);
 		ret = sreg_map(c, s, pos, np, offset_in_page(a), l, maxp, access);
 		if (ret)
 			return ret;
@@ -494,7 +520,6 @@ static int sreg_build(struct dmaplane_conn *c, struct dmaplane_sreg *s,
 	return 0;
 }
 
-/* A registered buffer for an operation of @ep, before sreg_build(). */
 /*
  * A sender is about to build registrations on @c's device: counted, so
  * that the teardown keeps the device (and its PD) until sreg_exit().
@@ -519,6 +544,7 @@ static void sreg_exit(struct dmaplane_conn *c)
 		wake_up_all(&c->rw_xfers_wq);
 }
 
+/* A registered buffer for an operation of @ep, before sreg_pin(). */
 static struct dmaplane_sreg *sreg_alloc(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 					u64 tag, u64 len)
 {
@@ -662,9 +688,11 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 	s = sreg_alloc(ep, DMAPLANE_OP_SEND, op->ctx, op->tag, buf->len);
 	if (!s)
 		goto err_free_tx;
-	if (!sreg_enter(c)) {
+	ret = sreg_pin(s, buf);
+	if (!ret && !sreg_enter(c))
 		ret = -ECONNRESET;
-		sreg_free(c, s);
+	if (ret) {
+		sreg_free(c, s);	/* no MR yet: no device used */
 		goto err_free_tx;
 	}
 	ret = sreg_build(c, s, buf);
@@ -743,9 +771,11 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 		r->flags = DMAPLANE_WIRE_RMA_DATA;
 		r->data = cpu_to_le64(op->data);
 	}
-	if (!sreg_enter(c)) {
+	ret = sreg_pin(s, buf);
+	if (!ret && !sreg_enter(c))
 		ret = -ECONNRESET;
-		sreg_free(c, s);
+	if (ret) {
+		sreg_free(c, s);	/* no MR yet: no device used */
 		goto err_free_tx;
 	}
 	ret = sreg_build(c, s, buf);
