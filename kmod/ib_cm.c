@@ -450,9 +450,10 @@ static u64 cm_private_check(const void *data, u8 len)
 
 /*
  * @c is established: it becomes the peer's connection.  Under dmaplane_ib_lock.
- * Return: 0, or -ENOSPC when no node slot is left for a node seen anew
+ * Return: 0, -ENOSPC when no node slot is left for a node seen anew
  * (slots are never reused; slot 0 is this node, so a connection without
- * a slot of its own must not come up).
+ * a slot of its own must not come up), or -ESHUTDOWN when the peer was
+ * deleted meanwhile (its slot would outlive it; conns_kill() breaks @c).
  */
 static int conn_up(struct dmaplane_conn *c)
 {
@@ -461,6 +462,8 @@ static int conn_up(struct dmaplane_conn *c)
 	u32 slot = p->slot;
 
 	lockdep_assert_held(&dmaplane_ib_lock);
+	if (p->deleted)
+		return -ESHUTDOWN;
 	if (!slot || p->node_id != c->node_id) {
 		/* A new node (or the peer came back as one): a new slot. */
 		if (dmaplane_ib_next_slot >= IB_MAX_SLOT ||
