@@ -29,7 +29,7 @@
  *             [--dst UID]
  *   evil_peer --addr IP [--port P] --random SEED --count N [--timeout S]
  *             [--dst UID [--rkey KEY --rlen BYTES]]
- *   evil_peer --list [all|accept|reject|drop|stay|stall|late|withhold|overflow]
+ *   evil_peer --list [all|accept|reject|drop|stay|stall|late|withhold|early|overflow]
  *
  * "overflow" lists the drop cases whose SEND is larger than the node's
  * receive buffers: the node sees an error completion instead of a
@@ -92,10 +92,12 @@ enum kind {
 			 * answered late: it must wait, stays up */
 	WITHHOLD,	/* accepted, keeps the credits the node's requests
 			 * took, talks on: the node gives up and disconnects */
+	EARLY,		/* accepted, FINs a request of the node stuck on its
+			 * send queue: the node waits for it to leave */
 };
 
 static const char *const kind_names[] = {
-	"accept", "reject", "drop", "stay", "stall", "late", "withhold"
+	"accept", "reject", "drop", "stay", "stall", "late", "withhold", "early"
 };
 
 struct conn {
@@ -133,6 +135,7 @@ struct conn {
 	uint8_t rx[DMAPLANE_WIRE_BUF_SIZE];
 	uint32_t rx_len;
 	int rx_err;
+	bool hold_recvs;	/* poll_cq() reposts no receive buffer */
 };
 
 static struct {
@@ -143,6 +146,7 @@ static struct {
 	uint64_t rlen;		/* --rlen: its length */
 	int next_port;
 	bool no_recvs;		/* conn_open() posts no receive buffers */
+	bool one_recv;		/* conn_open() posts one receive buffer */
 } opt = {
 	.timeout_ms = 5000,
 	.next_port = 1023,
@@ -305,7 +309,7 @@ static void poll_cq(struct conn *c)
 				memcpy(c->rx, c->mem + wc[i].wr_id * DMAPLANE_WIRE_BUF_SIZE,
 				       c->rx_len);
 			}
-			if (c->established && !c->disconnected)
+			if (c->established && !c->disconnected && !c->hold_recvs)
 				post_recv(c, (unsigned int)wc[i].wr_id);
 		}
 	}
@@ -519,7 +523,7 @@ static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv, bool 
 	} else {
 		c->qp = true;
 	}
-	for (i = 0; i < DMAPLANE_WIRE_RECVS && !opt.no_recvs; i++) {
+	for (i = 0; i < (opt.one_recv ? 1 : DMAPLANE_WIRE_RECVS) && !opt.no_recvs; i++) {
 		ret = post_recv(c, i);
 		if (ret) {
 			diag("ibv_post_recv: %s", strerror(ret));
@@ -1155,6 +1159,7 @@ static const struct evil_case cases[] = {
 	{ "stall-no-receives", STALL, .msg = m_ping },
 	{ "withhold-credits", WITHHOLD, .cm = NULL },
 	{ "late-answer-after-idle", LATE, .alone = true },
+	{ "fin-before-rts-sent", EARLY, .alone = true },
 };
 
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
@@ -1584,6 +1589,25 @@ static int stdin_go(void)
 	return strncmp(line, "go", 2) ? -1 : 1;
 }
 
+/* Wait up to --timeout for a request of the node (not an ACK) in c->rx. */
+static int wait_request(struct conn *c, const char *what)
+{
+	long long end = now_ms() + opt.timeout_ms;
+
+	while (now_ms() < end && (!c->rx_len || rx_is_ack(c))) {
+		if (next_event(c, STEP_MS) >= 0 || c->rx_err) {
+			diag("%s while waiting for the %s", c->disconnected ?
+			     "DISCONNECTED" : "CM event or completion error", what);
+			return -1;
+		}
+	}
+	if (!c->rx_len || rx_is_ack(c)) {
+		diag("no %s from the node within %d ms", what, opt.timeout_ms);
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * A connection that carries nothing for longer than IB_DEAD_AFTER, then
  * one request of the node (a RESOLVE: a process of the node inserted this
@@ -1646,18 +1670,8 @@ static int run_late(void)
 		if (post_recv(c, i))
 			goto out;
 	}
-	end = now_ms() + opt.timeout_ms;
-	while (now_ms() < end && (!c->rx_len || rx_is_ack(c))) {
-		if (next_event(c, STEP_MS) >= 0 || c->rx_err) {
-			diag("%s while waiting for the RESOLVE", c->disconnected ?
-			     "DISCONNECTED" : "CM event or completion error");
-			goto out;
-		}
-	}
-	if (!c->rx_len || rx_is_ack(c)) {
-		diag("no request from the node within %d ms", opt.timeout_ms);
+	if (wait_request(c, "RESOLVE"))
 		goto out;
-	}
 	if (h->type != DMAPLANE_WIRE_RESOLVE || c->rx_len != HSZ + sizeof(*q)) {
 		diag("first request: type %u, %u bytes; want a RESOLVE", h->type, c->rx_len);
 		goto out;
@@ -1679,6 +1693,121 @@ out:
 	return ret;
 }
 
+/*
+ * A FIN for a request of the node that has not left its send queue: one
+ * receive buffer is posted, which the node's RESOLVE takes (a process of
+ * the node inserted this peer's name, jobs/evil.sh); it is answered, and
+ * with no buffer posted after it the node's next SENDs meet RNR NAKs.
+ * The process then sends a rendezvous message here: its RTS, behind the
+ * fast-registration work requests of its buffer, waits on the node's
+ * send queue.  Once the node's side says "go" on our standard input
+ * (debugfs shows it queued), we FIN the cookie it must carry (the
+ * RESOLVE's plus one: cookies are handed out in turn), wait 6 s, then
+ * post our receives: the queue moves, the RTS arrives (or, on rxe, the
+ * queue never moves again and the node drops the connection after 30 s).
+ * The node must not complete the send at the FIN, freeing MRs whose
+ * registration work requests may still be queued (jobs/evil.sh sees the
+ * send still waiting 3 s after "go"); it completes with the FIN's status
+ * once the RTS went out, or fails with the connection.
+ */
+static int run_early(void)
+{
+	const struct dmaplane_wire_resolve *q;
+	const struct dmaplane_wire_hdr *h;
+	struct dmaplane_wire_resolve *a;
+	const struct dmaplane_wire_rts *rts;
+	struct dmaplane_wire_fin *f;
+	uint64_t cookie;
+	struct conn *c;
+	unsigned int i;
+	int go = 0, ret = -1;
+	long long end;
+
+	opt.one_recv = true;
+	c = conn_open_valid();
+	opt.one_recv = false;
+	if (!c)
+		return -1;
+	c->hold_recvs = true;
+	h = (void *)c->rx;
+	q = (void *)(c->rx + HSZ);
+	rts = (void *)(c->rx + HSZ + sizeof(struct dmaplane_wire_msg));
+	diag("connected, one receive posted; waiting for the node's RESOLVE");
+	if (wait_request(c, "RESOLVE"))
+		goto out;
+	if (h->type != DMAPLANE_WIRE_RESOLVE || c->rx_len != HSZ + sizeof(*q)) {
+		diag("first request: type %u, %u bytes; want a RESOLVE", h->type, c->rx_len);
+		goto out;
+	}
+	cookie = le64toh(q->cookie) + 1;
+	c->slot = 0;
+	a = msg_start(c, DMAPLANE_WIRE_RESOLVED, sizeof(*a));
+	*a = *q;
+	a->status = 0;
+	if (send_msg(c, 0, HSZ + sizeof(*a)))
+		goto out;
+	send_ack(c);
+	c->rx_len = 0;
+	diag("RESOLVE answered, no receive posted; waiting for \"go\" on stdin");
+	end = now_ms() + opt.timeout_ms;
+	while (now_ms() < end && !(go = stdin_go())) {
+		if (next_event(c, STEP_MS) >= 0 || c->rx_err) {
+			diag("%s before \"go\"", c->disconnected ?
+			     "DISCONNECTED" : "CM event or completion error");
+			goto out;
+		}
+	}
+	if (go != 1) {
+		diag("no \"go\" on stdin within %d ms", opt.timeout_ms);
+		goto out;
+	}
+	if (!send_idle(c))
+		goto out;
+	c->slot = 0;
+	f = msg_start(c, DMAPLANE_WIRE_FIN, sizeof(*f));
+	f->cookie = htole64(cookie);
+	if (send_msg(c, 0, HSZ + sizeof(*f)))
+		goto out;
+	diag("FIN sent for cookie %llu; posting receives in 6 s",
+	     (unsigned long long)cookie);
+	if (stays_up(c, 6000))
+		goto out;
+	c->hold_recvs = false;
+	for (i = 0; i < DMAPLANE_WIRE_RECVS; i++) {
+		if (post_recv(c, i))
+			goto out;
+	}
+	if (wait_request(c, "RTS")) {
+		/*
+		 * rxe (6.1) may never move a send queue again whose SEND met
+		 * RNR NAKs with registrations queued behind it: the node gives
+		 * the connection up after 30 s (its send must then fail, not
+		 * have completed at the FIN: jobs/evil.sh checks that side).
+		 */
+		if (c->disconnected && !c->rx_err) {
+			diag("the node gave the connection up: its send queue never moved");
+			ret = 0;
+		}
+		goto out;
+	}
+	if (h->type != DMAPLANE_WIRE_RTS ||
+	    c->rx_len < HSZ + sizeof(struct dmaplane_wire_msg) + sizeof(*rts)) {
+		diag("next request: type %u, %u bytes; want an RTS", h->type, c->rx_len);
+		goto out;
+	}
+	if (le64toh(rts->cookie) != cookie) {
+		diag("RTS cookie %llu, FINed %llu: the guess proves nothing",
+		     (unsigned long long)le64toh(rts->cookie), (unsigned long long)cookie);
+		goto out;
+	}
+	diag("RTS with the FINed cookie arrived after the FIN");
+	send_ack(c);
+	ret = stays_up(c, 3000);
+out:
+	conn_close(c);
+	return ret;
+}
+
 static int run_case(const struct evil_case *t)
 {
 	switch (t->kind) {
@@ -1694,6 +1823,8 @@ static int run_case(const struct evil_case *t)
 		return run_late();
 	case WITHHOLD:
 		return run_withhold();
+	case EARLY:
+		return run_early();
 	default:
 		return t->msg ? run_stay_msg(t) : run_stay();
 	}
@@ -2278,7 +2409,7 @@ static void usage(void)
 		"       evil_peer --addr IPV4 [--port P] --random SEED --count N [--timeout S]\n"
 		"                 [--dst EP_UID [--rkey KEY --rlen BYTES]]\n"
 		"       evil_peer --list [all|accept|reject|drop|stay|stall|late|withhold|\n"
-		"                         overflow]\n");
+		"                         early|overflow]\n");
 	exit(2);
 }
 

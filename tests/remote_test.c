@@ -42,10 +42,12 @@
  *                      complete) and a region open to remote put/get;
  *                      prints "EP_UID RKEY LEN" and serves until SIGTERM,
  *                      then prints what completed, closes and exits 0
- *   --resolve NODE_ID EP_UID
+ *   --resolve NODE_ID EP_UID [BYTES]
  *                      insert that name into a new endpoint's address
- *                      vector (the malicious peer answers late); exit 0
- *                      when inserted
+ *                      vector (the malicious peer answers late) and with
+ *                      BYTES send that many bytes to it; exit 0 when
+ *                      inserted (and the send completed or failed with
+ *                      -ECONNRESET)
  *
  * Environment: DMAPLANE_PEER_IP, DMAPLANE_ROLE=client|server|local,
  * DMAPLANE_CTL_PORT (20887), DMAPLANE_SYNC_PORT (20888),
@@ -3155,17 +3157,22 @@ static int hold(void)
 }
 
 /*
- * --resolve NODE_ID EP_UID: insert that name into a fresh endpoint's
- * address vector (the node asks NODE_ID's connection: RESOLVE), for the
- * malicious peer's late-answer-after-idle case (jobs/evil.sh).  Exit 0
- * when the insert succeeded.
+ * --resolve NODE_ID EP_UID [BYTES]: insert that name into a fresh
+ * endpoint's address vector (the node asks NODE_ID's connection: RESOLVE)
+ * and, with BYTES, send that many bytes to it and wait up to RMA_MS for
+ * the send's completion; for the malicious peer's late-answer-after-idle
+ * and fin-before-rts-sent cases (jobs/evil.sh).  Exit 0 when the insert
+ * succeeded (and the send completed, or failed with the connection).
  */
-static int resolve(const char *node_id, const char *ep_uid)
+static int resolve(const char *node_id, const char *ep_uid, const char *bytes)
 {
 	struct dmaplane_name name = {
 		.node_id = strtoull(node_id, NULL, 0),
 		.ep_uid = strtoull(ep_uid, NULL, 0),
 	};
+	uint64_t len = bytes ? strtoull(bytes, NULL, 0) : 0;
+	struct dmaplane_cqe cqe;
+	char *buf = NULL;
 	struct dp_ep *ep;
 	double t0;
 	uint32_t h;
@@ -3179,7 +3186,29 @@ static int resolve(const char *node_id, const char *ep_uid)
 	fprintf(stderr, "remote_test: resolve %#llx:%#llx: %s after %.1f s\n",
 		(unsigned long long)name.node_id, (unsigned long long)name.ep_uid,
 		ret ? strerror(-ret) : "inserted", dp_test_now() - t0);
+	if (ret || !len)
+		goto out;
+	buf = malloc(len);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	dp_test_fill(buf, len, 7);
+	t0 = dp_test_now();
+	ret = dp_send(ep, h, 0x5eed, buf, len, 7);
+	if (!ret) {
+		ret = dp_wait(ep, &cqe, 1, RMA_MS);
+		ret = ret == 1 ? cqe.status : ret ? ret : -ETIMEDOUT;
+	}
+	fprintf(stderr, "remote_test: send of %llu bytes: %s after %.1f s\n",
+		(unsigned long long)len, ret ? strerror(-ret) : "completed",
+		dp_test_now() - t0);
+	/* Or failed with the connection (the peer never took the RTS). */
+	if (ret == -ECONNRESET)
+		ret = 0;
+out:
 	dp_close(ep);
+	free(buf);
 	return ret ? 1 : 0;
 }
 
@@ -3227,11 +3256,11 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--hold"))
 		return hold();
 	if (argc > 3 && !strcmp(argv[1], "--resolve"))
-		return resolve(argv[2], argv[3]);
+		return resolve(argv[2], argv[3], argc > 4 ? argv[4] : NULL);
 	if (argc > 1 && argv[1][0] == '-' && strcmp(argv[1], "--local")) {
 		fprintf(stderr, "usage: %s [--local | --serve | --signal NAME | --wait-for NAME |"
 			" --disrupt unload|linkdel|kill|vmkill|linkdown | --exchange [STALE_FILE] |"
-			" --hold | --resolve NODE_ID EP_UID]\n", argv[0]);
+			" --hold | --resolve NODE_ID EP_UID [BYTES]]\n", argv[0]);
 		return 2;
 	}
 	if (role && !strcmp(role, "server"))

@@ -201,23 +201,36 @@ evil_random_node1() {
 	counters_zero evil-random-counters-zero 20
 }
 
-# ---- late answer after a long quiet spell ---------------------------------
-# evil_peer's late-answer-after-idle: node 0's evil peer connects, posts
-# no receive buffer and says nothing; node 1 lets the connection idle for
-# longer than IB_DEAD_AFTER (30 s), then inserts a name of the evil peer's
-# node (AV_INSERT: a RESOLVE on that connection, whose SEND meets RNR NAKs
-# until the evil peer posts its receives, 8 s after node 1 said "go").
-# The peer was silent only because nothing waited on it: the insert must
-# succeed, the connection stay up and nothing count as a drop.
+# ---- paced cases: node 1 plays along ---------------------------------------
+# evil_peer's cases run alone (not in "all"), in which node 1 acts at a
+# moment evil_peer learns of by "go" on its standard input:
 #
 #   node 0                                 node 1
-#   evil_late_node0 <--evil-late-ready---  evil_late_node1
-#   evil_peer --case late-...              peer up (a new node_id), 45 s
-#                                          idle; remote_test --resolve, its
-#                                          RESOLVE pending (debugfs sq_wrs)
-#   "go" on its stdin <-evil-late-asked--
-#   receives posted 8 s later, answers     the insert returns
-#                   <--evil-late-done----
+#   evil_paced_node0 <--evil-NAME-ready--  evil_paced_node1
+#   evil_peer --case CASE                  peer up (a new node_id), IDLE s
+#                                          idle; remote_test --resolve
+#                                          [BYTES] until debugfs shows what
+#                                          the case waits for
+#   "go" on its stdin <--evil-NAME-asked--
+#   the case goes on                       the insert (and send) return
+#                   <--evil-NAME-done----
+#
+# late-answer-after-idle: the evil peer connects with no receive posted
+# and says nothing; 45 s later node 1 inserts a name of the evil peer's
+# node (AV_INSERT: a RESOLVE on that connection, whose SEND meets RNR NAKs
+# until the evil peer posts its receives, 8 s after "go").  The peer was
+# silent only because nothing waited on it: the insert must succeed, the
+# connection stay up and nothing count as a drop.
+#
+# fin-before-rts-sent: the evil peer answers node 1's RESOLVE with its
+# only receive buffer posted; node 1 then sends 64 KiB there, whose RTS
+# waits on the send queue behind its buffer's registrations (RNR NAKs);
+# after "go" the evil peer FINs the RTS's cookie, then posts its receives
+# 6 s later.  Node 1 must not complete the send (and free the MRs under
+# registrations that may still be queued) before the RTS has left: the
+# send still waits 3 s after "go", then completes once the RTS went out,
+# or fails with the connection (rxe 6.1 may never move that send queue
+# again: the node gives it up after 30 s).
 
 # "node_id" of peer $1 when its connection is up, empty otherwise.
 evil_up_node_id() {
@@ -225,35 +238,33 @@ evil_up_node_id() {
 		grep '"state":"up"' | sed -n 's/.*"node_id":\([0-9]*\).*/\1/p'
 }
 
-evil_late_node0() {
-	sync_wait evil-late-ready
-	echo "DMAPLANE-BEGIN kselftest evil_late"
+evil_paced_node0() {	# name case
+	sync_wait evil-$1-ready
+	echo "DMAPLANE-BEGIN kselftest evil_$1"
 	{
-		DMAPLANE_SYNC_TIMEOUT=300 $D/tests/remote_test --wait-for evil-late-asked &&
+		DMAPLANE_SYNC_TIMEOUT=300 $D/tests/remote_test --wait-for evil-$1-asked &&
 			echo go
-	} | $D/evil_peer --addr $EVIL_NODE1 --port $EVIL_PORT \
-		--case late-answer-after-idle --timeout 180
+	} | $D/evil_peer --addr $EVIL_NODE1 --port $EVIL_PORT --case "$2" --timeout 180
 	rc=$?
-	echo "DMAPLANE-END kselftest evil_late rc=$rc"
+	echo "DMAPLANE-END kselftest evil_$1 rc=$rc"
 	[ $rc = 0 ] || fails=$((fails + 1))
-	sync_wait evil-late-done
+	sync_wait evil-$1-done
 }
 
-# Node 1's connection to $EVIL_NODE0 has a send pending, within 20 s.
-evil_send_pending() {
+# Node 1's line for $EVIL_NODE0 in debugfs "conns" matches $1, within 20 s.
+evil_conn_shows() {
 	for i in $(seq 20); do
-		grep -q "^$EVIL_NODE0:[0-9]* .* sq_wrs [1-9]" /sys/kernel/debug/dmaplane/conns &&
-			return 0
+		grep -q "^$EVIL_NODE0:[0-9]* .*$1" /sys/kernel/debug/dmaplane/conns && return 0
 		sleep 1
 	done
 	return 1
 }
 
-evil_late_node1() {
+evil_paced_node1() {	# name idle-secs bytes conns-pattern [still-running-secs]
 	evil_before=$(evil_peer_drops $EVIL_NODE0)
 	silent_before=$(dmesg | grep -c "$EVIL_NODE0:[0-9]* silent for")
 	old=$(evil_up_node_id $EVIL_NODE0)
-	sync_signal evil-late-ready
+	sync_signal evil-$1-ready
 	node=
 	for i in $(seq 60); do
 		node=$(evil_up_node_id $EVIL_NODE0)
@@ -262,28 +273,53 @@ evil_late_node1() {
 		sleep 1
 	done
 	[ -n "$node" ]
-	case_result evil-late-up $? "no new connection from $EVIL_NODE0: $($D/dpctl -j peer list 2>&1)"
+	case_result evil-$1-up $? "no new connection from $EVIL_NODE0: $($D/dpctl -j peer list 2>&1)"
 	resolver=
 	if [ -n "$node" ]; then
-		# Longer than IB_DEAD_AFTER and one keepalive period.
-		sleep 45
-		$D/tests/remote_test --resolve "$node" 1 2>/tmp/evil-late.log &
+		sleep "$2"
+		# shellcheck disable=SC2086 # no BYTES: no argument
+		$D/tests/remote_test --resolve "$node" 1 $3 2>/tmp/evil-$1.log &
 		resolver=$!
-		evil_send_pending
-		case_result evil-late-pending $? "$(cat /sys/kernel/debug/dmaplane/conns)"
+		evil_conn_shows "$4"
+		case_result evil-$1-pending $? "$(cat /sys/kernel/debug/dmaplane/conns)"
 	fi
 	# Always: node 0's evil_peer waits for it.
-	sync_signal evil-late-asked
+	sync_signal evil-$1-asked
+	if [ -n "$resolver" ] && [ -n "${5:-}" ]; then
+		sleep "$5"
+		kill -0 "$resolver" 2>/dev/null
+		case_result evil-$1-waits $? \
+			"remote_test --resolve exited within $5 s of \"go\": $(cat /tmp/evil-$1.log)"
+	fi
 	if [ -n "$resolver" ]; then
 		wait "$resolver"
-		case_result evil-late-resolve $? "$(cat /tmp/evil-late.log; dmesg | tail -5)"
-		cat /tmp/evil-late.log
+		case_result evil-$1-resolve $? "$(cat /tmp/evil-$1.log; dmesg | tail -5)"
+		cat /tmp/evil-$1.log
 	fi
-	sync_signal evil-late-done
+	sync_signal evil-$1-done
 	silent=$(dmesg | grep -c "$EVIL_NODE0:[0-9]* silent for")
 	[ "$silent" = "$silent_before" ]
-	case_result evil-late-no-silence-drop $? "$(dmesg | grep "silent for" | tail -3)"
+	case_result evil-$1-no-silence-drop $? "$(dmesg | grep "silent for" | tail -3)"
 	drops=$(evil_peer_drops $EVIL_NODE0)
 	[ -n "$evil_before" ] && [ "$drops" = "$evil_before" ]
-	case_result evil-late-drops $? "peer $EVIL_NODE0 drops $evil_before -> $drops, want no change"
+	case_result evil-$1-drops $? "peer $EVIL_NODE0 drops $evil_before -> $drops, want no change"
+}
+
+evil_late_node0() {
+	evil_paced_node0 late late-answer-after-idle
+	evil_paced_node0 early fin-before-rts-sent
+}
+
+evil_late_node1() {
+	# Longer than IB_DEAD_AFTER and one keepalive period; the RESOLVE
+	# pending on the send queue.
+	evil_paced_node1 late 45 "" "sq_wrs [1-9]"
+	# The RTS posted (seq 2, after the RESOLVE; no backlog), its cookie
+	# waiting for the FIN.  The FIN comes right after "go", the evil
+	# peer's receives 6 s later: 3 s after "go" the send must still wait
+	# (the old code completed it at the FIN, its MRs freed under the
+	# registrations still queued; rxe may have run those already, so
+	# KASAN alone would not tell).
+	evil_paced_node1 early 0 65536 \
+		"tx_seq [2-9][0-9]* credits [0-9]* backlog 0 sent [0-9]* cookies [1-9][0-9]* .* sq_wrs [1-9]" 3
 }

@@ -25,6 +25,7 @@
 #   [evil_late_node0]   <-evil-late-ready-  [evil_late_node1]
 #   [late answer]       <-evil-late-asked-  [45 s idle, AV_INSERT]
 #   (wait)              <-evil-late-done--
+#   [early FIN]         <-evil-early-*----  [AV_INSERT, 64 KiB SEND]
 #   insmod; peer add 10.77.0.2
 #   peer up                             peer up; remote_test --serve
 #   (wait)              <-server-up---
