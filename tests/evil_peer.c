@@ -77,6 +77,8 @@
 /* Enough sends in flight for a burst beyond the node's credits. */
 #define SEND_SLOTS	(2 * DMAPLANE_WIRE_CREDITS)
 #define STEP_MS		10
+/* The longest wait for the node's answer to a CONNECT (see conn_open()). */
+#define CM_ANSWER_MS	12000
 /* Registered for the node to reach (RDMA READ/WRITE of RTS and RMA_REQ). */
 #define RMEM_SIZE	(64 * 1024)
 
@@ -535,7 +537,13 @@ static struct conn *conn_open(const void *pd, uint8_t pd_len, bool unpriv, bool 
 		diag("rdma_connect: %s", strerror(errno));
 		goto fail;
 	}
-	type = next_event(c, opt.timeout_ms);
+	/*
+	 * The node answers every CONNECT, but a lost REQ or REP is sent
+	 * again only after the CM's response timeout (rdma_cm's 2^20 *
+	 * 4.096 us, 4.3 s): give the answer that long once more.  Seen
+	 * once under TCG: a drop case's CONNECT unanswered for 5 s.
+	 */
+	type = next_event(c, opt.timeout_ms > CM_ANSWER_MS ? opt.timeout_ms : CM_ANSWER_MS);
 	if (held && type == RDMA_CM_EVENT_CONNECT_RESPONSE) {
 		if (xqp_modify(c, IBV_QPS_RTR) || xqp_modify(c, IBV_QPS_RTS))
 			goto fail;
