@@ -544,7 +544,31 @@ static void sreg_exit(struct dmaplane_conn *c)
 		wake_up_all(&c->rw_xfers_wq);
 }
 
-/* A registered buffer for an operation of @ep, before sreg_pin(). */
+/*
+ * Pin @b's pages for @s, then, counted in sreg_builders, register them on
+ * @c's device.  Return: 0, counted (sreg_exit() once @s is submitted or
+ * freed); or an error, @s freed and nothing counted.
+ */
+static int sreg_prepare(struct dmaplane_conn *c, struct dmaplane_sreg *s,
+			struct dmaplane_ubuf *b)
+{
+	int ret = sreg_pin(s, b);
+
+	if (!ret && !sreg_enter(c))
+		ret = -ECONNRESET;
+	if (ret) {
+		sreg_free(c, s);	/* no MR yet: no device used */
+		return ret;
+	}
+	ret = sreg_build(c, s, b);
+	if (ret) {
+		sreg_free(c, s);
+		sreg_exit(c);
+	}
+	return ret;
+}
+
+/* A registered buffer for an operation of @ep, before sreg_prepare(). */
 static struct dmaplane_sreg *sreg_alloc(struct dmaplane_ep *ep, u8 opcode, u64 ctx,
 					u64 tag, u64 len)
 {
@@ -618,6 +642,7 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 	bool eager = buf->len <= min_t(u64, dmaplane_eager_threshold(),
 				       DMAPLANE_WIRE_EAGER_MAX);
 	struct dmaplane_region_map map;
+	struct dmaplane_wire_rts *rts;
 	struct dmaplane_sreg *s = NULL;
 	struct dmaplane_wire_msg *m;
 	struct dmaplane_pend *pend;
@@ -688,21 +713,13 @@ int dmaplane_ib_send(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *
 	s = sreg_alloc(ep, DMAPLANE_OP_SEND, op->ctx, op->tag, buf->len);
 	if (!s)
 		goto err_free_tx;
-	ret = sreg_pin(s, buf);
-	if (!ret && !sreg_enter(c))
-		ret = -ECONNRESET;
-	if (ret) {
-		sreg_free(c, s);	/* no MR yet: no device used */
+	ret = sreg_prepare(c, s, buf);
+	if (ret)
 		goto err_free_tx;
-	}
-	ret = sreg_build(c, s, buf);
-	if (!ret) {
-		struct dmaplane_wire_rts *rts = (void *)(m + 1);
-
-		pend->sreg = s;
-		tx->pend = pend;
-		ret = sreg_submit(c, s, tx, &rts->nsegs, rts->segs, &rts->cookie);
-	}
+	rts = (void *)(m + 1);
+	pend->sreg = s;
+	tx->pend = pend;
+	ret = sreg_submit(c, s, tx, &rts->nsegs, rts->segs, &rts->cookie);
 	if (ret)
 		sreg_free(c, s);
 	sreg_exit(c);
@@ -771,16 +788,10 @@ int dmaplane_ib_rma(struct dmaplane_ep *ep, u64 dst, const struct dmaplane_op *o
 		r->flags = DMAPLANE_WIRE_RMA_DATA;
 		r->data = cpu_to_le64(op->data);
 	}
-	ret = sreg_pin(s, buf);
-	if (!ret && !sreg_enter(c))
-		ret = -ECONNRESET;
-	if (ret) {
-		sreg_free(c, s);	/* no MR yet: no device used */
+	ret = sreg_prepare(c, s, buf);
+	if (ret)
 		goto err_free_tx;
-	}
-	ret = sreg_build(c, s, buf);
-	if (!ret)
-		ret = sreg_submit(c, s, tx, &sl->nsegs, sl->segs, &r->cookie);
+	ret = sreg_submit(c, s, tx, &sl->nsegs, sl->segs, &r->cookie);
 	if (ret)
 		sreg_free(c, s);
 	sreg_exit(c);
