@@ -1597,6 +1597,23 @@ static int stdin_go(void)
 	return strncmp(line, "go", 2) ? -1 : 1;
 }
 
+/* Answer the node's RESOLVE @q (it exists), then ACK what we consumed. */
+static int answer_resolve(struct conn *c, const struct dmaplane_wire_resolve *q)
+{
+	struct dmaplane_wire_resolve *a;
+
+	if (!send_idle(c))
+		return -1;
+	c->slot = 0;
+	a = msg_start(c, DMAPLANE_WIRE_RESOLVED, sizeof(*a));
+	*a = *q;
+	a->status = 0;
+	if (send_msg(c, 0, HSZ + sizeof(*a)))
+		return -1;
+	send_ack(c);
+	return 0;
+}
+
 /* Wait up to --timeout for a request of the node (not an ACK) in c->rx. */
 static int wait_request(struct conn *c, const char *what)
 {
@@ -1632,7 +1649,6 @@ static int wait_request(struct conn *c, const char *what)
 static int run_late(void)
 {
 	const struct dmaplane_wire_resolve *q;
-	struct dmaplane_wire_resolve *a;
 	const struct dmaplane_wire_hdr *h;
 	long long start, asked, end;
 	struct conn *c;
@@ -1684,15 +1700,8 @@ static int run_late(void)
 		diag("first request: type %u, %u bytes; want a RESOLVE", h->type, c->rx_len);
 		goto out;
 	}
-	if (!send_idle(c))
+	if (answer_resolve(c, q))
 		goto out;
-	c->slot = 0;
-	a = msg_start(c, DMAPLANE_WIRE_RESOLVED, sizeof(*a));
-	*a = *q;
-	a->status = 0;
-	if (send_msg(c, 0, HSZ + sizeof(*a)))
-		goto out;
-	send_ack(c);
 	diag("RESOLVE taken %lld ms after \"go\" and answered; %u requests of the node",
 	     now_ms() - asked, c->peer_reqs);
 	ret = stays_up(c, 3000);
@@ -1722,7 +1731,6 @@ static int run_early(void)
 {
 	const struct dmaplane_wire_resolve *q;
 	const struct dmaplane_wire_hdr *h;
-	struct dmaplane_wire_resolve *a;
 	const struct dmaplane_wire_rts *rts;
 	struct dmaplane_wire_fin *f;
 	uint64_t cookie;
@@ -1748,13 +1756,8 @@ static int run_early(void)
 		goto out;
 	}
 	cookie = le64toh(q->cookie) + 1;
-	c->slot = 0;
-	a = msg_start(c, DMAPLANE_WIRE_RESOLVED, sizeof(*a));
-	*a = *q;
-	a->status = 0;
-	if (send_msg(c, 0, HSZ + sizeof(*a)))
+	if (answer_resolve(c, q))
 		goto out;
-	send_ack(c);
 	c->rx_len = 0;
 	diag("RESOLVE answered, no receive posted; waiting for \"go\" on stdin");
 	end = now_ms() + opt.timeout_ms;
