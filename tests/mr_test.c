@@ -1146,7 +1146,8 @@ TEST_F(mr, back_to_back_dontneed_does_not_starve_registration)
 	struct zap z = { .len = 64 * dp_test_pgsz() };
 	struct dmaplane_mr_query q;
 	struct dmaplane_mr_reg reg;
-	int ok = 0, again = 0;
+	int ok = 0, again = 0, tries = 0;
+	double end;
 	pthread_t t[2];
 
 	if (!have_madvise())
@@ -1155,8 +1156,16 @@ TEST_F(mr, back_to_back_dontneed_does_not_starve_registration)
 	ASSERT_NE(NULL, z.buf);
 	for (int i = 0; i < 2; i++)
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, zapper, &z));
-	for (int i = 0; i < 100; i++) {
+	/*
+	 * 100 tries, or as many as 10 s allow (at least 10): the two zappers
+	 * leave this thread a third of a 2-vCPU VM, and under a loaded host
+	 * 100 tries outran the harness's 30 s (6.12 test kernel, CI).
+	 */
+	end = dp_test_now() + 10;
+	for (int i = 0; i < 100 && (i < 10 || dp_test_now() < end); i++) {
 		int ret = mr_reg(self->fd, z.buf, z.len, i % 2 ? RW : RO, &reg);
+
+		tries++;
 
 		if (ret == -EAGAIN) {
 			again++;
@@ -1174,8 +1183,8 @@ TEST_F(mr, back_to_back_dontneed_does_not_starve_registration)
 	z.stop = 1;
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	TH_LOG("%d registered, %d -EAGAIN", ok, again);
-	EXPECT_GE(ok, 90);
+	TH_LOG("%d registered, %d -EAGAIN of %d tries", ok, again, tries);
+	EXPECT_GE(ok * 10, tries * 9);
 	munmap(z.buf, z.len);
 }
 
