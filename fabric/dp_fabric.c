@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "dp_prov.h"
 
@@ -71,7 +72,7 @@ int dpf_no_ops_open(struct fid *fid, const char *name, uint64_t flags,
  * this node's address: its node_id with ep_uid 0, since the kernel gives
  * an endpoint its uid only when it is opened (fi_getname() tells it).
  */
-static int dpf_probe_device(uint64_t *caps, struct dmaplane_name *node)
+static int dpf_probe_device_now(uint64_t *caps, struct dmaplane_name *node)
 {
 	struct dmaplane_info di;
 	struct dp_ep *ep;
@@ -103,6 +104,53 @@ static int dpf_probe_device(uint64_t *caps, struct dmaplane_name *node)
 	if (!(di.caps & DMAPLANE_CAP_SRC_AV))
 		*caps &= ~FI_SOURCE;
 	return 0;
+}
+
+/*
+ * The last probe's answer.  fi_getinfo() comes here once per call and
+ * once more per utility provider layered over this one (fabtests'
+ * fi_getinfo_test makes some 2,000 calls), and each probe opens an
+ * endpoint of the module.  The answer stands while /dev/dmaplane is the
+ * same device node: loading the module anew makes a new node (and a new
+ * node name), unloading it removes the node.
+ */
+static struct {
+	pthread_mutex_t lock;	/* protects the fields below */
+	bool valid;
+	struct stat st;		/* of /dev/dmaplane at the probe */
+	uint64_t caps;
+	struct dmaplane_name node;
+} dpf_probe = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static bool same_node(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_rdev == b->st_rdev &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	       a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static int dpf_probe_device(uint64_t *caps, struct dmaplane_name *node)
+{
+	struct stat st;
+	int ret;
+
+	if (stat(DP_DEFAULT_PATH, &st)) {
+		DPF_INFO(FI_LOG_CORE, "no dmaplane device: %s\n", strerror(errno));
+		return -FI_ENODATA;
+	}
+	pthread_mutex_lock(&dpf_probe.lock);
+	ret = 0;
+	if (!dpf_probe.valid || !same_node(&st, &dpf_probe.st)) {
+		/* A failure (no access, no file descriptor left) is not kept. */
+		ret = dpf_probe_device_now(&dpf_probe.caps, &dpf_probe.node);
+		dpf_probe.st = st;
+		dpf_probe.valid = !ret;
+	}
+	*caps = dpf_probe.caps;
+	*node = dpf_probe.node;
+	pthread_mutex_unlock(&dpf_probe.lock);
+	return ret;
 }
 
 /* Refuse hints: -FI_ENODATA, and why at FI_LOG_LEVEL=info. */
