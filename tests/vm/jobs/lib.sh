@@ -20,7 +20,14 @@ cmdline() {
 	echo "$val"
 }
 
+# uptime: the guest's seconds since boot (each case's line is preceded by
+# "# at N s": where a job spends its time shows in its results log)
+uptime() {
+	cut -d' ' -f1 /proc/uptime
+}
+
 case_result() {	# name rc [reason]
+	echo "# at $(uptime) s"
 	if [ "$2" = 0 ]; then
 		echo "DMAPLANE-CASE $1 PASS"
 	else
@@ -39,9 +46,14 @@ check() {	# name command...
 kmemleak_reset() {
 	[ -w /sys/kernel/debug/kmemleak ] || return 0
 	# Forget everything allocated before the job: only leaks made by it
-	# are reported at the end.
+	# are reported at the end.  kmemleak reports an object the second
+	# time a scan finds it unreferenced (the first computes its
+	# checksum), and "clear" forgets only what was reported: two scans.
+	t=$(uptime)
+	echo scan >/sys/kernel/debug/kmemleak
 	echo scan >/sys/kernel/debug/kmemleak
 	echo clear >/sys/kernel/debug/kmemleak
+	echo "# kmemleak reset: $t to $(uptime) s"
 }
 
 kmemleak_report() {
@@ -52,8 +64,10 @@ kmemleak_report() {
 	# An object must be seen unreferenced by two scans, the first one
 	# at least 5 s after it was allocated.
 	sleep 6
+	t=$(uptime)
 	echo scan >/sys/kernel/debug/kmemleak
 	echo scan >/sys/kernel/debug/kmemleak
+	echo "# kmemleak scans: $t to $(uptime) s"
 	echo "DMAPLANE-BEGIN kmemleak report"
 	cat /sys/kernel/debug/kmemleak
 	echo "DMAPLANE-END kmemleak report rc=0"
