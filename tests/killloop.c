@@ -12,8 +12,10 @@
  * and an arena (exported as a dma-buf) every few iterations.  A member
  * whose operations are quiet for a moment reads a few bytes of its left
  * neighbour's buffer: a receive from a dead sender never completes, the
- * read fails.  After a random delay (setup included) one random member is
- * SIGKILLed.  Every other one must notice by itself (an operation fails or
+ * read fails.  One random member is SIGKILLed after a random delay: from
+ * its fork in half of the rounds (it may die in its setup), from the end
+ * of its setup in the other half (it dies with its traffic going, however
+ * long a setup takes on this machine).  Every other one must notice by itself (an operation fails or
  * completes with an error, or a member it waits for died before it
  * published its name) and exit within NOTICE_MS; one that does not is a
  * finding, and is killed.  All are reaped; then every counter of
@@ -37,7 +39,8 @@
  *                 [-w NOTICE_MS] [-l DRAIN_LIMIT_S] [-s SEED]
  *                 [-n NODE -a PEER_IP [-P PORT]]
  * The victim is killed MIN_DELAY_MS to MAX_DELAY_MS (0 to 600) after its
- * fork; NOTICE_MS is 30000, DRAIN_LIMIT_S 30, PORT 20889.
+ * fork or, in half of the rounds, after the end of its setup; NOTICE_MS is
+ * 30000, DRAIN_LIMIT_S 30, PORT 20889.
  */
 #include <arpa/inet.h>
 #include <getopt.h>
@@ -249,9 +252,11 @@ struct ctl {
 	uint32_t round;
 	uint32_t seed;		/* T_ROUND: the members' seeds derive from it */
 	int32_t who;		/* T_ROUND: the victim; T_DEAD: the member that died */
-	uint32_t delay_ms;	/* T_ROUND: when the victim is killed, from its fork */
+	uint32_t delay_ms;	/* T_ROUND: when the victim is killed */
 	uint32_t ready;		/* T_DEAD: it had published its name */
-	uint32_t running;	/* T_DEAD: it was past its setup */
+	uint32_t running;	/* T_DEAD: it was past its setup; T_ROUND: delay_ms
+				 * counts from the end of the victim's setup, not
+				 * from its fork */
 	int32_t fails;		/* T_RESULT: findings of the round on that node */
 	uint64_t drain_us;	/* T_RESULT: that node's drain time */
 	struct {
@@ -412,12 +417,12 @@ static void death(struct shared *sh, int i, int victim, bool running, double *fi
  * member could not be reaped (the run cannot go on).
  */
 static int round_members(struct shared *sh, int r, unsigned int seed, int victim,
-			 int delay_ms)
+			 int delay_ms, bool from_running)
 {
 	pid_t pids[MAXK] = { 0 };
 	bool reaped[MAXK] = { false }, names_sent = nodes == 1, reaped_sent = false;
 	bool peer_reaped = nodes == 1, late = false, set_up = false, killed = false;
-	double t_fork, first = 0;
+	double t_fork, t_running = 0, first = 0;
 	int left = 0, fails = 0;
 	struct ctl c;
 
@@ -441,7 +446,11 @@ static int round_members(struct shared *sh, int r, unsigned int seed, int victim
 	for (;;) {
 		double t = dp_test_now();
 
-		if (pids[victim] && !reaped[victim] && !killed && t - t_fork >= delay_ms / 1000.0) {
+		if (from_running && !t_running && sh->m[victim].running)
+			t_running = t;
+		if (pids[victim] && !reaped[victim] && !killed &&
+		    (from_running ? t_running && t - t_running >= delay_ms / 1000.0 :
+				    t - t_fork >= delay_ms / 1000.0)) {
 			kill(pids[victim], SIGKILL);
 			killed = true;
 			kmsg("killloop: round %d: member %d killed %s\n", r, victim,
@@ -633,6 +642,7 @@ int main(int argc, char **argv)
 	for (int r = 0;; r++) {
 		unsigned int rseed;
 		int victim, delay, f;
+		bool from_running;
 		char why[512];
 		double t;
 
@@ -644,6 +654,7 @@ int main(int argc, char **argv)
 			c.who = victim = rand() % k;
 			c.delay_ms = delay = min_delay +
 					     rand() % (max_delay > min_delay ? max_delay - min_delay + 1 : 1);
+			c.running = from_running = rand() % 2;
 			ctl_send(&c);
 			if (r >= rounds)
 				break;
@@ -659,8 +670,9 @@ int main(int argc, char **argv)
 			rseed = c.seed;
 			victim = c.who;
 			delay = c.delay_ms;
+			from_running = c.running;
 		}
-		f = round_members(sh, r, rseed, victim, delay);
+		f = round_members(sh, r, rseed, victim, delay, from_running);
 		if (f < 0)
 			return 1;
 		fails += f;

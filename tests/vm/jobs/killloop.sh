@@ -8,9 +8,9 @@
 #
 # Kernel command line: dmaplane.kill_rounds=N (default 100; make soak
 # 1000), dmaplane.kill_members=K (default 4), dmaplane.kill_delay=MS (the
-# latest moment of the kill after the members are forked, default 1000: a
-# setup takes about 0.4 s under TCG, and with 600 ms three victims in four
-# died in their setup).
+# latest moment of the kill after the victim's fork, or in half of the
+# rounds after the end of its setup, default 1000: a setup takes 0.4 to
+# 1.5 s under TCG).
 . /dmaplane/jobs/lib.sh
 
 rounds=$(cmdline dmaplane.kill_rounds 100)

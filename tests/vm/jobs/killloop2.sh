@@ -19,9 +19,9 @@
 #
 # Kernel command line: dmaplane.kill_rounds=N (default 100; make soak
 # 1000), dmaplane.kill_members=K (default 4), dmaplane.kill_delay=MS (the
-# latest moment of the kill after the members are forked, default 1500:
-# a setup takes about 1 s under TCG, so that about half of the victims
-# die in their setup).
+# latest moment of the kill after the victim's fork, or in half of the
+# rounds after the end of its setup, default 1500: a setup takes 1 to 1.5 s
+# under TCG).
 . /dmaplane/jobs/lib.sh
 
 rounds=$(cmdline dmaplane.kill_rounds 100)
