@@ -5,18 +5,18 @@
 #
 #   faults    the fail-nth sweep, then 1,000 probability runs each under
 #             failslab and fail_page_alloc (make check: 100)
-#   killloop  1,000 kill rounds (make check: 100)
+#   killloop  1,000 kill rounds (make check: 60)
 #   killloop2 1,000 kill rounds of a group spread over two VMs (make
-#             check: 100)
+#             check: 60)
 #   fuzz      the random-ioctl fuzzer, 1,000,000 calls, half as root and
-#             half as nobody (make check: 100,000)
+#             half as nobody (make check: 40,000)
 #   twonode   the two-VM job with 5,000 random frames from the malicious
 #             peer (make check: 500)
 #   fabric2   the libfabric provider across two VMs (tests/run-fabric2.sh:
 #             fi_pingpong, the fabtests pairs, Open MPI and MPICH with 2
 #             ranks per node (fabric/build-mpich.sh builds MPICH the first
-#             time, ~40 min); about an hour under TCG; make check runs the
-#             fabtests part)
+#             time, ~40 min); about an hour under TCG; make check runs a few
+#             of the fabtests pairs)
 #   fabric    the libfabric provider's Open MPI programs that make check
 #             leaves out, in one VM: mpi_ping_pong (np 2) and mpi_osc
 #             (np 4, one-sided over osc/pt2pt), mpi_ping_pong under
