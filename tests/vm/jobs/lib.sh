@@ -180,7 +180,7 @@ need_prog() {
 	exit 0
 }
 
-# job_load [PARAM=VALUE...]: forget what kmemleak saw before the job,
+# job_load [PARAM=VALUE...]: kmemleak judges only what comes after (kmemleak_reset),
 # then load dmaplane with those parameters (case "insmod").
 job_load() {
 	kmemleak_reset
