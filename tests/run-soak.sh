@@ -11,7 +11,7 @@
 #   fuzz      the random-ioctl fuzzer, 1,000,000 calls, half as root and
 #             half as nobody (make check: 40,000)
 #   twonode   the two-VM job with 5,000 random frames from the malicious
-#             peer (make check: 500)
+#             peer (make check: 250)
 #   fabric2   the libfabric provider across two VMs (tests/run-fabric2.sh:
 #             fi_pingpong, the fabtests pairs, Open MPI and MPICH with 2
 #             ranks per node (fabric/build-mpich.sh builds MPICH the first
