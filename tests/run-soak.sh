@@ -18,8 +18,8 @@
 #             time, ~40 min); about an hour under TCG; make check runs a few
 #             of the fabtests pairs)
 #   fabric    the libfabric provider's Open MPI programs that make check
-#             leaves out, in one VM: mpi_ping_pong (np 2) and mpi_osc
-#             (np 4, one-sided over osc/pt2pt), mpi_ping_pong under
+#             leaves out, in one VM: mpi_ping_pong (np 2), mpi_coll and
+#             mpi_osc (np 4; one-sided over osc/pt2pt), mpi_ping_pong under
 #             MPICH (fabric/build-mpich.sh builds it the first time, ~40
 #             min; make check then runs mpi_p2p and mpi_coll under it
 #             too), and every runfabtests.sh case of
@@ -95,7 +95,7 @@ script() {
 script fabric2 env FABRIC_RUN=soak FABRIC_MPICH=1 FABRIC_VM_TIMEOUT=5400 tests/run-fabric2.sh 6.1
 . tests/vm/jobs/fabtests.sh
 script fabric env FABRIC_RUN=soak FABRIC_MPICH=1 FABRIC_VM_TIMEOUT=4800 tests/run-fabric.sh 6.1 \
-	"dmaplane.fabric_only=openmpi,openmpi-osc,mpich,$(fabtests_names)fi_cntr_test,fi_dom_test.n2"
+	"dmaplane.fabric_only=openmpi,openmpi-coll,openmpi-osc,mpich,mpich-coll,$(fabtests_names)fi_cntr_test,fi_dom_test.n2"
 # dmaplaned (the arena service) in one VM: arenas, attach, access control,
 # malformed requests, events, local moves, a fuzz pass (12-18 minutes
 # under TCG, so not in make check, which runs its host test); then two
