@@ -15,10 +15,10 @@
  * read fails.  One random member is SIGKILLed after a random delay: from
  * its fork in half of the rounds (it may die in its setup), from the end
  * of its setup in the other half (it dies with its traffic going, however
- * long a setup takes on this machine).  Every other one must notice by itself (an operation fails or
- * completes with an error, or a member it waits for died before it
- * published its name) and exit within NOTICE_MS; one that does not is a
- * finding, and is killed.  All are reaped; then every counter of
+ * long a setup takes on this machine).  Every other one must notice by
+ * itself (an operation fails or completes with an error, or a member it
+ * waits for died before it published its name) and exit within
+ * NOTICE_MS; one that does not is a finding, and is killed.  All are reaped; then every counter of
  * /sys/kernel/debug/dmaplane/stats (but the cumulative "invalidations")
  * must drain back to zero within DRAIN_LIMIT seconds.  The worst drain
  * time is printed.
