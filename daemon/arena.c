@@ -417,6 +417,8 @@ static const struct {
 	{ DMAPLANE_CAP_SRC_AV, "src_av" },
 	{ DMAPLANE_CAP_REGION_BUF, "region_buf" },
 	{ DMAPLANE_CAP_PUT_DATA, "put_data" },
+	{ DMAPLANE_CAP_URING_CMD, "uring_cmd" },
+	{ DMAPLANE_CAP_RECV_INLINE, "recv_inline" },
 };
 
 /* node_json - GET /v1/node: this node, the module's ABI and capabilities. */

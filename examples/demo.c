@@ -26,6 +26,7 @@ static const struct {
 	{ DMAPLANE_CAP_REGION_BUF, "region-buf" },
 	{ DMAPLANE_CAP_PUT_DATA, "put-data" },
 	{ DMAPLANE_CAP_URING_CMD, "uring-cmd" },
+	{ DMAPLANE_CAP_RECV_INLINE, "recv-inline" },
 };
 
 static void print_caps(unsigned long long caps)

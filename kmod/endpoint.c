@@ -569,6 +569,7 @@ int dmaplane_info_fill(const struct dmaplane_ep *ep, struct dmaplane_info *info)
 		     DMAPLANE_CAP_DMABUF_IMPORT | DMAPLANE_CAP_MR | DMAPLANE_CAP_CQ_DATA |
 		     DMAPLANE_CAP_SRC_AV | DMAPLANE_CAP_REGION_BUF | DMAPLANE_CAP_PUT_DATA |
 		     (DMAPLANE_HAVE_REMOTE ? DMAPLANE_CAP_REMOTE : 0) |
+		     DMAPLANE_CAP_RECV_INLINE |
 		     (IS_ENABLED(CONFIG_IO_URING) ? DMAPLANE_CAP_URING_CMD : 0);
 	info->endpoint_id = ep->id;
 	info->page_size = PAGE_SIZE;

@@ -164,6 +164,8 @@ struct dmaplane_msg {
  *	pinned and charged while the receive lives (recv_pin()), or NULL
  * @page_off: the buffer's offset in @page
  * @dirty: @page was written
+ * @inl: %DMAPLANE_OP_F_INLINE: a sender on this node may put the payload
+ *	into the completion (send_expected())
  */
 struct dmaplane_recv {
 	struct dmaplane_match_recv m;
@@ -173,6 +175,7 @@ struct dmaplane_recv {
 	struct page *page;
 	u16 page_off;
 	bool dirty;
+	bool inl;
 };
 
 /*
@@ -211,9 +214,13 @@ static void recv_src_av(struct dmaplane_ep *ep, struct dmaplane_cqe *cqe)
 	}
 }
 
-/* The completion of receive @ctx that took message @msg. */
+/*
+ * The completion of receive @ctx that took message @msg; @inl: the @len
+ * bytes received, when they go in the completion instead of the buffer
+ * (%DMAPLANE_OP_F_INLINE), else NULL.
+ */
 static void recv_complete(struct dmaplane_ep *ep, u64 ctx, int status,
-			  u64 len, const struct dmaplane_msg *msg)
+			  u64 len, const struct dmaplane_msg *msg, const u64 *inl)
 {
 	struct dmaplane_cqe cqe = {
 		.ctx = ctx, .len = len, .msg_len = msg->len, .tag = msg->m.tag,
@@ -221,6 +228,10 @@ static void recv_complete(struct dmaplane_ep *ep, u64 ctx, int status,
 		.data = msg->cq_data, .flags = msg->cqe_flags,
 	};
 
+	if (inl) {
+		cqe.data = *inl;
+		cqe.flags |= DMAPLANE_CQE_F_INLINE;
+	}
 	recv_src_av(ep, &cqe);
 	cqe_post(ep, &cqe);
 }
@@ -1113,7 +1124,8 @@ static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
 	struct dmaplane_ubuf *b = &r->buf;
 	unsigned long a;
 
-	if (b->region || b->nsegs != 1 || !b->len || !ep->mm || current->mm != ep->mm)
+	if (b->region || b->nsegs != 1 || !b->len || !ep->mm || current->mm != ep->mm ||
+	    r->inl)
 		return;
 	a = (unsigned long)b->segs[0].iov_base;
 	if (offset_in_page(a) + b->len > PAGE_SIZE)
@@ -1302,7 +1314,7 @@ static void deliver_done(struct dmaplane_ep *ep, struct dmaplane_recv *r,
 	ubuf_free(&r->buf);
 	if (!msg->data)
 		ubuf_free(&msg->buf);
-	recv_complete(ep, r->ctx, ret, ret && ret != -EMSGSIZE ? 0 : n, msg);
+	recv_complete(ep, r->ctx, ret, ret && ret != -EMSGSIZE ? 0 : n, msg, NULL);
 
 	if (!msg->data) {
 		/*
@@ -1507,11 +1519,12 @@ static u64 held_bytes(struct dmaplane_ep *ep)
 
 /*
  * The completions of a send that took receive @r of @dest: @ret is the
- * copy's result.  Frees @r and both buffers.
+ * copy's result; @inl: the bytes received, when the receive takes them in
+ * its completion (send_expected()), else NULL.  Frees @r and both buffers.
  */
 static void send_expected_done(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 			       struct dmaplane_recv *r, const struct dmaplane_msg *msg,
-			       struct dmaplane_ubuf *sbuf, int ret)
+			       struct dmaplane_ubuf *sbuf, int ret, const u64 *inl)
 {
 	u64 len = msg->len, n = min(r->buf.len, len);
 
@@ -1520,7 +1533,7 @@ static void send_expected_done(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 	recv_complete(dest, r->ctx,
 		      ret ? (ret == -EFAULT ? -EFAULT : -ECONNRESET) :
 		      len > r->buf.len ? -EMSGSIZE : 0,
-		      ret ? 0 : n, msg);
+		      ret ? 0 : n, msg, ret ? NULL : inl);
 	msg_complete(ep, DMAPLANE_OP_SEND, msg->ctx, ret, len, len, msg->m.tag, 0);
 	recv_free(r);
 }
@@ -1601,7 +1614,8 @@ static void batch_flush(struct dmaplane_ep *ep, struct copy_batch *b)
 			recv_free(bj->r);
 			continue;
 		}
-		send_expected_done(ep, bj->dest, bj->r, &key, &bj->sbuf, bj->copy.status);
+		send_expected_done(ep, bj->dest, bj->r, &key, &bj->sbuf, bj->copy.status,
+				   NULL);
 		dmaplane_ep_put(bj->dest);
 	}
 	b->split.nr = 0;
@@ -1797,6 +1811,7 @@ static int do_recv(struct dmaplane_ep *ep, const struct dmaplane_op *op,
 	r->m.ignore = op->ignore;
 	r->owner = ep;
 	r->ctx = op->ctx;
+	r->inl = op->flags & DMAPLANE_OP_F_INLINE;
 
 	ret = dmaplane_cq_reserve(ep->cq);
 	if (ret)
@@ -1895,7 +1910,10 @@ static int msg_copy_in(struct dmaplane_msg *msg, struct dmaplane_ubuf *b, u64 le
 
 /*
  * Expected: one copy, from the sender's buffer (or the payload @msg
- * copied in) into the receiver's, and both completions.
+ * copied in) into the receiver's, and both completions.  A receive with
+ * %DMAPLANE_OP_F_INLINE takes a payload without remote completion data
+ * in its completion instead: a copy out of the sender's own memory (the
+ * caller's: do_send()), no pin and no write into the receiver's.
  */
 static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 			  struct dmaplane_recv *r, const struct dmaplane_msg *msg,
@@ -1905,9 +1923,23 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 	struct kvec kv = { .iov_base = msg->data, .iov_len = n };
 	struct dmaplane_region_map map = { .r = NULL };
 	struct iov_iter iter;
+	bool inl = false;
+	u64 inl_data = 0;
 	int ret = 0, end;
 
-	if (n && !msg->data && !r->page) {
+	if (n && r->inl && n <= sizeof(inl_data) &&
+	    !(msg->cqe_flags & DMAPLANE_CQE_F_DATA)) {
+		if (msg->data) {
+			memcpy(&inl_data, msg->data, n);
+		} else {
+			ret = dmaplane_ubuf_iter(sbuf, ITER_SOURCE, n, &iter, &map);
+			if (!ret && copy_from_iter(&inl_data, n, &iter) != n)
+				ret = -EFAULT;
+			end = dmaplane_ubuf_iter_end(&map);
+			ret = ret ?: end;
+		}
+		inl = true;
+	} else if (n && !msg->data && !r->page) {
 		ret = copy_remote_split(dest->mm, &r->buf, ep->mm, sbuf, n, true,
 					READ_ONCE(dest->cpu));
 	} else if (n) {
@@ -1922,7 +1954,7 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 		end = dmaplane_ubuf_iter_end(&map);
 		ret = ret ?: end;
 	}
-	send_expected_done(ep, dest, r, msg, sbuf, ret);
+	send_expected_done(ep, dest, r, msg, sbuf, ret, inl ? &inl_data : NULL);
 }
 
 /*
@@ -2356,7 +2388,8 @@ static int check_op(const struct dmaplane_op *op, u32 op_size)
 		flags = DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_REGION |
 			(op_size >= DMAPLANE_OP_SIZE_V1 ? DMAPLANE_OP_F_DATA : 0);
 	else if (op->opcode == DMAPLANE_OP_RECV)
-		flags = DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_CLAIMED | DMAPLANE_OP_F_REGION;
+		flags = DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_CLAIMED | DMAPLANE_OP_F_REGION |
+			DMAPLANE_OP_F_INLINE;
 	else if (op->opcode == DMAPLANE_OP_PUT)
 		flags = DMAPLANE_OP_F_REGION |
 			(op_size >= DMAPLANE_OP_SIZE_V1 ? DMAPLANE_OP_F_DATA : 0);
@@ -2367,6 +2400,11 @@ static int check_op(const struct dmaplane_op *op, u32 op_size)
 		return -EINVAL;
 	if (op->flags & DMAPLANE_OP_F_REGION ?
 	    op->flags & DMAPLANE_OP_F_IOV : op->region)
+		return -EINVAL;
+	/* An inline receive: a few bytes at a user address. */
+	if ((op->flags & DMAPLANE_OP_F_INLINE) &&
+	    ((op->flags & (DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_REGION)) ||
+	     op->len > DMAPLANE_CQE_INLINE_MAX))
 		return -EINVAL;
 	if (!rma && (op->rkey || op->roffset))
 		return -EINVAL;

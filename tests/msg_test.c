@@ -1861,6 +1861,210 @@ TEST_F(pair, small_receive_pins_its_page)
 	ASSERT_NE(NULL, self->b);
 }
 
+/* Post one DMAPLANE_OP_F_INLINE receive of @len bytes into @buf on @ep. */
+static int recv_inline(struct dp_ep *ep, uint32_t src, uint64_t tag, void *buf,
+		       uint64_t len, uint64_t ctx)
+{
+	struct dmaplane_op op;
+
+	dp_prep_recv(&op, src, tag, 0, buf, len, ctx);
+	dp_prep_set_flags(&op, DMAPLANE_OP_F_INLINE);
+	return dp_submit(ep, &op, 1);
+}
+
+/* Are the bytes of @cqe's data beyond @len zero? */
+static int inline_tail_zero(const struct dmaplane_cqe *cqe, uint64_t len)
+{
+	const unsigned char *d = (const unsigned char *)&cqe->data;
+
+	for (uint64_t i = len; i < sizeof(cqe->data); i++)
+		if (d[i])
+			return 0;
+	return 1;
+}
+
+/*
+ * DMAPLANE_OP_F_INLINE: a message of up to 8 bytes that finds its receive
+ * posted comes in the completion (DMAPLANE_CQE_F_INLINE, cqe.data), from
+ * this process and from another one; the buffer is not written and its
+ * page not pinned.  What writes the buffer as any receive does (a message
+ * that was waiting, remote completion data, no bytes), truncation, cancel
+ * and the rejected forms.
+ */
+TEST_F(pair, inline_receive_takes_payload_in_completion)
+{
+	long pins = dp_test_stat("recv_pins");
+	unsigned char src[16], buf[16];
+	struct dmaplane_name bname, cname;
+	struct dmaplane_info info;
+	struct dmaplane_cqe c;
+	struct dmaplane_op op;
+	int go[2], back[2], status;
+	unsigned int i;
+	uint64_t len;
+	pid_t pid;
+
+	ASSERT_EQ(0, dp_info(self->b, &info));
+	ASSERT_TRUE(info.caps & DMAPLANE_CAP_RECV_INLINE);
+
+	/* 1 to 8 bytes of random data, from a given source and from any. */
+	for (len = 1; len <= DMAPLANE_CQE_INLINE_MAX; len++) {
+		dp_test_fill(src, sizeof(src), 700 + len);
+		memset(buf, 0x5a, sizeof(buf));
+		ASSERT_EQ(1, recv_inline(self->b, len % 2 ? DP_ANY_SRC : self->b2a,
+					 70 + len, buf, len, 700 + len));
+		EXPECT_EQ(pins, dp_test_stat("recv_pins"));
+		ASSERT_EQ(0, dp_send(self->a, self->a2b, 70 + len, src, len, 800 + len));
+		ASSERT_EQ(1, wait1(self->b, &c));
+		EXPECT_EQ(700 + len, c.ctx);
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(DMAPLANE_OP_RECV, c.opcode);
+		EXPECT_EQ(DMAPLANE_CQE_F_INLINE | DMAPLANE_CQE_F_SRC_AV, c.flags);
+		EXPECT_EQ(self->b2a, c.src_av);
+		EXPECT_EQ(len, c.len);
+		EXPECT_EQ(len, c.msg_len);
+		EXPECT_EQ(70 + len, c.tag);
+		EXPECT_EQ(dp_test_uid(self->a), c.src);
+		EXPECT_EQ(0, memcmp(&c.data, src, len));
+		EXPECT_TRUE(inline_tail_zero(&c, len));
+		for (i = 0; i < sizeof(buf); i++)
+			ASSERT_EQ(0x5a, buf[i]) TH_LOG("buffer byte %u written", i);
+		ASSERT_EQ(1, wait1(self->a, &c));
+		EXPECT_EQ(800 + len, c.ctx);
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(DMAPLANE_OP_SEND, c.opcode);
+		EXPECT_EQ(len, c.len);
+	}
+
+	/* Longer than the receive: its first 8 bytes, -EMSGSIZE. */
+	dp_test_fill(src, sizeof(src), 710);
+	memset(buf, 0x5a, sizeof(buf));
+	ASSERT_EQ(1, recv_inline(self->b, DP_ANY_SRC, 71, buf, 8, 710));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 71, src, 12, 810));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(-EMSGSIZE, c.status);
+	EXPECT_EQ(8, c.len);
+	EXPECT_EQ(12, c.msg_len);
+	EXPECT_TRUE(c.flags & DMAPLANE_CQE_F_INLINE);
+	EXPECT_EQ(0, memcmp(&c.data, src, 8));
+	EXPECT_EQ(0x5a, buf[0]);
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(12, c.len);
+
+	/* Remote completion data: the buffer is written, data is the sender's. */
+	dp_test_fill(src, sizeof(src), 711);
+	memset(buf, 0x5a, sizeof(buf));
+	ASSERT_EQ(1, recv_inline(self->b, DP_ANY_SRC, 72, buf, 8, 711));
+	dp_prep_send_data(&op, self->a2b, 72, src, 8, 0x1234567890abcdefull, 811);
+	ASSERT_EQ(1, dp_submit(self->a, &op, 1));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(DMAPLANE_CQE_F_DATA | DMAPLANE_CQE_F_SRC_AV, c.flags);
+	EXPECT_EQ(0x1234567890abcdefull, c.data);
+	EXPECT_EQ(0, memcmp(buf, src, 8));
+	EXPECT_EQ(0x5a, buf[8]);
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+
+	/* A message that was waiting: copied into the buffer. */
+	dp_test_fill(src, sizeof(src), 712);
+	memset(buf, 0x5a, sizeof(buf));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 73, src, 5, 812));
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+	ASSERT_EQ(1, recv_inline(self->b, DP_ANY_SRC, 73, buf, 8, 712));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(5, c.len);
+	EXPECT_EQ(DMAPLANE_CQE_F_SRC_AV, c.flags);
+	EXPECT_EQ(0, memcmp(buf, src, 5));
+	EXPECT_EQ(0x5a, buf[5]);
+
+	/* No bytes: nothing inline, nothing written. */
+	memset(buf, 0x5a, sizeof(buf));
+	ASSERT_EQ(1, recv_inline(self->b, DP_ANY_SRC, 74, buf, 8, 713));
+	ASSERT_EQ(0, dp_send(self->a, self->a2b, 74, src, 0, 813));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(0, c.len);
+	EXPECT_EQ(DMAPLANE_CQE_F_SRC_AV, c.flags);
+	EXPECT_EQ(0, c.data);
+	EXPECT_EQ(0x5a, buf[0]);
+	ASSERT_EQ(1, wait1(self->a, &c));
+	EXPECT_EQ(0, c.status);
+
+	/* Cancelled: nothing pinned, nothing left. */
+	ASSERT_EQ(1, recv_inline(self->b, DP_ANY_SRC, 75, buf, 8, 714));
+	EXPECT_EQ(pins, dp_test_stat("recv_pins"));
+	EXPECT_EQ(0, dp_cancel(self->b, 714));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(-ECANCELED, c.status);
+	EXPECT_EQ(0, c.flags & DMAPLANE_CQE_F_INLINE);
+
+	/* From another process. */
+	ASSERT_EQ(0, dp_getname(self->b, &bname));
+	ASSERT_EQ(0, pipe(go));
+	ASSERT_EQ(0, pipe(back));
+	dp_test_fill(src, sizeof(src), 715);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct dp_ep *ep = dp_test_ep_new(0, 0);
+		uint32_t c2b;
+		char x;
+
+		if (!ep || dp_getname(ep, &cname) || dp_av_insert(ep, &bname, &c2b))
+			_exit(1);
+		if (write(back[1], &cname, sizeof(cname)) != sizeof(cname) ||
+		    read(go[0], &x, 1) != 1)
+			_exit(2);
+		if (dp_send(ep, c2b, 76, src, 8, 815) || wait1(ep, &c) != 1 || c.status)
+			_exit(3);
+		dp_close(ep);
+		_exit(0);
+	}
+	EXPECT_EQ(sizeof(cname), read(back[0], &cname, sizeof(cname)));
+	memset(buf, 0x5a, sizeof(buf));
+	ASSERT_EQ(1, recv_inline(self->b, DP_ANY_SRC, 76, buf, 8, 715));
+	EXPECT_EQ(pins, dp_test_stat("recv_pins"));
+	EXPECT_EQ(1, write(go[1], "g", 1));
+	ASSERT_EQ(1, wait1(self->b, &c));
+	EXPECT_EQ(0, c.status);
+	EXPECT_EQ(8, c.len);
+	EXPECT_EQ(DMAPLANE_CQE_F_INLINE, c.flags);
+	EXPECT_EQ(cname.ep_uid, c.src);
+	EXPECT_EQ(0, memcmp(&c.data, src, 8));
+	EXPECT_EQ(0x5a, buf[0]);
+	EXPECT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+	close(go[0]);
+	close(go[1]);
+	close(back[0]);
+	close(back[1]);
+
+	/* Rejected: more than 8 bytes, an iovec, a region, not a receive. */
+	dp_prep_recv(&op, DP_ANY_SRC, 1, 0, buf, 9, 1);
+	dp_prep_set_flags(&op, DMAPLANE_OP_F_INLINE);
+	EXPECT_EQ(-EINVAL, dp_submit(self->b, &op, 1));
+	dp_prep_recv(&op, DP_ANY_SRC, 1, 0, buf, 1, 1);
+	dp_prep_set_flags(&op, DMAPLANE_OP_F_INLINE | DMAPLANE_OP_F_IOV);
+	EXPECT_EQ(-EINVAL, dp_submit(self->b, &op, 1));
+	dp_prep_recv(&op, DP_ANY_SRC, 1, 0, (void *)0, 8, 1);
+	dp_prep_set_region(&op, 1);
+	dp_prep_set_flags(&op, DMAPLANE_OP_F_INLINE);
+	EXPECT_EQ(-EINVAL, dp_submit(self->b, &op, 1));
+	dp_prep_send(&op, self->a2b, 1, src, 8, 1);
+	dp_prep_set_flags(&op, DMAPLANE_OP_F_INLINE);
+	EXPECT_EQ(-EINVAL, dp_submit(self->a, &op, 1));
+	dp_prep_put(&op, self->a2b, 1, 0, src, 8, 1);
+	dp_prep_set_flags(&op, DMAPLANE_OP_F_INLINE);
+	EXPECT_EQ(-EINVAL, dp_submit(self->a, &op, 1));
+	EXPECT_EQ(0, dp_poll(self->a, &c, 1));
+	EXPECT_EQ(0, dp_poll(self->b, &c, 1));
+	EXPECT_EQ(pins, dp_test_stat("recv_pins"));
+}
+
 /* The sender's buffer of a rendezvous, registered and dropped: read through the cache. */
 TEST_F(pair, registered_rendezvous_source_pins_nothing)
 {

@@ -538,6 +538,7 @@ static int help_monitor(FILE *f)
 static const char *const cap_names[] = {
 	"info", "arena", "mr", "dmabuf_export", "dmabuf_import", "msg", "rma", "remote",
 	"cq_data", "src_av", "region_buf", "put_data", "uring_cmd",
+	"recv_inline",
 };
 
 static int dev_show(struct dp *dp)

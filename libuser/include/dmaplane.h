@@ -308,7 +308,9 @@ int dp_submit(struct dp_ep *ep, const struct dmaplane_op *ops, unsigned int nr);
  * dp_prep_send_data - a send that carries @data into the receiver's
  * completion (cqe.data, DMAPLANE_CQE_F_DATA; needs DMAPLANE_CAP_CQ_DATA).
  * dp_prep_set_flags - add DMAPLANE_OP_F_* bits (e.g. DMAPLANE_OP_F_IOV:
- * @buf is then a struct iovec array and @len its count).
+ * @buf is then a struct iovec array and @len its count;
+ * DMAPLANE_OP_F_INLINE: a receive of at most 8 bytes may get them in its
+ * completion, see dp_cqe_inline()).
  * dp_prep_set_region - the operation's buffer is in the caller's region
  * @region (dp_arena_handle(), dp_mr_handle()): @buf of the prep call is
  * then the offset in it, (void *)(uintptr_t)offset (needs
@@ -388,6 +390,21 @@ static inline void dp_prep_set_region(struct dmaplane_op *op, uint32_t region)
 {
 	op->flags |= DMAPLANE_OP_F_REGION;
 	op->region = region;
+}
+
+/*
+ * dp_cqe_inline - the completion of a receive with DMAPLANE_OP_F_INLINE
+ * (needs DMAPLANE_CAP_RECV_INLINE): when it carries the bytes received
+ * (DMAPLANE_CQE_F_INLINE), copy its @cqe->len bytes to @buf, the
+ * receive's buffer, and return that count; else return 0 (the module wrote
+ * the buffer, or there was nothing to copy).
+ */
+static inline uint64_t dp_cqe_inline(const struct dmaplane_cqe *cqe, void *buf)
+{
+	if (!(cqe->flags & DMAPLANE_CQE_F_INLINE))
+		return 0;
+	memcpy(buf, &cqe->data, cqe->len);
+	return cqe->len;
 }
 
 /*

@@ -114,6 +114,11 @@
  * when the running kernel has io_uring
  */
 #define DMAPLANE_CAP_URING_CMD	_BITULL(12)
+/**
+ * DMAPLANE_CAP_RECV_INLINE - a RECV with %DMAPLANE_OP_F_INLINE may take
+ * a message's payload in its completion (%DMAPLANE_CQE_F_INLINE)
+ */
+#define DMAPLANE_CAP_RECV_INLINE _BITULL(13)
 
 /**
  * struct dmaplane_info - argument of %DMAPLANE_IOCTL_GET_INFO
@@ -635,6 +640,21 @@ struct dmaplane_cq_head {
  * referenced until the operation completes.
  */
 #define DMAPLANE_OP_F_REGION	_BITUL(3)
+/**
+ * DMAPLANE_OP_F_INLINE - RECV into a buffer of at most
+ * %DMAPLANE_CQE_INLINE_MAX bytes at a user address (neither
+ * %DMAPLANE_OP_F_IOV nor %DMAPLANE_OP_F_REGION): the module may put the
+ * bytes received into the completion instead of the buffer, as a NIC
+ * scatters a small message into its CQE.  Such a completion has
+ * %DMAPLANE_CQE_F_INLINE set and the &dmaplane_cqe.len bytes received in
+ * the first bytes of &dmaplane_cqe.data, in memory order; the buffer is
+ * not written and the caller copies them.  A completion without the flag
+ * wrote the buffer as any receive does.  The buffer is not pinned while
+ * the receive is posted.  A message that carries remote completion data
+ * (%DMAPLANE_OP_F_DATA) is never delivered inline.  Needs
+ * %DMAPLANE_CAP_RECV_INLINE.
+ */
+#define DMAPLANE_OP_F_INLINE	_BITUL(4)
 
 /** DMAPLANE_AV_ANY - &dmaplane_op.peer of a receive: any source */
 #define DMAPLANE_AV_ANY		0xffffffffU
@@ -828,6 +848,13 @@ struct dmaplane_cqe {
  * PUT with %DMAPLANE_OP_F_DATA into one of its regions (ctx is zero)
  */
 #define DMAPLANE_CQE_F_REMOTE	_BITUL(2)
+/**
+ * DMAPLANE_CQE_F_INLINE - a RECV with %DMAPLANE_OP_F_INLINE: its
+ * &dmaplane_cqe.len bytes are in &dmaplane_cqe.data, not in its buffer
+ */
+#define DMAPLANE_CQE_F_INLINE	_BITUL(3)
+/** DMAPLANE_CQE_INLINE_MAX - the most bytes &dmaplane_cqe.data carries */
+#define DMAPLANE_CQE_INLINE_MAX	8
 
 /**
  * DMAPLANE_IOCTL_EP_SETUP - set the security domain and create the ring.
