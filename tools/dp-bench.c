@@ -506,6 +506,8 @@ struct xport {
 	int ctl;
 	/* dmaplane: how operations are submitted (enum dp_sub) */
 	int sub;
+	/* dmaplane: receives of up to 8 bytes take DMAPLANE_OP_F_INLINE */
+	int inl;
 #ifdef HAVE_LIBURING
 	struct io_uring ring;
 	int ring_up;
@@ -518,6 +520,15 @@ struct xport {
  * with IORING_SETUP_SQPOLL (the kernel's thread takes the SQE).
  */
 enum dp_sub { SUB_IOCTL, SUB_URING, SUB_SQPOLL };
+
+/*
+ * dmaplane's receives of at most DMAPLANE_CQE_INLINE_MAX bytes in lat's
+ * dp_rs, rate and bw ask for the payload in their completion
+ * (DMAPLANE_OP_F_INLINE: no pin, no write into the receiver), copied out
+ * with dp_cqe_inline(), when the module has DMAPLANE_CAP_RECV_INLINE; -I:
+ * never (path's dp_rs_8B row never, its _inl rows always).
+ */
+static int recv_inline = 1;
 
 static int full_write(int fd, const void *buf, size_t len)
 {
@@ -786,6 +797,13 @@ static int dp_x_setup(struct xport *x, int rank)
 		setup_step = "dp_ep_setup";
 		ret = dp_ep_setup(x->ep, 0, 1024);
 	}
+	if (!ret && recv_inline) {
+		struct dmaplane_info info;
+
+		setup_step = "dp_info";
+		ret = dp_info(x->ep, &info);
+		x->inl = !ret && (info.caps & DMAPLANE_CAP_RECV_INLINE);
+	}
 	if (!ret) {
 		setup_step = "dp_getname";
 		ret = dp_getname(x->ep, &mine);
@@ -1020,6 +1038,10 @@ static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w
 		ops[i].len = len;
 		if (opcode == DMAPLANE_OP_RECV && rx_bufs > 1)
 			ops[i].addr += rx_next++ % rx_bufs * len;
+		if (opcode == DMAPLANE_OP_RECV && x->inl && len <= DMAPLANE_CQE_INLINE_MAX)
+			ops[i].flags = DMAPLANE_OP_F_INLINE;
+		/* where an inline payload goes (dp_cqe_inline() below) */
+		ops[i].ctx = ops[i].addr;
 	}
 	while (done < w) {
 		n = x_submit(x, ops + done, w - done);
@@ -1027,9 +1049,11 @@ static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w
 			n = dp_poll(x->ep, c, WINDOW_MAX);
 			if (n < 0)
 				return n;
-			for (int i = 0; i < n; i++)
+			for (int i = 0; i < n; i++) {
 				if (c[i].status)
 					return c[i].status;
+				dp_cqe_inline(&c[i], (void *)(uintptr_t)c[i].ctx);
+			}
 			got += n;
 			continue;
 		}
@@ -1041,9 +1065,11 @@ static int dp_x_window(struct xport *x, int opcode, void *buf, size_t len, int w
 		n = dp_take(x->ep, c, WINDOW_MAX, spin);
 		if (n < 0)
 			return n;
-		for (int i = 0; i < n; i++)
+		for (int i = 0; i < n; i++) {
 			if (c[i].status)
 				return c[i].status;
+			dp_cqe_inline(&c[i], (void *)(uintptr_t)c[i].ctx);
+		}
 		got += n;
 		spin = n ? 1 : spin + 1;
 	}
@@ -1134,10 +1160,11 @@ static double lat_rank(struct xport *x, int rank, const struct run_args *a,
 
 /*
  * dp_rs: reap completions of a batched ping-pong until @want_got receives
- * (ctx 1) and @want_sent sends (ctx 2) have completed.
+ * (ctx 1) and @want_sent sends (ctx 2) have completed; a receive's inline
+ * payload goes to @rb.
  */
 static int rs_reap(struct dp_ep *ep, int *got, int *sent, int want_got,
-		   int want_sent)
+		   int want_sent, void *rb)
 {
 	struct dmaplane_cqe c[4];
 
@@ -1149,9 +1176,10 @@ static int rs_reap(struct dp_ep *ep, int *got, int *sent, int want_got,
 		for (int i = 0; i < n; i++) {
 			if (c[i].status)
 				return c[i].status;
-			if (c[i].ctx == 1)
+			if (c[i].ctx == 1) {
+				dp_cqe_inline(&c[i], rb);
 				(*got)++;
-			else
+			} else
 				(*sent)++;
 		}
 		spin = n ? 1 : spin + 1;
@@ -1195,6 +1223,8 @@ static double lat_rs_rank(struct xport *x, int rank, const struct run_args *a,
 		goto out;
 	}
 	dp_prep_recv(&ops[0], x->peer, 1, 0, rb, a->len, 1);
+	if (x->inl && a->len <= DMAPLANE_CQE_INLINE_MAX)
+		dp_prep_set_flags(&ops[0], DMAPLANE_OP_F_INLINE);
 	dp_prep_send(&ops[1], x->peer, 1, sb, a->len, 2);
 	if (rank)
 		ret = rs_submit(x, ops, 1);
@@ -1204,17 +1234,17 @@ static double lat_rs_rank(struct xport *x, int rank, const struct run_args *a,
 				t0 = now_us();
 			ret = rs_submit(x, ops, 2);
 			if (!ret)
-				ret = rs_reap(x->ep, &got, &sent, i + 1, i + 1);
+				ret = rs_reap(x->ep, &got, &sent, i + 1, i + 1, rb);
 			continue;
 		}
 		/* the ping; then the next receive (if any) and the pong */
-		ret = rs_reap(x->ep, &got, &sent, i + 1, 0);
+		ret = rs_reap(x->ep, &got, &sent, i + 1, 0, rb);
 		if (!ret)
 			ret = i + 1 < total ? rs_submit(x, ops, 2) :
 					      rs_submit(x, ops + 1, 1);
 	}
 	if (!ret && rank)
-		ret = rs_reap(x->ep, &got, &sent, total, total);
+		ret = rs_reap(x->ep, &got, &sent, total, total, rb);
 out:
 	if (sb)
 		munmap(sb, len);
@@ -1586,6 +1616,7 @@ static int bench_rate(int windows)
 static int path_self(struct dp_ep *ep, struct dmaplane_op *ops, int iters,
 		     double *us)
 {
+	void *rb = (void *)(uintptr_t)ops[0].addr;
 	struct xport x = xports[0];	/* dmaplane, through dp_submit() */
 	double t0 = now_us();
 	int got = 0, sent = 0, ret;
@@ -1595,7 +1626,7 @@ static int path_self(struct dp_ep *ep, struct dmaplane_op *ops, int iters,
 	for (int i = 0; i < iters; i++) {
 		ret = rs_submit(&x, ops, 2);
 		if (!ret)
-			ret = rs_reap(ep, &got, &sent, i + 1, i + 1);
+			ret = rs_reap(ep, &got, &sent, i + 1, i + 1, rb);
 		if (ret)
 			return ret;
 	}
@@ -1604,11 +1635,11 @@ static int path_self(struct dp_ep *ep, struct dmaplane_op *ops, int iters,
 }
 
 enum { PATH_SYSCALL, PATH_IOCTL, PATH_POLL, PATH_SELF0, PATH_SELF8,
-       PATH_SELF8_REG, PATH_RS, NR_PATH };
+       PATH_SELF8_REG, PATH_SELF8_INL, PATH_RS, PATH_RS_INL, NR_PATH };
 
 static const char *const path_names[NR_PATH] = {
 	"getppid", "ioctl_info", "dp_poll_empty", "self_0B", "self_8B",
-	"self_8B_reg", "dp_rs_8B",
+	"self_8B_reg", "self_8B_inl", "dp_rs_8B", "dp_rs_8B_inl",
 };
 
 static const char *const path_what[NR_PATH] = {
@@ -1618,7 +1649,9 @@ static const char *const path_what[NR_PATH] = {
 	"RECV+SEND to itself in one dp_submit(), 0 bytes",
 	"the same, 8 bytes copied into the posted buffer",
 	"the same, the receive buffer registered",
+	"self_8B, the receive DMAPLANE_OP_F_INLINE (payload in the completion)",
 	"ping-pong between two processes, half round trip",
+	"the same, the receives DMAPLANE_OP_F_INLINE",
 };
 
 static int path_measure(int row, struct dp_ep *ep, uint32_t self,
@@ -1657,9 +1690,12 @@ static int path_measure(int row, struct dp_ep *ep, uint32_t self,
 		/* fall through */
 	case PATH_SELF0:
 	case PATH_SELF8:
+	case PATH_SELF8_INL:
 		memset(buf + 4096, 0, 8);
 		dp_prep_recv(&ops[0], self, 1, 0, buf + 4096,
 			     row == PATH_SELF0 ? 0 : 8, 1);
+		if (row == PATH_SELF8_INL)
+			dp_prep_set_flags(&ops[0], DMAPLANE_OP_F_INLINE);
 		dp_prep_send(&ops[1], self, 1, buf, row == PATH_SELF0 ? 0 : 8, 2);
 		ret = path_self(ep, ops, iters, us);
 		if (!ret && row != PATH_SELF0 && memcmp(buf, buf + 4096, 8))
@@ -1667,9 +1703,14 @@ static int path_measure(int row, struct dp_ep *ep, uint32_t self,
 		if (mr)
 			dp_mr_dereg(mr);
 		return ret;
-	default:
+	default: {
+		int inl = recv_inline;
+
+		recv_inline = row == PATH_RS_INL;
 		*us = run_latency_rs(8, iters, SUB_IOCTL);
+		recv_inline = inl;
 		return *us < 0 ? (int)*us : 0;
+	}
 	}
 }
 
@@ -2661,6 +2702,7 @@ static int usage(FILE *f)
 	fprintf(f, "usage: dp-bench reg [-m MAX_BYTES] [-n ITERS] [-d IBDEV]\n"
 		   "       (messaging modes: -Y spins with sched_yield() instead of sleeping in dp_wait();\n"
 		   "        -s SPINS polls the ring SPINS times (1024) before each sleep or yield;\n"
+		   "        -I: receives of up to 8 bytes without DMAPLANE_OP_F_INLINE;\n"
 		   "        -m MAX_BYTES leaves out larger messages in every mode)\n"
 		   "       dp-bench lat [-n ITERS]\n"
 		   "       dp-bench bw [-n WINDOWS] [-w MESSAGES] [-b BUFS]\n"
@@ -2693,7 +2735,7 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
 		return usage(stdout);
 	optind = 2;
-	while ((opt = getopt_long(argc, argv, "m:n:d:Yp:o:b:w:s:", lopts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "m:n:d:YIp:o:b:w:s:", lopts, NULL)) != -1) {
 		switch (opt) {
 		case 'b':
 			rx_bufs = atoi(optarg);
@@ -2720,6 +2762,9 @@ int main(int argc, char **argv)
 			break;
 		case 'Y':
 			spin_yield = 1;
+			break;
+		case 'I':
+			recv_inline = 0;
 			break;
 		case 's':
 			spin_polls = atoi(optarg);
