@@ -925,6 +925,12 @@ static void gen_op(struct tctx *t, const struct slot *s, struct dmaplane_op *op)
 		gen_iov(t, op);
 	} else {
 		gen_buf(t, &op->addr, &op->len, true);
+		/* Mostly a receive of up to 8 bytes, sometimes more (-EINVAL). */
+		if (op->opcode == DMAPLANE_OP_RECV && chance(r, 15)) {
+			op->flags |= DMAPLANE_OP_F_INLINE;
+			if (chance(r, 90))
+				op->len = below(r, DMAPLANE_CQE_INLINE_MAX + 1);
+		}
 	}
 	if (!t->sane && chance(r, 10))
 		mutate(r, op, sizeof(*op));
