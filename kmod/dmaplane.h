@@ -97,6 +97,9 @@ struct seq_file;
  *	the message (mr.c: dmaplane_mr_cache_add_msg()); cumulative
  * @DMAPLANE_STAT_MSG_REG_HITS: such buffers an entry of the cache
  *	covered already; cumulative
+ * @DMAPLANE_STAT_RECV_INLINE: receives (%DMAPLANE_OP_F_INLINE) completed
+ *	with the bytes in their completion (msg.c: send_expected());
+ *	cumulative
  * @DMAPLANE_NUM_STATS: number of counters
  *
  * Every object the module creates is counted and uncounted when it is
@@ -130,6 +133,7 @@ enum dmaplane_stat {
 	DMAPLANE_STAT_COPIES_SPLIT_PEER,
 	DMAPLANE_STAT_MSG_REGS,
 	DMAPLANE_STAT_MSG_REG_HITS,
+	DMAPLANE_STAT_RECV_INLINE,
 	DMAPLANE_NUM_STATS
 };
 
@@ -170,6 +174,7 @@ struct dmaplane_stats {
 			long copies_split_peer;
 			long msg_regs;
 			long msg_reg_hits;
+			long recv_inline;
 		};
 		long counters[DMAPLANE_NUM_STATS];
 	};

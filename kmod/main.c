@@ -63,6 +63,7 @@ const char * const dmaplane_stat_names[] = {
 	[DMAPLANE_STAT_COPIES_SPLIT_PEER] = "copies_split_peer",
 	[DMAPLANE_STAT_MSG_REGS] = "msg_regs",
 	[DMAPLANE_STAT_MSG_REG_HITS] = "msg_reg_hits",
+	[DMAPLANE_STAT_RECV_INLINE] = "recv_inline",
 };
 
 static struct dentry *dmaplane_debugfs;
@@ -267,6 +268,7 @@ static int dmaplane_stats_show(struct seq_file *m, void *unused)
 	DMAPLANE_STAT_CHECK(copies_split_peer, DMAPLANE_STAT_COPIES_SPLIT_PEER);
 	DMAPLANE_STAT_CHECK(msg_regs, DMAPLANE_STAT_MSG_REGS);
 	DMAPLANE_STAT_CHECK(msg_reg_hits, DMAPLANE_STAT_MSG_REG_HITS);
+	DMAPLANE_STAT_CHECK(recv_inline, DMAPLANE_STAT_RECV_INLINE);
 	BUILD_BUG_ON(sizeof(struct dmaplane_stats) !=
 		     sizeof(long) * DMAPLANE_NUM_STATS);
 	BUILD_BUG_ON(ARRAY_SIZE(dmaplane_stat_names) != DMAPLANE_NUM_STATS);

@@ -1939,6 +1939,8 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 			ret = ret ?: end;
 		}
 		inl = true;
+		if (!ret)
+			dmaplane_stat_inc(recv_inline);
 	} else if (n && !msg->data && !r->page) {
 		ret = copy_remote_split(dest->mm, &r->buf, ep->mm, sbuf, n, true,
 					READ_ONCE(dest->cpu));

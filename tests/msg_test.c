@@ -1636,6 +1636,31 @@ static int pin_one(struct __test_metadata *_metadata, FIXTURE_DATA(pair) *self,
  * @seed): pinned while posted, data exact.  Returns 0 or the line that
  * failed.
  */
+/*
+ * In a forked child: open an endpoint, give its name to the parent over
+ * pipe end @back, wait for a byte on @go, send @len bytes of @src to
+ * @bname with tag (and context) @tag, and exit 0 once the send completed
+ * (1 to 3: the step that failed).
+ */
+static void child_send(const struct dmaplane_name *bname, int go, int back,
+		       const void *src, size_t len, uint64_t tag)
+{
+	struct dp_ep *ep = dp_test_ep_new(0, 0);
+	struct dmaplane_name cname;
+	struct dmaplane_cqe c;
+	uint32_t c2b;
+	char x;
+
+	if (!ep || dp_getname(ep, &cname) || dp_av_insert(ep, bname, &c2b))
+		_exit(1);
+	if (write(back, &cname, sizeof(cname)) != sizeof(cname) || read(go, &x, 1) != 1)
+		_exit(2);
+	if (dp_send(ep, c2b, tag, src, len, tag) || wait1(ep, &c) != 1 || c.status)
+		_exit(3);
+	dp_close(ep);
+	_exit(0);
+}
+
 static int pin_from_child(struct __test_metadata *_metadata, struct dp_ep *b,
 			  unsigned char *dst, size_t len, uint64_t seed)
 {
@@ -1659,21 +1684,8 @@ static int pin_from_child(struct __test_metadata *_metadata, struct dp_ep *b,
 		line = __LINE__;
 		goto close_back;
 	}
-	if (!pid) {
-		struct dp_ep *ep = dp_test_ep_new(0, 0);
-		uint32_t c2b;
-		char x;
-
-		if (!ep || dp_getname(ep, &cname) || dp_av_insert(ep, &bname, &c2b))
-			_exit(1);
-		if (write(back[1], &cname, sizeof(cname)) != sizeof(cname) ||
-		    read(go[0], &x, 1) != 1)
-			_exit(2);
-		if (dp_send(ep, c2b, seed, src, len, seed) || wait1(ep, &c) != 1 || c.status)
-			_exit(3);
-		dp_close(ep);
-		_exit(0);
-	}
+	if (!pid)
+		child_send(&bname, go[0], back[1], src, len, seed);
 	EXPECT_EQ(sizeof(cname), read(back[0], &cname, sizeof(cname)));
 	EXPECT_EQ(0, dp_av_insert(b, &cname, &b2c));
 	memset(dst, 0, len);
@@ -1893,7 +1905,7 @@ static int inline_tail_zero(const struct dmaplane_cqe *cqe, uint64_t len)
  */
 TEST_F(pair, inline_receive_takes_payload_in_completion)
 {
-	long pins = dp_test_stat("recv_pins");
+	long pins = dp_test_stat("recv_pins"), inl;
 	unsigned char src[16], buf[16];
 	struct dmaplane_name bname, cname;
 	struct dmaplane_info info;
@@ -1906,6 +1918,8 @@ TEST_F(pair, inline_receive_takes_payload_in_completion)
 
 	ASSERT_EQ(0, dp_info(self->b, &info));
 	ASSERT_TRUE(info.caps & DMAPLANE_CAP_RECV_INLINE);
+	inl = dp_test_stat("recv_inline");
+	ASSERT_LE(0, inl) TH_LOG("no recv_inline counter");
 
 	/* 1 to 8 bytes of random data, from a given source and from any. */
 	for (len = 1; len <= DMAPLANE_CQE_INLINE_MAX; len++) {
@@ -1935,6 +1949,8 @@ TEST_F(pair, inline_receive_takes_payload_in_completion)
 		EXPECT_EQ(DMAPLANE_OP_SEND, c.opcode);
 		EXPECT_EQ(len, c.len);
 	}
+
+	EXPECT_EQ(inl + DMAPLANE_CQE_INLINE_MAX, dp_test_stat("recv_inline"));
 
 	/* Longer than the receive: its first 8 bytes, -EMSGSIZE. */
 	dp_test_fill(src, sizeof(src), 710);
@@ -2001,6 +2017,8 @@ TEST_F(pair, inline_receive_takes_payload_in_completion)
 	ASSERT_EQ(1, wait1(self->b, &c));
 	EXPECT_EQ(-ECANCELED, c.status);
 	EXPECT_EQ(0, c.flags & DMAPLANE_CQE_F_INLINE);
+	/* Only the truncated message came inline since. */
+	EXPECT_EQ(inl + DMAPLANE_CQE_INLINE_MAX + 1, dp_test_stat("recv_inline"));
 
 	/* From another process. */
 	ASSERT_EQ(0, dp_getname(self->b, &bname));
@@ -2009,21 +2027,8 @@ TEST_F(pair, inline_receive_takes_payload_in_completion)
 	dp_test_fill(src, sizeof(src), 715);
 	pid = fork();
 	ASSERT_LE(0, pid);
-	if (!pid) {
-		struct dp_ep *ep = dp_test_ep_new(0, 0);
-		uint32_t c2b;
-		char x;
-
-		if (!ep || dp_getname(ep, &cname) || dp_av_insert(ep, &bname, &c2b))
-			_exit(1);
-		if (write(back[1], &cname, sizeof(cname)) != sizeof(cname) ||
-		    read(go[0], &x, 1) != 1)
-			_exit(2);
-		if (dp_send(ep, c2b, 76, src, 8, 815) || wait1(ep, &c) != 1 || c.status)
-			_exit(3);
-		dp_close(ep);
-		_exit(0);
-	}
+	if (!pid)
+		child_send(&bname, go[0], back[1], src, 8, 76);
 	EXPECT_EQ(sizeof(cname), read(back[0], &cname, sizeof(cname)));
 	memset(buf, 0x5a, sizeof(buf));
 	ASSERT_EQ(1, recv_inline(self->b, DP_ANY_SRC, 76, buf, 8, 715));
@@ -2038,6 +2043,7 @@ TEST_F(pair, inline_receive_takes_payload_in_completion)
 	EXPECT_EQ(0x5a, buf[0]);
 	EXPECT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
+	EXPECT_EQ(inl + DMAPLANE_CQE_INLINE_MAX + 2, dp_test_stat("recv_inline"));
 	close(go[0]);
 	close(go[1]);
 	close(back[0]);
