@@ -18,6 +18,14 @@
 #define DPF_NO_PEER	UINT32_MAX
 #define DPF_REQ_CHUNK	64
 #define DPF_POLL_BATCH	64
+/*
+ * Receives into buffers of at most this many bytes ask for messages of up
+ * to 8 bytes in their completion (DMAPLANE_OP_F_INLINE): a buffer this
+ * small mostly gets small messages (fabtests' ping-pong posts 64 bytes
+ * for any message up to that), and a larger message into it costs the
+ * copy's pin instead of the post's.
+ */
+#define DPF_RECV_INLINE_MAX	64
 
 /* ---- remote CQ data and sources ------------------------------------------ */
 
@@ -303,6 +311,9 @@ static void ep_complete(struct dpf_ep *ep, const struct dmaplane_cqe *cqe)
 		recv_unlink(ep, req);
 	if (req->kind == DPF_REQ_DISCARD)
 		goto out;
+	/* The bytes of an inline receive go where the application wants them. */
+	if (req->kind == DPF_REQ_RECV && req->buf)
+		dp_cqe_inline(cqe, req->buf);
 	/* A discarded claimed message "truncates" into no buffer at all. */
 	if (req->buf == NULL && req->kind == DPF_REQ_RECV && status == -EMSGSIZE &&
 	    (req->cq_flags & FI_DISCARD))
@@ -716,7 +727,17 @@ static ssize_t ep_recv(struct dpf_ep *ep, const struct iovec *iov, void *desc,
 
 		dp_prep_recv(&op, h, tag, ignore, req->buf,
 			     count ? iov[0].iov_len : 0, (uintptr_t)req);
-		ep_desc_region(ep, desc, true, &op);
+		/*
+		 * Into a small buffer, a message of up to 8 bytes (an MPI
+		 * rank's int or double, a control message) may come in the
+		 * completion: nothing pinned, ep_complete() copies it.  That
+		 * spares the pin as a registered region (host memory: the
+		 * only kind of MR here) would, so a descriptor is not used.
+		 */
+		if (ep->recv_inline && op.len && op.len <= DPF_RECV_INLINE_MAX)
+			dp_prep_set_flags(&op, DMAPLANE_OP_F_INLINE);
+		else
+			ep_desc_region(ep, desc, true, &op);
 		ret = dp_submit(ep->kep, &op, 1);
 		if (ret > 0)
 			ret = 0;
@@ -1531,6 +1552,7 @@ static int ep_enable(struct dpf_ep *ep)
 	if (!dp_info(ep->kep, &di)) {
 		ep->put_data = di.caps & DMAPLANE_CAP_PUT_DATA;
 		ep->region_buf = di.caps & DMAPLANE_CAP_REGION_BUF;
+		ep->recv_inline = di.caps & DMAPLANE_CAP_RECV_INLINE;
 	}
 	/* Names inserted before the endpoint was enabled; refusals show later. */
 	for (i = 0; i < ep->av->count; i++)

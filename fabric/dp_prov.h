@@ -325,6 +325,7 @@ struct dpf_ep {
 	bool enabled;
 	bool put_data;			/* the module has DMAPLANE_CAP_PUT_DATA */
 	bool region_buf;		/* ... and DMAPLANE_CAP_REGION_BUF */
+	bool recv_inline;		/* ... and DMAPLANE_CAP_RECV_INLINE */
 	uint64_t caps;
 	uint64_t tx_op_flags, rx_op_flags;
 	size_t tx_size, rx_size;

@@ -1117,7 +1117,8 @@ static void msg_free_data(struct dmaplane_msg *msg)
  * cannot be pinned, the receive is posted
  * without it and copied into as before: posting never fails for it.  A
  * receive that a waiting (unexpected) message matches takes it without
- * the pin (do_recv()).
+ * the pin (do_recv()), and so does one that asks for its bytes in its
+ * completion (%DMAPLANE_OP_F_INLINE: send_expected()).
  */
 static void recv_pin(struct dmaplane_ep *ep, struct dmaplane_recv *r)
 {
@@ -1911,9 +1912,10 @@ static int msg_copy_in(struct dmaplane_msg *msg, struct dmaplane_ubuf *b, u64 le
 /*
  * Expected: one copy, from the sender's buffer (or the payload @msg
  * copied in) into the receiver's, and both completions.  A receive with
- * %DMAPLANE_OP_F_INLINE takes a payload without remote completion data
- * in its completion instead: a copy out of the sender's own memory (the
- * caller's: do_send()), no pin and no write into the receiver's.
+ * %DMAPLANE_OP_F_INLINE takes up to %DMAPLANE_CQE_INLINE_MAX bytes
+ * without remote completion data in its completion instead: a copy out
+ * of the sender's own memory (the caller's: do_send()), no pin and no
+ * write into the receiver's.
  */
 static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 			  struct dmaplane_recv *r, const struct dmaplane_msg *msg,
@@ -2403,10 +2405,9 @@ static int check_op(const struct dmaplane_op *op, u32 op_size)
 	if (op->flags & DMAPLANE_OP_F_REGION ?
 	    op->flags & DMAPLANE_OP_F_IOV : op->region)
 		return -EINVAL;
-	/* An inline receive: a few bytes at a user address. */
+	/* An inline receive: at a user address. */
 	if ((op->flags & DMAPLANE_OP_F_INLINE) &&
-	    ((op->flags & (DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_REGION)) ||
-	     op->len > DMAPLANE_CQE_INLINE_MAX))
+	    (op->flags & (DMAPLANE_OP_F_IOV | DMAPLANE_OP_F_REGION)))
 		return -EINVAL;
 	if (!rma && (op->rkey || op->roffset))
 		return -EINVAL;

@@ -925,7 +925,7 @@ static void gen_op(struct tctx *t, const struct slot *s, struct dmaplane_op *op)
 		gen_iov(t, op);
 	} else {
 		gen_buf(t, &op->addr, &op->len, true);
-		/* Mostly a receive of up to 8 bytes, sometimes more (-EINVAL). */
+		/* Mostly a receive of up to 8 bytes, sometimes larger. */
 		if (op->opcode == DMAPLANE_OP_RECV && chance(r, 15)) {
 			op->flags |= DMAPLANE_OP_F_INLINE;
 			if (chance(r, 90))

@@ -1898,15 +1898,15 @@ static int inline_tail_zero(const struct dmaplane_cqe *cqe, uint64_t len)
 /*
  * DMAPLANE_OP_F_INLINE: a message of up to 8 bytes that finds its receive
  * posted comes in the completion (DMAPLANE_CQE_F_INLINE, cqe.data), from
- * this process and from another one; the buffer is not written and its
- * page not pinned.  What writes the buffer as any receive does (a message
+ * this process and from another one, into small and larger buffers; the
+ * buffer is not written and its page not pinned.  What writes the buffer as any receive does (a message
  * that was waiting, remote completion data, no bytes), truncation, cancel
  * and the rejected forms.
  */
 TEST_F(pair, inline_receive_takes_payload_in_completion)
 {
 	long pins = dp_test_stat("recv_pins"), inl;
-	unsigned char src[16], buf[16];
+	unsigned char src[16], buf[16], *big;
 	struct dmaplane_name bname, cname;
 	struct dmaplane_info info;
 	struct dmaplane_cqe c;
@@ -2010,6 +2010,38 @@ TEST_F(pair, inline_receive_takes_payload_in_completion)
 	ASSERT_EQ(1, wait1(self->a, &c));
 	EXPECT_EQ(0, c.status);
 
+	/*
+	 * A larger buffer (within one page: it would be pinned without the
+	 * flag): 8 bytes or fewer come inline, more are written into it.
+	 */
+	big = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, big);
+	dp_test_fill(big + 2048, 100, 716);
+	for (len = 0; len < 3; len++) {
+		uint64_t n = len == 0 ? 3 : len == 1 ? 9 : 100;
+
+		memset(big, 0x5a, 200);
+		ASSERT_EQ(1, recv_inline(self->b, DP_ANY_SRC, 77, big, 200, 716 + len));
+		EXPECT_EQ(pins, dp_test_stat("recv_pins"));
+		ASSERT_EQ(0, dp_send(self->a, self->a2b, 77, big + 2048, n, 816));
+		ASSERT_EQ(1, wait1(self->b, &c));
+		EXPECT_EQ(0, c.status);
+		EXPECT_EQ(n, c.len);
+		if (n <= DMAPLANE_CQE_INLINE_MAX) {
+			EXPECT_EQ(DMAPLANE_CQE_F_INLINE | DMAPLANE_CQE_F_SRC_AV, c.flags);
+			EXPECT_EQ(0, memcmp(&c.data, big + 2048, n));
+			EXPECT_EQ(0x5a, big[0]);
+		} else {
+			EXPECT_EQ(DMAPLANE_CQE_F_SRC_AV, c.flags);
+			EXPECT_EQ(0, memcmp(big, big + 2048, n));
+		}
+		EXPECT_EQ(0x5a, big[n]);
+		ASSERT_EQ(1, wait1(self->a, &c));
+		EXPECT_EQ(0, c.status);
+	}
+	munmap(big, 4096);
+	EXPECT_EQ(inl + DMAPLANE_CQE_INLINE_MAX + 2, dp_test_stat("recv_inline"));
+
 	/* Cancelled: nothing pinned, nothing left. */
 	ASSERT_EQ(1, recv_inline(self->b, DP_ANY_SRC, 75, buf, 8, 714));
 	EXPECT_EQ(pins, dp_test_stat("recv_pins"));
@@ -2017,8 +2049,8 @@ TEST_F(pair, inline_receive_takes_payload_in_completion)
 	ASSERT_EQ(1, wait1(self->b, &c));
 	EXPECT_EQ(-ECANCELED, c.status);
 	EXPECT_EQ(0, c.flags & DMAPLANE_CQE_F_INLINE);
-	/* Only the truncated message came inline since. */
-	EXPECT_EQ(inl + DMAPLANE_CQE_INLINE_MAX + 1, dp_test_stat("recv_inline"));
+	/* Only the truncated message and 3 bytes came inline since. */
+	EXPECT_EQ(inl + DMAPLANE_CQE_INLINE_MAX + 2, dp_test_stat("recv_inline"));
 
 	/* From another process. */
 	ASSERT_EQ(0, dp_getname(self->b, &bname));
@@ -2043,16 +2075,13 @@ TEST_F(pair, inline_receive_takes_payload_in_completion)
 	EXPECT_EQ(0x5a, buf[0]);
 	EXPECT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("child status %#x", status);
-	EXPECT_EQ(inl + DMAPLANE_CQE_INLINE_MAX + 2, dp_test_stat("recv_inline"));
+	EXPECT_EQ(inl + DMAPLANE_CQE_INLINE_MAX + 3, dp_test_stat("recv_inline"));
 	close(go[0]);
 	close(go[1]);
 	close(back[0]);
 	close(back[1]);
 
-	/* Rejected: more than 8 bytes, an iovec, a region, not a receive. */
-	dp_prep_recv(&op, DP_ANY_SRC, 1, 0, buf, 9, 1);
-	dp_prep_set_flags(&op, DMAPLANE_OP_F_INLINE);
-	EXPECT_EQ(-EINVAL, dp_submit(self->b, &op, 1));
+	/* Rejected: an iovec, a region, not a receive. */
 	dp_prep_recv(&op, DP_ANY_SRC, 1, 0, buf, 1, 1);
 	dp_prep_set_flags(&op, DMAPLANE_OP_F_INLINE | DMAPLANE_OP_F_IOV);
 	EXPECT_EQ(-EINVAL, dp_submit(self->b, &op, 1));

@@ -351,7 +351,8 @@ fabric_vm() {
 	section "$lane: libfabric provider: fi_pingpong, fabtests, Open MPI (6.1 VM)"
 	# Every check (fi_getinfo_test's subtests that ask for what dmaplane
 	# does not do are SKIP lines: tests/vm/jobs/fabric.sh).
-	checks=fi_getinfo_test,fi_pingpong,fi_rdm_tagged_pingpong,fi_rdm_tagged_bw,fi_rdm_tagged_peek
+	checks=fi_getinfo_test,fi_pingpong,fi_pingpong-8,fi_rdm_tagged_pingpong,fi_rdm_tagged_bw
+	checks=$checks,fi_rdm_tagged_peek
 	checks=$checks,fi_recv_cancel,fi_unexpected_msg,fi_rdm,fi_rdm_pingpong
 	checks=$checks,fi_msg_inject,fi_rma_bw-write,fi_rma_bw-read,fi_rma_bw-writedata
 	checks=$checks,fi_cq_test,fi_mr_test,fi_dom_test,fi_eq_test,fi_cq_data

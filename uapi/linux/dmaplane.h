@@ -641,16 +641,17 @@ struct dmaplane_cq_head {
  */
 #define DMAPLANE_OP_F_REGION	_BITUL(3)
 /**
- * DMAPLANE_OP_F_INLINE - RECV into a buffer of at most
- * %DMAPLANE_CQE_INLINE_MAX bytes at a user address (neither
- * %DMAPLANE_OP_F_IOV nor %DMAPLANE_OP_F_REGION): the module may put the
- * bytes received into the completion instead of the buffer, as a NIC
- * scatters a small message into its CQE.  Such a completion has
- * %DMAPLANE_CQE_F_INLINE set and the &dmaplane_cqe.len bytes received in
- * the first bytes of &dmaplane_cqe.data, in memory order; the buffer is
- * not written and the caller copies them.  A completion without the flag
- * wrote the buffer as any receive does.  The buffer is not pinned while
- * the receive is posted.  A message that carries remote completion data
+ * DMAPLANE_OP_F_INLINE - RECV into a buffer at a user address (neither
+ * %DMAPLANE_OP_F_IOV nor %DMAPLANE_OP_F_REGION): when at most
+ * %DMAPLANE_CQE_INLINE_MAX bytes are received, the module may put them
+ * into the completion instead of the buffer, as a NIC scatters a small
+ * message into its CQE.  Such a completion has %DMAPLANE_CQE_F_INLINE
+ * set and the &dmaplane_cqe.len bytes received in the first bytes of
+ * &dmaplane_cqe.data, in memory order; the buffer is not written and the
+ * caller copies them.  A completion without the flag wrote the buffer as
+ * any receive does.  The buffer is not pinned while the receive is
+ * posted (a larger message is copied in as into a buffer that could not
+ * be).  A message that carries remote completion data
  * (%DMAPLANE_OP_F_DATA) is never delivered inline.  Needs
  * %DMAPLANE_CAP_RECV_INLINE.
  */

@@ -159,6 +159,21 @@ grep -E 'caps|mem_tag_format|mr_mode|inject_size|cq_data_size|threading' /tmp/in
 
 pair fi_pingpong $PP fi_pingpong -p dmaplane -e rdm -I 100
 pair fi_pingpong-all-sizes $PP fi_pingpong -p dmaplane -e rdm -I 10 -S all
+# 8-byte messages with fi_pingpong's data checks (-c), tagged: the
+# provider posts receives of up to 8 bytes with DMAPLANE_OP_F_INLINE and
+# copies the bytes out of the completion; the module's recv_inline
+# counter must have grown by at least one message per round trip (a
+# message that arrives before its receive is posted is not inline).
+# Open MPI's messages carry the source rank as remote CQ data, which
+# never comes inline.
+inl0=$(sed -n 's/^recv_inline //p' /sys/kernel/debug/dmaplane/stats)
+rc=none
+pair fi_pingpong-8 $PP fi_pingpong -p dmaplane -e rdm -m tagged -I 200 -S 8 -c
+if [ "$rc" = 0 ]; then
+	inl1=$(sed -n 's/^recv_inline //p' /sys/kernel/debug/dmaplane/stats)
+	[ "$((${inl1:-0} - ${inl0:-0}))" -ge 200 ]
+	case_result provider-inline $? "recv_inline ${inl0:-?} -> ${inl1:-?}"
+fi
 
 . /dmaplane/jobs/fabtests.sh
 WINDOW=16
