@@ -74,7 +74,7 @@ static inline long dp_test_stat_settled(const char *name, long want, int ms)
 static inline int dp_test_stat_cumulative(const char *name)
 {
 	return !strcmp(name, "invalidations") || !strncmp(name, "copies_", 7) ||
-	       !strncmp(name, "msg_reg", 7);
+	       !strncmp(name, "msg_reg", 7) || !strcmp(name, "recv_inline");
 }
 
 /*

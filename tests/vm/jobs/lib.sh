@@ -199,15 +199,15 @@ job_load() {
 }
 
 # counters_zero NAME [TRIES [SECS]]: case NAME passes when every counter
-# of the module is zero (but invalidations and the copies_* and msg_reg*
-# counters, which count events and only grow); read up to TRIES times (default
-# once), SECS (default 1) apart.
+# of the module is zero (but invalidations and the copies_*, msg_reg* and
+# recv_inline counters, which count events and only grow); read up to
+# TRIES times (default once), SECS (default 1) apart.
 counters_zero() {
 	tries=${2:-1}
 	i=0
 	while :; do
 		left=$(grep -v -e '^invalidations ' -e '^copies_' -e '^msg_reg' \
-			/sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
+			-e '^recv_inline ' /sys/kernel/debug/dmaplane/stats | grep -v ' 0$')
 		[ -z "$left" ] && break
 		i=$((i + 1))
 		[ $i -ge "$tries" ] && break
