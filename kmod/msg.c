@@ -1890,23 +1890,28 @@ static int ubuf_readable(const struct dmaplane_ubuf *b, u64 len)
 	return 0;
 }
 
-/* Copy the @len bytes of an eager message in from the sender's @b. */
-static int msg_copy_in(struct dmaplane_msg *msg, struct dmaplane_ubuf *b, u64 len)
+/* Copy the first @len bytes of the caller's own @b to @dst. */
+static int ubuf_read(struct dmaplane_ubuf *b, void *dst, u64 len)
 {
 	struct dmaplane_region_map map;
 	struct iov_iter iter;
 	int ret, end;
 
-	ret = msg_data_alloc(msg, len, GFP_KERNEL_ACCOUNT);
-	if (ret)
-		return ret;
 	ret = dmaplane_ubuf_iter(b, ITER_SOURCE, len, &iter, &map);
 	if (ret)
 		return ret;
-	if (copy_from_iter(msg->data, len, &iter) != len)
+	if (copy_from_iter(dst, len, &iter) != len)
 		ret = -EFAULT;
 	end = dmaplane_ubuf_iter_end(&map);
 	return ret ?: end;
+}
+
+/* Copy the @len bytes of an eager message in from the sender's @b. */
+static int msg_copy_in(struct dmaplane_msg *msg, struct dmaplane_ubuf *b, u64 len)
+{
+	int ret = msg_data_alloc(msg, len, GFP_KERNEL_ACCOUNT);
+
+	return ret ?: ubuf_read(b, msg->data, len);
 }
 
 /*
@@ -1931,15 +1936,10 @@ static void send_expected(struct dmaplane_ep *ep, struct dmaplane_ep *dest,
 
 	if (n && r->inl && n <= sizeof(inl_data) &&
 	    !(msg->cqe_flags & DMAPLANE_CQE_F_DATA)) {
-		if (msg->data) {
+		if (msg->data)
 			memcpy(&inl_data, msg->data, n);
-		} else {
-			ret = dmaplane_ubuf_iter(sbuf, ITER_SOURCE, n, &iter, &map);
-			if (!ret && copy_from_iter(&inl_data, n, &iter) != n)
-				ret = -EFAULT;
-			end = dmaplane_ubuf_iter_end(&map);
-			ret = ret ?: end;
-		}
+		else
+			ret = ubuf_read(sbuf, &inl_data, n);
 		inl = true;
 		if (!ret)
 			dmaplane_stat_inc(recv_inline);

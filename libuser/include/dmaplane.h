@@ -309,8 +309,8 @@ int dp_submit(struct dp_ep *ep, const struct dmaplane_op *ops, unsigned int nr);
  * completion (cqe.data, DMAPLANE_CQE_F_DATA; needs DMAPLANE_CAP_CQ_DATA).
  * dp_prep_set_flags - add DMAPLANE_OP_F_* bits (e.g. DMAPLANE_OP_F_IOV:
  * @buf is then a struct iovec array and @len its count;
- * DMAPLANE_OP_F_INLINE: a receive of at most 8 bytes may get them in its
- * completion, see dp_cqe_inline()).
+ * DMAPLANE_OP_F_INLINE: a message of at most 8 bytes may come in the
+ * receive's completion, see dp_cqe_inline()).
  * dp_prep_set_region - the operation's buffer is in the caller's region
  * @region (dp_arena_handle(), dp_mr_handle()): @buf of the prep call is
  * then the offset in it, (void *)(uintptr_t)offset (needs
